@@ -1,0 +1,109 @@
+"""The SQLite connection: sqlean.py with sqlite-vec loaded, WAL, BEGIN IMMEDIATE, migrations.
+
+sqlean.py is a sqlite3 build that can load extensions; the stock sqlite3 of
+pyenv and macOS Pythons cannot, and sqlite-vec is an extension.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlean
+import sqlite_vec
+
+from askvault.adapters.migrations import MIGRATIONS
+from askvault.errors import StoreError
+
+BUSY_TIMEOUT_MS = 15_000
+# 64 MiB page cache and 256 MiB of memory-mapped reads: measured in bench/search_bench.py.
+CACHE_SIZE_KIB = 65_536
+MMAP_SIZE_BYTES = 268_435_456
+
+Connection = Any  # sqlean.Connection; sqlean ships no type stubs
+
+
+def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Connection:
+    """Open the index, load sqlite-vec, set pragmas, apply pending migrations."""
+    if not readonly:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise StoreError(f"no index at {path}", "run `askvault index` first")
+    try:
+        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        conn = sqlean.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                              timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA cache_size = -{CACHE_SIZE_KIB}")
+        conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE_BYTES}")
+        if migrate and not readonly:
+            apply_migrations(conn)
+    except sqlean.DatabaseError as exc:
+        raise StoreError(
+            f"cannot open the index {path}: {exc}",
+            "if it is corrupt, delete that file and run `askvault index` to rebuild it",
+        ) from exc
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: Connection) -> Iterator[Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (disk full included)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlean.OperationalError as exc:
+        raise StoreError(f"the index is busy: {exc}", "another writer holds it; retry") from exc
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        try:
+            conn.execute("COMMIT")
+        except sqlean.DatabaseError:
+            # COMMIT can fail (disk full); the transaction is then still open.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def apply_migrations(conn: Connection) -> list[str]:
+    """Apply the numbered migrations not yet recorded in `migrations`; return their names."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, sql in MIGRATIONS:
+        if name in done:
+            continue
+        with write_transaction(conn):
+            # Re-check inside the write lock: another process may have migrated meanwhile.
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                continue
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+        applied.append(name)
+    return applied
+
+
+def _split_sql(sql: str) -> list[str]:
+    """Statements of a migration, split on `;` at line ends (no triggers are used)."""
+    return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True for SQLite's 'database or disk is full' (SQLITE_FULL)."""
+    return "full" in str(exc).lower()

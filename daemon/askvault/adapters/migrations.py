@@ -1,0 +1,107 @@
+"""Numbered schema migrations, applied in order, each recorded in the `migrations` table.
+
+Never edit a migration that has shipped; add a new one. Numbering: 001-009 the
+index, 010-019 the daemon, 020-029 search, 030-039 answering.
+"""
+
+from __future__ import annotations
+
+M001_NOTES = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE notes (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    folder TEXT NOT NULL,
+    title TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    aliases TEXT NOT NULL DEFAULT '[]',
+    tags TEXT NOT NULL DEFAULT '[]',
+    type TEXT,
+    sources TEXT NOT NULL DEFAULT '[]',
+    related TEXT NOT NULL DEFAULT '[]',
+    headings TEXT NOT NULL DEFAULT '[]',
+    block_ids TEXT NOT NULL DEFAULT '[]',
+    frontmatter TEXT NOT NULL DEFAULT '{}',
+    problems TEXT NOT NULL DEFAULT '[]',
+    derived INTEGER NOT NULL DEFAULT 0,
+    indexed_at REAL NOT NULL
+);
+CREATE INDEX notes_content_hash ON notes(content_hash);
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    text_hash TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX chunks_note ON chunks(note_id, position);
+CREATE INDEX chunks_text_hash ON chunks(text_hash);
+CREATE TABLE links (
+    note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    target TEXT NOT NULL,
+    heading TEXT,
+    block TEXT,
+    embed INTEGER NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE INDEX links_note ON links(note_id);
+CREATE INDEX links_target ON links(target COLLATE NOCASE);
+CREATE TABLE skipped (
+    path TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    seen_at REAL NOT NULL
+);
+"""
+
+# Words: unicode61 with diacritics folded; columns weighted at query time
+# (title, aliases, headings, body). CJK has no spaces, so chunks holding CJK text
+# are also put in a trigram index (only those, to keep indexing cheap).
+M002_FTS = """
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    title, aliases, headings, body,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE chunks_trigram USING fts5(body, tokenize = 'trigram');
+"""
+
+# The embedding cache is content-addressed: (fingerprint, chunk-text hash) -> vector.
+# The backlog is derived (chunk hashes without a cached vector for the target
+# fingerprint), so it is as durable as the chunks themselves; failures are kept
+# so that one poisonous text never blocks the others.
+M003_EMBEDDINGS = """
+CREATE TABLE fingerprints (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    model TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    dimension INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('building', 'active', 'retired')),
+    created_at REAL NOT NULL
+);
+CREATE TABLE embeddings (
+    fingerprint_id INTEGER NOT NULL REFERENCES fingerprints(id),
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (fingerprint_id, text_hash)
+) WITHOUT ROWID;
+CREATE TABLE embed_failures (
+    fingerprint_id INTEGER NOT NULL,
+    text_hash TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    last_error TEXT NOT NULL,
+    next_try_at REAL NOT NULL,
+    PRIMARY KEY (fingerprint_id, text_hash)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("m001_notes", M001_NOTES),
+    ("m002_fts", M002_FTS),
+    ("m003_embeddings", M003_EMBEDDINGS),
+]

@@ -1,0 +1,380 @@
+"""All talk to Ollama, through the official `ollama` client.
+
+Owns: refusing non-loopback hosts before any connection, the per-model embedding
+prefixes, batching and splitting of embedding inputs, streaming chat, the status
+probe, and turning every client failure into an `errors.OllamaError`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import ollama
+
+from askvault.errors import (
+    ConfigError,
+    ModelMissing,
+    OllamaError,
+    OllamaUnavailable,
+    RemoteHostRefused,
+)
+from askvault.records import Fingerprint
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_PORT = 11434
+UNAVAILABLE_HINT = "is `ollama serve` running? Try `askvault doctor`"
+REMOTE_HINT = (
+    "askvault talks only to a local Ollama; set allow_remote_ollama = true to allow this host"
+)
+# Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
+# code, numbers and non-Latin text, so a piece estimated to fit really fits.
+CHARS_PER_TOKEN_ESTIMATE = 3
+# Ollama runs embedding models with a 2048-token window by default, whatever the
+# model's own context length, so a longer input would not fit either.
+EMBED_WINDOW_TOKENS = 2048
+PROBE_TEXT = "askvault dimension probe"
+
+_SEARCH_PASSAGES = "Represent this sentence for searching relevant passages: "
+# model base name -> (query prefix, document prefix), as each model card asks.
+EMBED_PREFIXES: dict[str, tuple[str, str]] = {
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+    "embeddinggemma": ("task: search result | query: ", "title: none | text: "),
+    "mxbai-embed-large": (_SEARCH_PASSAGES, ""),
+    "snowflake-arctic-embed": (_SEARCH_PASSAGES, ""),
+    "snowflake-arctic-embed2": ("query: ", ""),
+}
+
+
+def model_base_name(model: str) -> str:
+    """`nomic-embed-text:latest` -> `nomic-embed-text`; `ns/name:tag` -> `name`."""
+    return model.split(":", 1)[0].rsplit("/", 1)[-1].lower()
+
+
+def embed_prefixes(model: str) -> tuple[str, str]:
+    """The (query, document) prefixes for `model`; ("", "") for a model without any."""
+    return EMBED_PREFIXES.get(model_base_name(model), ("", ""))
+
+
+def check_host_allowed(url: str, allow_remote: bool) -> str:
+    """Normalise an Ollama host as the client would and refuse a non-loopback one.
+
+    Accepts what OLLAMA_HOST accepts (`127.0.0.1:11434`, `localhost`,
+    `http://[::1]:11434`, `:11435`, empty for the default); `0.0.0.0` and `::` (a
+    server's "all interfaces") mean this machine. A host name other than `localhost`
+    counts as remote: no DNS lookup is made to find out. Returns `scheme://host:port`.
+    """
+    raw = (url or "").strip()
+    if not raw:
+        return DEFAULT_HOST
+    scheme, sep, rest = raw.partition("://")
+    if sep:
+        scheme = scheme.lower()
+        default_port = 443 if scheme == "https" else 80
+    else:
+        scheme, rest, default_port = "http", raw, DEFAULT_PORT
+    if scheme not in ("http", "https"):
+        raise ConfigError([f"ollama.host: unsupported scheme {scheme!r} in {raw!r} (use http)"])
+    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
+    try:
+        port = split.port or default_port
+    except ValueError:
+        raise ConfigError([f"ollama.host: invalid port in {raw!r}"]) from None
+    host = (split.hostname or "127.0.0.1").lower()
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    if not allow_remote and not _is_loopback(host):
+        raise RemoteHostRefused(
+            f"refusing to connect to Ollama at {raw}: {host} is not a loopback address",
+            REMOTE_HINT,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    path = split.path.strip("/")
+    return f"{scheme}://{shown}:{port}" + (f"/{path}" if path else "")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost."):
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+@contextmanager
+def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None]:
+    """Turn the client's failures into OllamaError subclasses."""
+    try:
+        yield
+    except ollama.ResponseError as exc:
+        if exc.status_code == 404:
+            raise ModelMissing(model, host) from exc
+        raise OllamaUnavailable(
+            f"Ollama at {host} failed: {exc.error} (status {exc.status_code})", UNAVAILABLE_HINT
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise OllamaUnavailable(
+            f"Ollama at {host} did not answer within {timeout_s:g} s", UNAVAILABLE_HINT
+        ) from exc
+    except (httpx.TransportError, ConnectionError) as exc:
+        # The client turns httpx.ConnectError into ConnectionError, but not inside streams.
+        refused = isinstance(exc, (ConnectionError, httpx.ConnectError))
+        reason = "connection refused" if refused else str(exc)
+        raise OllamaUnavailable(
+            f"Ollama is not reachable at {host} ({reason})", UNAVAILABLE_HINT
+        ) from exc
+
+
+def split_for_embedding(text: str, max_chars: int) -> list[str]:
+    """Cut `text` into pieces of at most `max_chars`, at whitespace when one is near the limit."""
+    if max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > max_chars:
+        end = start + max_chars
+        cut = max(text.rfind(ch, start + max_chars // 2, end) for ch in " \n\t")
+        cut = cut + 1 if cut > start else end
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def _pool(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
+    """Length-weighted mean of piece vectors, L2-normalised again."""
+    total = float(sum(weights)) or 1.0
+    mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
+    norm = math.sqrt(sum(x * x for x in mean)) or 1.0
+    return [x / norm for x in mean]
+
+
+def _find_model(names: Sequence[str], name: str) -> str | None:
+    wanted = {name, name if ":" in name else f"{name}:latest"}
+    if name.endswith(":latest"):
+        wanted.add(name.removesuffix(":latest"))
+    return next((n for n in names if n in wanted), None)
+
+
+class OllamaEmbedder:
+    """Embeds texts with an Ollama embedding model (implements `records.Embedder`).
+
+    Inputs go out in batches of `batch_size`, one `/api/embed` call per batch, with
+    `truncate=False` so Ollama never cuts a text silently. A text estimated longer than
+    `max_input_tokens` (characters / 3; default: the model's context length from
+    `/api/show`, at most 2048) is split, its pieces embedded and mean-pooled.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        model: str,
+        *,
+        timeout_s: float,
+        batch_size: int = 32,
+        max_input_tokens: int | None = None,
+        allow_remote: bool = False,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.host = check_host_allowed(host, allow_remote)
+        self.model = model
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.query_prefix, self.document_prefix = embed_prefixes(model)
+        self._max_input_tokens = max_input_tokens
+        self._fingerprint: Fingerprint | None = None
+        self._client = ollama.Client(host=self.host, timeout=timeout_s)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OllamaEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _errors(self) -> Any:
+        return _translated_errors(self.host, self.model, self.timeout_s)
+
+    def fingerprint(self) -> Fingerprint:
+        """(model, digest from /api/tags, dimension from a probe embedding); cached."""
+        if self._fingerprint is None:
+            with self._errors():
+                listing = self._client.list()
+            digests = {m.model or "": m.digest or "" for m in listing.models}
+            found = _find_model(list(digests), self.model)
+            if found is None:
+                raise ModelMissing(self.model, self.host)
+            dimension = len(self._embed_batch([self.document_prefix + PROBE_TEXT])[0])
+            self._fingerprint = Fingerprint(self.model, digests[found] or "unknown", dimension)
+        return self._fingerprint
+
+    def max_input_tokens(self) -> int:
+        """The per-input token budget: the explicit one, else the model's (cached)."""
+        if self._max_input_tokens is None:
+            with self._errors():
+                info = self._client.show(self.model).modelinfo or {}
+            lengths = [
+                v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int)
+            ]
+            self._max_input_tokens = min([EMBED_WINDOW_TOKENS, *lengths])
+        return self._max_input_tokens
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order, with the model's document prefix."""
+        return self._embed_texts(texts, self.document_prefix)
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query, with the model's query prefix."""
+        return self._embed_texts([text], self.query_prefix)[0]
+
+    def _embed_texts(self, texts: Sequence[str], prefix: str) -> list[list[float]]:
+        if not texts:
+            return []
+        budget = max(1, self.max_input_tokens() * CHARS_PER_TOKEN_ESTIMATE - len(prefix))
+        pieces: list[str] = []
+        owners: list[int] = []
+        for index, text in enumerate(texts):
+            for piece in split_for_embedding(text, budget):
+                pieces.append(prefix + piece)
+                owners.append(index)
+        vectors: list[list[float]] = []
+        for start in range(0, len(pieces), self.batch_size):
+            vectors.extend(self._embed_batch(pieces[start : start + self.batch_size]))
+        grouped: list[list[int]] = [[] for _ in texts]
+        for position, owner in enumerate(owners):
+            grouped[owner].append(position)
+        return [
+            vectors[ps[0]] if len(ps) == 1
+            else _pool([vectors[p] for p in ps], [len(pieces[p]) for p in ps])
+            for ps in grouped
+        ]
+
+    def _embed_batch(self, inputs: list[str]) -> list[list[float]]:
+        with self._errors():
+            response = self._client.embed(model=self.model, input=inputs, truncate=False)
+        vectors = [list(v) for v in response.embeddings]
+        if len(vectors) != len(inputs):
+            raise OllamaUnavailable(
+                f"Ollama at {self.host} returned {len(vectors)} embeddings"
+                f" for {len(inputs)} inputs",
+                UNAVAILABLE_HINT,
+            )
+        return vectors
+
+
+class OllamaGenerator:
+    """Streams chat replies from Ollama (implements `records.Generator`).
+
+    `timeout_s` bounds the connection and each wait for the next piece, not the whole reply.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        *,
+        timeout_s: float,
+        allow_remote: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.host = check_host_allowed(host, allow_remote)
+        self.timeout_s = timeout_s
+        self.options = dict(options or {})
+        self._client = ollama.Client(host=self.host, timeout=timeout_s)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OllamaGenerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stream(
+        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+    ) -> Iterator[str]:
+        """Yield the reply's text pieces; raise OllamaUnavailable if it ends before `done`."""
+        options = {**self.options, "num_ctx": num_ctx}
+        return self._stream(list(messages), model, options)
+
+    def _stream(
+        self, messages: list[dict[str, str]], model: str, options: dict[str, Any]
+    ) -> Iterator[str]:
+        done = False
+        parts: Iterator[ollama.ChatResponse] | None = None
+        try:
+            with _translated_errors(self.host, model, self.timeout_s):
+                parts = self._client.chat(
+                    model=model, messages=messages, stream=True, options=options
+                )
+                for part in parts:
+                    if part.message.content:
+                        yield part.message.content
+                    done = done or bool(part.done)
+        finally:
+            # A consumer that stops early must not leave the HTTP stream open.
+            close = getattr(parts, "close", None)
+            if close is not None:
+                close()
+        if not done:
+            raise OllamaUnavailable(
+                f"Ollama at {self.host} stopped before the reply was complete", UNAVAILABLE_HINT
+            )
+
+
+@dataclass(frozen=True)
+class OllamaStatus:
+    """What `status` and `doctor` report about Ollama."""
+
+    url: str
+    reachable: bool
+    version: str | None
+    models: tuple[str, ...]
+    error: str | None
+    hint: str | None = None
+
+
+def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaStatus:
+    """Ask Ollama for its version and pulled models; never raises for an Ollama problem."""
+    try:
+        url = check_host_allowed(host, allow_remote)
+    except RemoteHostRefused as exc:
+        return OllamaStatus(host, False, None, (), exc.message, exc.hint)
+    with ollama.Client(host=url, timeout=timeout_s) as client:
+        try:
+            with _translated_errors(url, "", timeout_s):
+                listing = client.list()
+        except OllamaError as exc:
+            return OllamaStatus(url, False, None, (), exc.message, exc.hint)
+    models = tuple(m.model for m in listing.models if m.model)
+    return OllamaStatus(url, True, _version(url, timeout_s), models, None)
+
+
+def _version(url: str, timeout_s: float) -> str | None:
+    # The client has no version call; /api/version is a plain GET on the same host.
+    try:
+        with httpx.Client(base_url=url, timeout=timeout_s) as http:
+            response = http.get("/api/version")
+            response.raise_for_status()
+            version = response.json().get("version")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return str(version) if version else None
+
+
+def model_present(status: OllamaStatus, name: str) -> bool:
+    """True if `name` is among the pulled models; `llama3.2` matches `llama3.2:latest`."""
+    return _find_model(status.models, name) is not None

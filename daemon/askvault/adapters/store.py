@@ -1,0 +1,374 @@
+"""The index store: notes, chunks, links, FTS rows and vectors in one SQLite file.
+
+Callers wrap writes in `db.write_transaction`; functions here never commit on
+their own, so one note is always one transaction. Vectors live twice: in the
+content-addressed cache `embeddings` (fingerprint, text hash) and in one vec0
+table per fingerprint keyed by chunk id, with metadata columns for filters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlite_vec import serialize_float32
+
+from askvault.adapters.db import Connection
+from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
+
+# Scripts written without spaces between words: their chunks also go in the trigram index.
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class StoredNote:
+    """What the index remembers of a note for change detection."""
+
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class FingerprintRow:
+    id: int
+    fingerprint: Fingerprint
+    state: str
+
+    @property
+    def vec_table(self) -> str:
+        return vec_table_name(self.id)
+
+
+def vec_table_name(fingerprint_id: int) -> str:
+    return f"vec_fp{int(fingerprint_id)}"
+
+
+def get_meta(conn: Connection, key: str, default: str | None = None) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else default
+
+
+def set_meta(conn: Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def stored_notes(conn: Connection) -> dict[str, StoredNote]:
+    """Every indexed note by path, with its stamps and content hash."""
+    rows = conn.execute("SELECT id, path, size, mtime_ns, inode, content_hash FROM notes")
+    return {r[1]: StoredNote(*r) for r in rows}
+
+
+def folder_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def upsert_note(
+    conn: Connection,
+    parsed: ParsedNote,
+    file: NoteFile,
+    chunks: Sequence[Chunk],
+    *,
+    derived: bool = False,
+    now: float | None = None,
+) -> int:
+    """Replace a note's row, chunks, links, FTS rows and vec rows; return the note id.
+
+    Vectors are copied from the embedding cache for every live fingerprint; chunks
+    whose text has no cached vector are left for the backlog.
+    """
+    now = time.time() if now is None else now
+    existing = conn.execute("SELECT id FROM notes WHERE path = ?", (parsed.path,)).fetchone()
+    if existing:
+        _delete_note_rows(conn, existing[0], keep_note=True)
+    values = (
+        parsed.path, folder_of(parsed.path), parsed.title, file.stamp.size, file.stamp.mtime_ns,
+        file.stamp.inode, file.content_hash, _json(parsed.aliases), _json(parsed.tags),
+        parsed.type, _json(parsed.sources), _json(parsed.related),
+        _json([[h.level, h.text, h.line] for h in parsed.headings]), _json(parsed.block_ids),
+        _json(parsed.frontmatter), _json(list(parsed.problems) + list(file.problems)),
+        int(derived), now,
+    )
+    if existing:
+        note_id = existing[0]
+        conn.execute(
+            "UPDATE notes SET path=?, folder=?, title=?, size=?, mtime_ns=?, inode=?, "
+            "content_hash=?, aliases=?, tags=?, type=?, sources=?, related=?, headings=?, "
+            "block_ids=?, frontmatter=?, problems=?, derived=?, indexed_at=? WHERE id=?",
+            (*values, note_id),
+        )
+    else:
+        note_id = conn.execute(
+            "INSERT INTO notes(path, folder, title, size, mtime_ns, inode, content_hash, aliases,"
+            " tags, type, sources, related, headings, block_ids, frontmatter, problems, derived,"
+            " indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            values,
+        ).lastrowid
+    aliases_text = " ".join(parsed.aliases)
+    for chunk in chunks:
+        chunk_id = conn.execute(
+            "INSERT INTO chunks(note_id, position, text_hash, heading_path, start_line, end_line,"
+            " text) VALUES (?,?,?,?,?,?,?)",
+            (note_id, chunk.position, chunk.text_hash, _json(chunk.heading_path),
+             chunk.start_line, chunk.end_line, chunk.text),
+        ).lastrowid
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) VALUES (?,?,?,?,?)",
+            (chunk_id, parsed.title, aliases_text, " ".join(chunk.heading_path), chunk.text),
+        )
+        if _CJK_RE.search(chunk.text) or _CJK_RE.search(parsed.title):
+            conn.execute(
+                "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
+                (chunk_id, parsed.title + "\n" + chunk.text),
+            )
+    conn.executemany(
+        "INSERT INTO links(note_id, target, heading, block, embed, line) VALUES (?,?,?,?,?,?)",
+        [(note_id, lk.target, lk.heading, lk.block, int(lk.embed), lk.line)
+         for lk in parsed.links],
+    )
+    for fp in live_fingerprints(conn):
+        copy_cached_vectors(conn, fp, note_id=note_id)
+    conn.execute("DELETE FROM skipped WHERE path = ?", (parsed.path,))
+    return int(note_id)
+
+
+def update_stamp(conn: Connection, path: str, size: int, mtime_ns: int, inode: int) -> None:
+    """Record new stat stamps for a note whose bytes did not change (touch, copy back)."""
+    conn.execute(
+        "UPDATE notes SET size=?, mtime_ns=?, inode=? WHERE path=?", (size, mtime_ns, inode, path)
+    )
+
+
+def delete_note(conn: Connection, path: str) -> bool:
+    """Remove a note and everything derived from it; True if it was indexed."""
+    row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
+    if not row:
+        return False
+    _delete_note_rows(conn, row[0], keep_note=False)
+    return True
+
+
+def delete_notes_under(conn: Connection, folder: str) -> list[str]:
+    """Remove every note below `folder` (a deleted or moved-out folder); return their paths."""
+    prefix = folder.rstrip("/") + "/"
+    paths = [
+        r[0]
+        for r in conn.execute(
+            "SELECT path FROM notes WHERE substr(path, 1, ?) = ?", (len(prefix), prefix)
+        )
+    ]
+    for path in paths:
+        delete_note(conn, path)
+    return paths
+
+
+def _delete_note_rows(conn: Connection, note_id: int, *, keep_note: bool) -> None:
+    chunk_ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]
+    if chunk_ids:
+        marks = ",".join("?" * len(chunk_ids))
+        conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
+        conn.execute(f"DELETE FROM chunks_trigram WHERE rowid IN ({marks})", chunk_ids)
+        for fp in live_fingerprints(conn):
+            conn.execute(f"DELETE FROM {fp.vec_table} WHERE chunk_id IN ({marks})", chunk_ids)
+        conn.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
+    conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
+    if not keep_note:
+        conn.execute("DELETE FROM notes WHERE id = ?", (note_id,))
+
+
+def replace_skipped(conn: Connection, skipped: Iterable[Skipped], now: float) -> None:
+    """Set the full list of skipped files (after a full scan)."""
+    conn.execute("DELETE FROM skipped")
+    conn.executemany(
+        "INSERT OR REPLACE INTO skipped(path, reason, seen_at) VALUES (?,?,?)",
+        [(s.path, s.reason, now) for s in skipped],
+    )
+
+
+def record_skipped(conn: Connection, item: Skipped, now: float) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO skipped(path, reason, seen_at) VALUES (?,?,?)",
+        (item.path, item.reason, now),
+    )
+
+
+def list_skipped(conn: Connection) -> list[Skipped]:
+    return [Skipped(p, r) for p, r in conn.execute("SELECT path, reason FROM skipped ORDER BY path")]
+
+
+# --- fingerprints and vectors -------------------------------------------------------------
+
+
+def fingerprint_rows(conn: Connection) -> list[FingerprintRow]:
+    rows = conn.execute(
+        "SELECT id, model, digest, dimension, state FROM fingerprints ORDER BY id"
+    ).fetchall()
+    return [FingerprintRow(r[0], Fingerprint(r[1], r[2], r[3]), r[4]) for r in rows]
+
+
+def live_fingerprints(conn: Connection) -> list[FingerprintRow]:
+    """The active fingerprint and one being built (during a model change)."""
+    return [fp for fp in fingerprint_rows(conn) if fp.state in ("active", "building")]
+
+
+def active_fingerprint(conn: Connection) -> FingerprintRow | None:
+    return next((fp for fp in fingerprint_rows(conn) if fp.state == "active"), None)
+
+
+def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -> FingerprintRow:
+    """Register a fingerprint: active if none is, else building (the old one keeps serving)."""
+    row = conn.execute(
+        "SELECT id, state FROM fingerprints WHERE key = ?", (fingerprint.key,)
+    ).fetchone()
+    if row and row[1] != "retired":
+        return FingerprintRow(row[0], fingerprint, row[1])
+    state = "building" if active_fingerprint(conn) else "active"
+    if row:
+        conn.execute("UPDATE fingerprints SET state = ? WHERE id = ?", (state, row[0]))
+        fp_id = row[0]
+    else:
+        fp_id = conn.execute(
+            "INSERT INTO fingerprints(key, model, digest, dimension, state, created_at)"
+            " VALUES (?,?,?,?,?,?)",
+            (fingerprint.key, fingerprint.model, fingerprint.digest, fingerprint.dimension,
+             state, now),
+        ).lastrowid
+    # Any other building fingerprint is abandoned: only one model change at a time.
+    conn.execute(
+        "UPDATE fingerprints SET state = 'retired' WHERE state = 'building' AND id != ?", (fp_id,)
+    )
+    fp = FingerprintRow(int(fp_id), fingerprint, state)
+    _create_vec_table(conn, fp)
+    copy_cached_vectors(conn, fp)
+    return fp
+
+
+def _create_vec_table(conn: Connection, fp: FingerprintRow) -> None:
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {fp.vec_table} USING vec0("
+        f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(fp.fingerprint.dimension)}] "
+        "distance_metric=cosine, folder TEXT, top_folder TEXT, note_type TEXT, derived INTEGER)"
+    )
+    for stale in fingerprint_rows(conn):
+        if stale.state == "retired":
+            conn.execute(f"DROP TABLE IF EXISTS {stale.vec_table}")
+
+
+def promote_fingerprint(conn: Connection, fp: FingerprintRow) -> None:
+    """Make a fully built fingerprint the active one and retire the previous one."""
+    conn.execute("UPDATE fingerprints SET state = 'retired' WHERE state = 'active' AND id != ?",
+                 (fp.id,))
+    conn.execute("UPDATE fingerprints SET state = 'active' WHERE id = ?", (fp.id,))
+    for stale in fingerprint_rows(conn):
+        if stale.state == "retired":
+            conn.execute(f"DROP TABLE IF EXISTS {stale.vec_table}")
+
+
+def copy_cached_vectors(
+    conn: Connection, fp: FingerprintRow, *, note_id: int | None = None,
+    text_hashes: Sequence[str] | None = None,
+) -> int:
+    """Fill vec rows from the cache for chunks that lack one; return rows added."""
+    where = ["v.chunk_id IS NULL"]
+    params: list[object] = [fp.id]
+    if note_id is not None:
+        where.append("c.note_id = ?")
+        params.append(note_id)
+    if text_hashes is not None:
+        if not text_hashes:
+            return 0
+        where.append(f"c.text_hash IN ({','.join('?' * len(text_hashes))})")
+        params.extend(text_hashes)
+    rows = conn.execute(
+        f"SELECT c.id, e.vector, n.folder, n.type, n.derived FROM chunks c "
+        f"JOIN notes n ON n.id = c.note_id "
+        f"JOIN embeddings e ON e.fingerprint_id = ? AND e.text_hash = c.text_hash "
+        f"LEFT JOIN {fp.vec_table} v ON v.chunk_id = c.id WHERE {' AND '.join(where)}",
+        params,
+    ).fetchall()
+    conn.executemany(
+        f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder, note_type, derived)"
+        " VALUES (?,?,?,?,?,?)",
+        [(cid, vec, folder, folder.split("/", 1)[0], ntype or "", derived)
+         for cid, vec, folder, ntype, derived in rows],
+    )
+    return len(rows)
+
+
+def pending_texts(
+    conn: Connection, fp: FingerprintRow, limit: int, now: float
+) -> list[tuple[str, str]]:
+    """(text_hash, text) of chunk texts with no cached vector for `fp` (the backlog)."""
+    return conn.execute(
+        "SELECT c.text_hash, min(c.text) FROM chunks c "
+        "WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+        "  WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash) "
+        "AND NOT EXISTS (SELECT 1 FROM embed_failures f WHERE f.fingerprint_id = ? "
+        "  AND f.text_hash = c.text_hash AND f.next_try_at > ?) "
+        "GROUP BY c.text_hash ORDER BY min(c.id) LIMIT ?",
+        (fp.id, fp.id, now, limit),
+    ).fetchall()
+
+
+def count_pending(conn: Connection, fp: FingerprintRow | None) -> int:
+    """Chunks (not texts) still waiting for a vector of `fp` (all chunks when no fp)."""
+    if fp is None:
+        return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM chunks c LEFT JOIN {fp.vec_table} v ON v.chunk_id = c.id "
+            "WHERE v.chunk_id IS NULL"
+        ).fetchone()[0]
+    )
+
+
+def store_vectors(
+    conn: Connection, fp: FingerprintRow, items: Sequence[tuple[str, Sequence[float]]]
+) -> int:
+    """Cache vectors by text hash and fill the vec rows of every chunk with that text."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO embeddings(fingerprint_id, text_hash, vector) VALUES (?,?,?)",
+        [(fp.id, h, serialize_float32(list(v))) for h, v in items],
+    )
+    conn.executemany(
+        "DELETE FROM embed_failures WHERE fingerprint_id = ? AND text_hash = ?",
+        [(fp.id, h) for h, _ in items],
+    )
+    return copy_cached_vectors(conn, fp, text_hashes=[h for h, _ in items])
+
+
+def record_embed_failure(
+    conn: Connection, fp: FingerprintRow, text_hash: str, error: str, now: float
+) -> None:
+    """Remember a text Ollama refused; retried later with a growing delay."""
+    row = conn.execute(
+        "SELECT attempts FROM embed_failures WHERE fingerprint_id = ? AND text_hash = ?",
+        (fp.id, text_hash),
+    ).fetchone()
+    attempts = (row[0] if row else 0) + 1
+    delay_s = min(3600.0, 60.0 * 2 ** (attempts - 1))
+    conn.execute(
+        "INSERT OR REPLACE INTO embed_failures VALUES (?,?,?,?,?)",
+        (fp.id, text_hash, attempts, error[:500], now + delay_s),
+    )
+
+
+def counts(conn: Connection) -> dict[str, int]:
+    """Notes and chunks in the index."""
+    notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    return {"notes": int(notes), "chunks": int(chunks)}
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)

@@ -1,0 +1,452 @@
+"""The vault filesystem: scanning, confined reads, atomic writes.
+
+Every path that enters or leaves this module is vault-relative and
+`/`-separated, spelled exactly as on disk (see "Unicode names" below); every
+path used to touch the disk first goes through `resolve_inside`.
+
+Decisions (see docs/reference/vault-files.md):
+- Symlinks. The design confines askvault to the vault, so a symlink whose
+  target is outside is skipped ("symlink outside vault"), even though
+  Obsidian would follow it. A file symlink whose target is inside the vault
+  (and not itself ignored) is followed and the note keeps the link's path. A
+  folder symlink to another folder inside the vault is not followed: Obsidian
+  ignores these too (its help, "Symbolic links and junctions"), and following
+  them would index the same notes twice. One pointing at one of its own
+  ancestors is a "symlink loop", as is a chain that never ends; a link to
+  nothing is a "broken symlink".
+- Unicode names. Paths are kept as the on-disk name, not
+  NFC-normalised, because a normalised name may not open the file (Linux file
+  systems compare bytes). Comparing names from links is the link resolver's
+  job, which should normalise both sides. A name that is not valid UTF-8
+  cannot be stored or linked to, so it is skipped with that reason.
+- Skips reported in `ScanResult.skipped` are limited to what a user can act
+  on: ignored or unreadable `.md` files, folders excluded by the user's own
+  settings (once per folder), unreadable folders, and symlinks that were not
+  followed. Hidden folders and askvault's own folders are not listed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+import stat as stat_mod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from askvault.adapters.ignore import (
+    IgnoreRules,
+    folder_ignore_reason,
+    ignore_reason,
+    is_note_path,
+    load_ignore_rules,
+)
+from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
+from askvault.records import FileStamp, NoteFile, Skipped
+
+__all__ = [
+    "BinaryNote",
+    "IgnoreRules",
+    "OversizedNote",
+    "ScanResult",
+    "TEMP_PREFIX",
+    "cleanup_temp_files",
+    "ignore_reason",
+    "load_ignore_rules",
+    "read_note",
+    "resolve_inside",
+    "scan_vault",
+    "stat_note",
+    "write_atomic",
+    "write_new_file",
+]
+
+TEMP_PREFIX = ".askvault-tmp-"
+BINARY_SNIFF_BYTES = 8192
+MAX_NAME_BYTES = 255
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\b\x1b")
+_UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class BinaryNote(NoteUnreadable):
+    """A `.md` file whose bytes are not text (NUL bytes or mostly control bytes)."""
+
+
+class OversizedNote(NoteUnreadable):
+    """A note larger than the configured cap; it is skipped, not truncated."""
+
+
+@dataclass
+class ScanResult:
+    """The notes found by one scan, sorted by path, and the files skipped with a reason."""
+
+    notes: list[FileStamp] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def resolve_inside(root: Path, rel_path: str) -> Path:
+    """The real on-disk path of `rel_path` under `root`, refusing anything outside the vault.
+
+    Raises PathOutsideVault for absolute paths, `..` escapes and symlinks (at
+    any component) that resolve outside `root`. The path need not exist.
+    """
+    if "\x00" in rel_path:
+        raise PathOutsideVault(f"path {rel_path!r} contains a NUL byte")
+    if (
+        rel_path.startswith(("/", "\\"))
+        or os.path.isabs(rel_path)
+        or (len(rel_path) > 1 and rel_path[1] == ":")
+    ):
+        raise PathOutsideVault(
+            f"path {rel_path!r} is absolute", "use a path relative to the vault root"
+        )
+    root_real = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root_real, rel_path))
+    if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
+        raise PathOutsideVault(
+            f"path {rel_path!r} leads outside the vault ({real})",
+            "only files inside the vault can be read or written",
+        )
+    return Path(real)
+
+
+def stat_note(root: Path, rel_path: str) -> FileStamp | None:
+    """The stamp of the note at `rel_path`, or None if it vanished or is not a regular file."""
+    try:
+        st = os.stat(resolve_inside(root, rel_path))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat_mod.S_ISREG(st.st_mode):
+        return None
+    return FileStamp(rel_path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
+    """Every note of the vault with its stamp, plus the `.md` files skipped and why.
+
+    Never raises for a file or folder inside the vault; raises VaultError if
+    `root` itself is not a readable folder.
+    """
+    root_real = os.path.realpath(root)
+    if not os.path.isdir(root_real):
+        raise VaultError(
+            f"vault folder {root} does not exist or is not a folder",
+            "check --vault / ASKVAULT_VAULT",
+        )
+    result = ScanResult()
+    stack: list[tuple[str, str]] = [(root_real, "")]
+    while stack:
+        abs_dir, rel_dir = stack.pop()
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError as exc:
+            if rel_dir == "":
+                raise VaultError(f"vault folder {root} is unreadable: {exc.strerror}") from exc
+            result.skipped.append(Skipped(rel_dir + "/", f"unreadable folder ({exc.strerror})"))
+            continue
+        for entry in entries:
+            rel = rel_dir + "/" + entry.name if rel_dir else entry.name
+            if not _valid_name(entry.name):
+                if is_note_path(entry.name) or entry.is_dir():
+                    result.skipped.append(Skipped(rel, "file name is not valid UTF-8"))
+            elif entry.is_symlink():
+                _scan_symlink(entry.path, rel, root_real, rules, result)
+            elif entry.is_dir(follow_symlinks=False):
+                verdict = folder_ignore_reason(rel, rules)
+                if verdict is None:
+                    stack.append((entry.path, rel))
+                elif verdict[1]:
+                    result.skipped.append(Skipped(rel + "/", verdict[0]))
+            elif is_note_path(entry.name):
+                _scan_note(entry.path, rel, rules, result)
+    result.notes.sort(key=lambda s: s.path)
+    result.skipped.sort(key=lambda s: s.path)
+    return result
+
+
+def _scan_note(abs_path: str, rel: str, rules: IgnoreRules, result: ScanResult) -> None:
+    reason = ignore_reason(rel, rules)
+    if reason is not None:
+        # Dot files (askvault's and editors' temp files among them) are hidden in
+        # Obsidian too; listing them would only make `status` noisy.
+        if not rel.rsplit("/", 1)[-1].startswith("."):
+            result.skipped.append(Skipped(rel, reason))
+        return
+    try:
+        st = os.stat(abs_path)
+    except FileNotFoundError:
+        return  # vanished during the scan: the watcher will report the delete
+    except OSError as exc:
+        result.skipped.append(Skipped(rel, f"unreadable ({exc.strerror})"))
+        return
+    if not stat_mod.S_ISREG(st.st_mode):
+        result.skipped.append(Skipped(rel, "not a regular file"))
+    elif st.st_size > rules.max_note_bytes:
+        result.skipped.append(Skipped(rel, _oversized_reason(st.st_size, rules.max_note_bytes)))
+    else:
+        result.notes.append(FileStamp(rel, st.st_size, st.st_mtime_ns, st.st_ino))
+
+
+def _scan_symlink(
+    abs_path: str, rel: str, root_real: str, rules: IgnoreRules, result: ScanResult
+) -> None:
+    name = rel.rsplit("/", 1)[-1]
+    if name.startswith("."):
+        return
+    try:
+        target = os.path.realpath(abs_path, strict=True)
+    except FileNotFoundError:
+        if is_note_path(name):
+            result.skipped.append(Skipped(rel, "broken symlink"))
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            result.skipped.append(Skipped(rel, "symlink loop"))
+        elif is_note_path(name):
+            result.skipped.append(Skipped(rel, f"unreadable symlink ({exc.strerror})"))
+        return
+    is_dir = os.path.isdir(target)
+    shown = rel + "/" if is_dir else rel
+    inside = target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)
+    if not inside:
+        if is_dir or is_note_path(name):
+            result.skipped.append(Skipped(shown, "symlink outside vault"))
+    elif is_dir:
+        link_dir = os.path.dirname(os.path.join(root_real, rel))
+        if link_dir == target or link_dir.startswith(target.rstrip(os.sep) + os.sep):
+            result.skipped.append(Skipped(shown, "symlink loop"))
+        else:
+            result.skipped.append(
+                Skipped(
+                    shown, "symlink to a folder inside the vault (not followed, as in Obsidian)"
+                )
+            )
+    elif is_note_path(name):
+        target_rel = Path(os.path.relpath(target, root_real)).as_posix()
+        target_reason = ignore_reason(target_rel, rules)
+        if target_reason is not None:
+            result.skipped.append(Skipped(rel, f"symlink to an ignored file ({target_reason})"))
+        else:
+            _scan_note(abs_path, rel, rules, result)
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+        return False
+    return True
+
+
+def _oversized_reason(size: int, cap: int) -> str:
+    return f"oversized ({size} bytes > {cap})"
+
+
+def read_note(root: Path, rel_path: str, max_bytes: int) -> NoteFile:
+    """Read and decode the note at `rel_path`; the stamp and hash describe exactly the bytes read.
+
+    Raises PathOutsideVault, NoteUnreadable (vanished, permission, not a regular
+    file), OversizedNote and BinaryNote. UTF-8 (BOM stripped) is expected;
+    UTF-16/32 with a BOM and invalid UTF-8 are decoded with a recorded problem.
+    """
+    path = resolve_inside(root, rel_path)
+    try:
+        # O_NONBLOCK: opening a FIFO named *.md must not hang the daemon.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise NoteUnreadable(f"note {rel_path} vanished before it could be read") from exc
+    except OSError as exc:
+        raise NoteUnreadable(
+            f"note {rel_path} cannot be opened: {exc.strerror}", "check the file's permissions"
+        ) from exc
+    try:
+        data, st, problems = _read_stable(fd, rel_path, max_bytes)
+    finally:
+        os.close(fd)
+    stamp = FileStamp(rel_path, len(data), st.st_mtime_ns, st.st_ino)
+    text = _decode(data, rel_path, problems)
+    return NoteFile(stamp, text, hashlib.sha256(data).hexdigest(), tuple(problems))
+
+
+def _read_stable(fd: int, rel_path: str, max_bytes: int) -> tuple[bytes, os.stat_result, list[str]]:
+    problems: list[str] = []
+    for _ in range(3):
+        before = os.fstat(fd)
+        if stat_mod.S_ISDIR(before.st_mode):
+            raise NoteUnreadable(f"{rel_path} is a folder, not a note")
+        if not stat_mod.S_ISREG(before.st_mode):
+            raise NoteUnreadable(f"{rel_path} is not a regular file")
+        if before.st_size > max_bytes:
+            raise OversizedNote(
+                f"note {rel_path} is {_oversized_reason(before.st_size, max_bytes)}",
+                "raise the note size cap in the settings or split the note",
+            )
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            chunks: list[bytes] = []
+            total = 0
+            while total <= max_bytes:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise NoteUnreadable(f"note {rel_path} cannot be read: {exc.strerror}") from exc
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise OversizedNote(f"note {rel_path} is {_oversized_reason(len(data), max_bytes)}")
+        after = os.fstat(fd)
+        unchanged = (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+        if unchanged and len(data) == after.st_size:
+            return data, after, problems
+    problems.append("changed while being read; the next change event will re-read it")
+    return data, after, problems
+
+
+def _decode(data: bytes, rel_path: str, problems: list[str]) -> str:
+    if data.startswith(_UTF32_BOMS):
+        problems.append("decoded as utf-32")
+        return data.decode("utf-32", errors="replace")
+    if data.startswith(_UTF16_BOMS):
+        problems.append("decoded as utf-16")
+        return data.decode("utf-16", errors="replace")
+    sample = data[:BINARY_SNIFF_BYTES]
+    if b"\x00" in sample:
+        raise BinaryNote(f"{rel_path} looks binary (NUL bytes), not a Markdown note")
+    controls = sum(1 for b in sample if b < 0x20 and b not in _TEXT_CONTROLS)
+    if sample and controls > len(sample) * 0.1:
+        raise BinaryNote(f"{rel_path} looks binary (control bytes), not a Markdown note")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+    if text[:BINARY_SNIFF_BYTES].count("\ufffd") > len(text[:BINARY_SNIFF_BYTES]) * 0.3:
+        raise BinaryNote(f"{rel_path} looks binary (not text in any encoding), not a Markdown note")
+    problems.append("not valid UTF-8: decoded with replacement characters")
+    return text
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically (temp file in the same folder, fsync, rename).
+
+    Readers see the old bytes or the new bytes, never a mix; the temp file name
+    starts with TEMP_PREFIX so the scanner and the watcher ignore it.
+    """
+    try:
+        mode = stat_mod.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = _write_temp(path.parent, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_new_file(path: Path, data: bytes) -> Path:
+    """Write `data` to `path`, or `<stem> (2)<suffix>`, `(3)`, ... if taken; return the path used.
+
+    Never overwrites: the finished temp file is hard-linked to the free name,
+    which fails rather than replacing a file created in the meantime.
+    """
+    tmp = _write_temp(path.parent, data, None)
+    try:
+        for n in range(1, 10_000):
+            candidate = path if n == 1 else _numbered(path, n)
+            try:
+                _link_exclusive(tmp, candidate)
+            except FileExistsError:
+                continue
+            _fsync_dir(path.parent)
+            return candidate
+        raise VaultError(f"no free name for {path} after 9999 tries")
+    finally:
+        _unlink_quietly(tmp)
+
+
+def cleanup_temp_files(folder: Path) -> int:
+    """Remove leftover askvault temp files (from a crash mid-write) in `folder`; return how many."""
+    removed = 0
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
+                    _unlink_quietly(Path(entry.path))
+                    removed += 1
+    except FileNotFoundError:
+        return 0
+    return removed
+
+
+def _write_temp(folder: Path, data: bytes, mode: int | None) -> Path:
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _link_exclusive(tmp: Path, target: Path) -> None:
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (
+            errno.EPERM,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.EMLINK,
+            errno.ENOSYS,
+            errno.EXDEV,
+        ):
+            raise
+        # No hard links on this file system: reserve the name with O_EXCL, then
+        # rename the finished temp file onto our own empty placeholder.
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.replace(tmp, target)
+
+
+def _numbered(path: Path, n: int) -> Path:
+    suffix = f" ({n}){path.suffix}"
+    stem = path.stem
+    while len((stem + suffix).encode()) > MAX_NAME_BYTES and stem:
+        stem = stem[:-1]
+    return path.with_name(stem + suffix)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # not supported on this platform (Windows): the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,102 @@
+"""The `askvault` command: a thin click layer over the services.
+
+Each command loads settings, calls one service function, formats the result and
+translates errors into one line plus a hint (exit 1). Usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+
+from askvault import __version__
+from askvault.errors import AskvaultError
+from askvault.settings import Settings, load_settings
+
+
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--vault, --config, --embed-model, --chat-model on every command."""
+    options = [
+        click.option("--vault", type=click.Path(file_okay=False, path_type=Path),
+                     help="The vault folder (or ASKVAULT_VAULT, or `vault =` in the config)."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+                     help="A TOML config file (default: $XDG_CONFIG_HOME/askvault/config.toml)."),
+        click.option("--embed-model", help="Embedding model (or ASKVAULT_EMBED_MODEL)."),
+        click.option("--chat-model", help="Chat model (or ASKVAULT_CHAT_MODEL)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def build_settings(
+    vault: Path | None, config_file: Path | None, embed_model: str | None,
+    chat_model: str | None, *, need_vault: bool = True, **extra: Any,
+) -> Settings:
+    """Settings from defaults, file, environment and these flags; a vault is required."""
+    flags: dict[str, Any] = {
+        "vault": str(vault) if vault else None,
+        "ollama.embed_model": embed_model,
+        "ollama.chat_model": chat_model,
+        **extra,
+    }
+    settings = load_settings(config_file, flags=flags)
+    if need_vault and not settings.vault:
+        raise AskvaultError("no vault given", "pass --vault PATH or set ASKVAULT_VAULT")
+    if need_vault and not settings.vault_path.is_dir():
+        raise AskvaultError(f"the vault {settings.vault_path} is not a folder",
+                            "pass --vault PATH to your Obsidian vault")
+    return settings
+
+
+def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn AskvaultError into `askvault: <message>` + `hint: ...` on stderr and exit 1."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except AskvaultError as exc:
+            click.echo(f"askvault: {exc.message}", err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            sys.exit(130)
+
+    return wrapper
+
+
+def print_json(doc: Any) -> None:
+    """One JSON document on stdout, stable key order, nothing else."""
+    click.echo(json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="askvault")
+def cli() -> None:
+    """askvault: answers from your Obsidian vault, with checked citations, on a local Ollama."""
+
+
+def _register() -> None:
+    from askvault.cli import index_cmd  # noqa: F401  (commands register themselves)
+    for name in ("run_cmd", "search_cmd", "ask_cmd"):
+        try:
+            __import__(f"askvault.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"askvault.cli.{name}":
+                raise
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point of the `askvault` script."""
+    cli(prog_name="askvault")

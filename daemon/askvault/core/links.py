@@ -1,0 +1,345 @@
+"""Wikilinks as Obsidian reads them: extraction, resolution and heading matching.
+
+Pure functions over strings. `extract_links` finds every `[[...]]` and `![[...]]`
+outside code, escapes and Markdown link text; `build_link_index` + `resolve_link`
+implement Obsidian's resolution ladder (exact path, then file name, then alias);
+`heading_matches` finds the heading a `#Heading` subpath points at.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from askvault.records import Heading, Link
+
+# A fence may follow indentation, blockquote markers and a list marker
+# (`  - ```python` inside a list, `> ~~~` inside a callout).
+_FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(`{3,}|~{3,})(.*)$")
+_BACKTICKS = re.compile(r"`+")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+# `[text with [[A]] inside](url)`: the wikilink is part of the Markdown link text.
+_MD_LINK_TEXT = re.compile(r"\[((?:[^\[\]\n]|\[\[[^\[\]\n]*\]\])*)\]\([^)\n]*\)")
+_MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
+# Obsidian drops `# | ^ : [ ]` from heading links it writes, and real vaults link
+# `#How large is it` to `How large is it?` or `#hasTag` to `` `hasTag()` ``:
+# headings are compared on their letters, digits and spaces only.
+_HEADING_PUNCT = re.compile(r"[^\w\s]|_")
+_SPACES = re.compile(r"\s+")
+
+
+def fenced_blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """The fenced code blocks of `lines` as (first, last) 0-based rows, fences included.
+
+    Fences are ``` or ~~~ (three or more), possibly indented or inside a list item
+    or blockquote; a block closes at a fence of the same character at least as
+    long, or runs to the end of the text when never closed (as in CommonMark).
+    """
+    blocks: list[tuple[int, int]] = []
+    open_fence: str | None = None
+    start = 0
+    for row, line in enumerate(lines):
+        if "`" not in line and "~" not in line:
+            continue
+        match = _FENCE.match(line)
+        if match is None:
+            continue
+        fence, info = match.group(1), match.group(2)
+        if open_fence is None:
+            if not (fence[0] == "`" and "`" in info):
+                open_fence, start = fence, row
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not info.strip():
+            blocks.append((start, row))
+            open_fence = None
+    if open_fence is not None:
+        blocks.append((start, len(lines) - 1))
+    return blocks
+
+
+def code_fence_lines(lines: Sequence[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (fence lines included)."""
+    flags = [False] * len(lines)
+    for first, last in fenced_blocks(lines):
+        flags[first : last + 1] = [True] * (last + 1 - first)
+    return flags
+
+
+def mask_code(text: str) -> str:
+    """Return `text` with fenced code blocks and inline code spans blanked out.
+
+    Blanking keeps every other character at its offset and every newline, so
+    positions and line numbers found in the result hold for `text`.
+    """
+    lines = text.split("\n")
+    flags = code_fence_lines(lines)
+    lines = [" " * len(line) if fenced else line for line, fenced in zip(lines, flags)]
+    return "\n".join(_mask_paragraph_code(part) for part in _split_keep_blank(lines))
+
+
+def _split_keep_blank(lines: list[str]) -> list[str]:
+    """Join lines back into paragraphs (code spans never cross a blank line)."""
+    parts: list[str] = []
+    current: list[str] = []
+    for line in lines:
+        if line.strip():
+            current.append(line)
+        else:
+            if current:
+                parts.append("\n".join(current))
+                current = []
+            parts.append(line)
+    if current:
+        parts.append("\n".join(current))
+    return parts
+
+
+def _mask_paragraph_code(text: str) -> str:
+    """Blank the inline code spans of one paragraph (CommonMark backtick-run rules)."""
+    if "`" not in text:
+        return text
+    out = list(text)
+    runs = [m for m in _BACKTICKS.finditer(text) if not _is_escaped(text, m.start())]
+    i = 0
+    while i < len(runs):
+        opener = runs[i]
+        width = len(opener.group(0))
+        closer = next(
+            (j for j in range(i + 1, len(runs)) if len(runs[j].group(0)) == width), None
+        )
+        if closer is None:
+            i += 1
+            continue
+        for pos in range(opener.start(), runs[closer].end()):
+            if out[pos] != "\n":
+                out[pos] = " "
+        i = closer + 1
+    return "".join(out)
+
+
+def extract_links(text: str) -> list[Link]:
+    """Return every wikilink and embed of `text`, in order of occurrence.
+
+    Links inside inline code, fenced code, Markdown link text, and escaped ones
+    (`\\[[A]]`) are ignored. `[[A.md]]` reports target `A`; `[[#H]]` reports target "".
+    """
+    masked = mask_code(text)
+    masked = _MD_LINK_TEXT.sub(lambda m: " " * len(m.group(0)), masked)
+    links: list[Link] = []
+    line = 1
+    scanned = 0
+    for match in _WIKILINK.finditer(masked):
+        start = match.start()
+        if _is_escaped(masked, start):
+            continue
+        link = _parse_inner(match.group(2), embed=match.group(1) == "!")
+        if link is None:
+            continue
+        line += masked.count("\n", scanned, start)
+        scanned = start
+        raw = text[match.start() : match.end()]
+        links.append(
+            Link(
+                target=link.target,
+                heading=link.heading,
+                block=link.block,
+                label=link.label,
+                embed=link.embed,
+                line=line,
+                raw=raw,
+            )
+        )
+    return links
+
+
+def blank_wikilinks(text: str) -> str:
+    """Return `text` with every `[[...]]` replaced by spaces of the same length."""
+    return _WIKILINK.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _is_escaped(text: str, pos: int) -> bool:
+    """True when the character at `pos` is preceded by an odd number of backslashes."""
+    count = 0
+    i = pos - 1
+    while i >= 0 and text[i] == "\\":
+        count += 1
+        i -= 1
+    return count % 2 == 1
+
+
+def _parse_inner(inner: str, *, embed: bool) -> Link | None:
+    """Split `A#H|label` into its parts; None when there is no target and no subpath."""
+    label: str | None = None
+    if "|" in inner:
+        inner, label = inner.split("|", 1)
+        # Inside tables Obsidian writes `[[A\|label]]` so the pipe does not split the cell.
+        if inner.endswith("\\"):
+            inner = inner[:-1]
+        label = label.strip() or None
+    heading: str | None = None
+    block: str | None = None
+    target, sep, subpath = inner.partition("#")
+    if sep:
+        subpath = subpath.strip()
+        if subpath.startswith("^"):
+            block = subpath[1:].strip() or None
+        else:
+            heading = subpath or None
+    target = _MD_SUFFIX.sub("", target.strip())
+    if not target and heading is None and block is None:
+        return None
+    return Link(target=target, heading=heading, block=block, label=label, embed=embed)
+
+
+def unique_targets(links: Iterable[Link]) -> list[Link]:
+    """Keep the first link per (target casefolded, heading, block), in order."""
+    seen: set[tuple[str, str | None, str | None]] = set()
+    unique: list[Link] = []
+    for link in links:
+        key = (normalize_name(link.target), link.heading, link.block)
+        if key not in seen:
+            seen.add(key)
+            unique.append(link)
+    return unique
+
+
+def normalize_name(name: str) -> str:
+    """The case- and normalisation-insensitive key Obsidian compares names by."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+@dataclass(frozen=True)
+class LinkIndex:
+    """Lookup tables for `resolve_link`; each list is already in tie-break order."""
+
+    by_path: dict[str, str] = field(default_factory=dict)
+    by_name: dict[str, list[str]] = field(default_factory=dict)
+    by_alias: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _tie_order(path: str) -> tuple[int, str, str]:
+    return (len(path), normalize_name(path), path)
+
+
+def _link_key(path: str) -> str:
+    """A file's path as a link names it: without `.md`, normalised."""
+    return normalize_name(_MD_SUFFIX.sub("", path))
+
+
+def build_link_index(notes: Iterable[tuple[str, Sequence[str]]]) -> LinkIndex:
+    """Build the resolution tables from (vault-relative path, aliases) pairs.
+
+    Paths of non-Markdown files (attachments) may be included; they are found by
+    their full file name, extension included, as in Obsidian.
+    """
+    by_path: dict[str, list[str]] = {}
+    by_name: dict[str, list[str]] = {}
+    by_alias: dict[str, list[str]] = {}
+    for path, aliases in notes:
+        key = _link_key(path)
+        by_path.setdefault(key, []).append(path)
+        by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
+        for alias in aliases:
+            alias_key = normalize_name(alias.strip())
+            if alias_key:
+                by_alias.setdefault(alias_key, []).append(path)
+    for table in (by_path, by_name, by_alias):
+        for paths in table.values():
+            paths.sort(key=_tie_order)
+            # An alias repeated in one note must not list that note twice.
+            if len(paths) > 1:
+                paths[:] = list(dict.fromkeys(paths))
+    return LinkIndex(
+        by_path={key: paths[0] for key, paths in by_path.items()},
+        by_name=by_name,
+        by_alias=by_alias,
+    )
+
+
+def resolve_link(target: str, index: LinkIndex, source: str | None = None) -> str | None:
+    """Return the vault path `target` points at, or None when it resolves to nothing.
+
+    The ladder, case-insensitive (casefold + NFC): exact path (with or without
+    `.md`), then file name — a target with folders also matches a path that ends
+    with it, as Obsidian does — then frontmatter alias. Ties go to the shortest
+    path, then alphabetical. `source` (the linking note's path) resolves
+    `./`/`../` targets and the empty target of a same-note link `[[#Heading]]`.
+    """
+    target = _MD_SUFFIX.sub("", target.strip())
+    if not target:
+        return source if source is not None and _link_key(source) in index.by_path else None
+    if source is not None and (target.startswith("./") or target.startswith("../")):
+        relative = _join_relative(source, target)
+        if relative is not None:
+            found = index.by_path.get(normalize_name(relative))
+            if found is not None:
+                return found
+    key = normalize_name(target.lstrip("/"))
+    found = index.by_path.get(key)
+    if found is not None:
+        return found
+    folder, _, name = key.rpartition("/")
+    candidates = index.by_name.get(name)
+    if candidates:
+        if not folder:
+            return candidates[0]
+        suffix = "/" + key
+        for path in candidates:
+            if _link_key(path).endswith(suffix):
+                return path
+    aliases = index.by_alias.get(normalize_name(target))
+    if aliases:
+        return aliases[0]
+    return None
+
+
+def _join_relative(source: str, target: str) -> str | None:
+    parts = source.split("/")[:-1]
+    for part in target.split("/"):
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/".join(parts)
+
+
+def slugify_heading(text: str) -> str:
+    """The form headings are compared in: casefolded, NFC, punctuation and
+    extra whitespace removed (`Foo: [bar]?` and `foo bar` are equal)."""
+    text = _HEADING_PUNCT.sub(" ", unicodedata.normalize("NFC", text))
+    return _SPACES.sub(" ", text).strip().casefold()
+
+
+def heading_matches(heading_query: str, headings: Sequence[Heading]) -> Heading | None:
+    """Return the heading a link subpath (`H` or nested `H1#H2`) points at, or None.
+
+    The last part must match; among several matches, one nested under the
+    earlier parts (in order) wins, else the first in the note.
+    """
+    parts = [slugify_heading(part) for part in heading_query.split("#")]
+    parts = [part for part in parts if part]
+    if not parts:
+        return None
+    wanted = parts[-1]
+    first: Heading | None = None
+    chain: list[Heading] = []
+    for heading in headings:
+        while chain and chain[-1].level >= heading.level:
+            chain.pop()
+        if slugify_heading(heading.text) == wanted:
+            if len(parts) == 1:
+                return heading
+            if first is None:
+                first = heading
+            if _is_subsequence(parts[:-1], [slugify_heading(h.text) for h in chain]):
+                return heading
+        chain.append(heading)
+    return first
+
+
+def _is_subsequence(needles: list[str], haystack: list[str]) -> bool:
+    it = iter(haystack)
+    return all(any(item == needle for item in it) for needle in needles)

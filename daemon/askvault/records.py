@@ -1,0 +1,215 @@
+"""Plain value types shared by every layer.
+
+Records carry data between stages; they hold no behaviour that touches a file,
+the database or the network. Paths inside records are vault-relative and
+`/`-separated (POSIX style) whatever the platform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A Markdown ATX heading (`## Text`) of a note; `line` is 1-based in the file."""
+
+    level: int
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Link:
+    """One wikilink or embed as written in a note or an answer.
+
+    `target` is the page part (`folder/A` of `[[folder/A#H|label]]`); it is empty
+    for a same-note link such as `[[#Heading]]`. `heading` and `block` are the
+    parts after `#` and `#^`. `line` is 1-based in the text it was found in.
+    """
+
+    target: str
+    heading: str | None = None
+    block: str | None = None
+    label: str | None = None
+    embed: bool = False
+    line: int = 0
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedNote:
+    """The result of parsing one note: metadata, body, structure and links."""
+
+    path: str
+    title: str
+    frontmatter: dict[str, Any]
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    type: str | None
+    sources: tuple[str, ...]
+    related: tuple[str, ...]
+    body: str
+    body_start_line: int
+    headings: tuple[Heading, ...]
+    links: tuple[Link, ...]
+    block_ids: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a note's body, the unit of retrieval and of embedding.
+
+    `text_hash` (sha256 hex of `text`) identifies the chunk: equal text means an
+    equal hash wherever it appears, so a vector is computed once per text.
+    `heading_path` is the chain of headings above the chunk; `start_line` and
+    `end_line` are 1-based, inclusive, in the note file.
+    """
+
+    text: str
+    text_hash: str
+    heading_path: tuple[str, ...]
+    start_line: int
+    end_line: int
+    position: int
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What `stat` says about a vault file; cheap change detection."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A vault file that is not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """A note read from disk: decoded text plus the hash of its bytes."""
+
+    stamp: FileStamp
+    text: str
+    content_hash: str
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Identifies an embedding space: vectors of different fingerprints never mix."""
+
+    model: str
+    digest: str
+    dimension: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.model}@{self.digest[:12]}/{self.dimension}"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result (a page, represented by its best chunk)."""
+
+    chunk_id: int
+    note_path: str
+    title: str
+    heading: str | None
+    lines: tuple[int, int]
+    text: str
+    score: float
+    matched: tuple[tuple[str, float], ...] = field(default=())
+    type: str | None = None
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors; the Ollama adapter is the real one."""
+
+    def fingerprint(self) -> Fingerprint: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+class Generator(Protocol):
+    """Streams a chat reply as text pieces; the Ollama adapter is the real one."""
+
+    def stream(
+        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+    ) -> Iterator[str]: ...
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Narrow a search: notes under these folders, with these tags; derived notes
+    (answers still in queries/) are left out unless asked for."""
+
+    folders: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    include_derived: bool = False
+
+
+@dataclass(frozen=True)
+class EvidenceChunk:
+    """A chunk of the evidence pack. `fresh` is False when the file changed since indexing
+    and the text could not be re-read to match."""
+
+    chunk_id: int
+    heading: str | None
+    heading_path: tuple[str, ...]
+    lines: tuple[int, int]
+    text: str
+    score: float
+    fresh: bool = True
+
+
+@dataclass(frozen=True)
+class EvidencePage:
+    """A page of the evidence pack with its best chunks, in score order."""
+
+    path: str
+    title: str
+    wikilink: str
+    score: float
+    matched: tuple[tuple[str, float], ...]
+    chunks: tuple[EvidenceChunk, ...]
+    type: str | None = None
+    sources: tuple[str, ...] = ()
+    fresh: bool = True
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A page one link away from a primary page, and why it is included."""
+
+    path: str
+    title: str
+    wikilink: str
+    why: str
+
+
+@dataclass(frozen=True)
+class ContextPack:
+    """The evidence for a prompt, without an answer (`askvault context`, and answering)."""
+
+    prompt: str
+    pages: tuple[EvidencePage, ...]
+    neighbours: tuple[Neighbour, ...] = ()
+    degraded: str | None = None
+    warnings: tuple[str, ...] = ()
+    budget_tokens: int = 0
+    used_tokens: int = 0
+    trace: dict[str, Any] = field(default_factory=dict)

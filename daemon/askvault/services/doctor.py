@@ -1,0 +1,128 @@
+"""`askvault doctor`: every check that says whether askvault can work, each with a fix hint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from askvault.adapters import store
+from askvault.adapters.db import Connection, connect
+from askvault.adapters.ollama import OllamaEmbedder, model_present, probe_ollama
+from askvault.errors import AskvaultError
+from askvault.settings import Settings
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    """All checks, in order; a failed early check does not hide the later ones."""
+    checks: list[Check] = []
+    vault = settings.vault_path
+    checks.append(
+        Check("vault", vault.is_dir(), str(vault),
+              "" if vault.is_dir() else "pass --vault PATH (or set ASKVAULT_VAULT) to a folder")
+    )
+    conn = None
+    try:
+        conn = connect(settings.db_path) if settings.db_path.exists() else None
+        checks.append(Check("sqlite-vec", True, "loaded"))
+    except AskvaultError as exc:
+        checks.append(Check("sqlite-vec / database", False, exc.message, exc.hint))
+    if conn is None and not any(not c.ok for c in checks):
+        checks.append(Check("index", False, f"no index at {settings.db_path}",
+                            "run `askvault index` (or start `askvault run`)"))
+    if conn is not None:
+        try:
+            checks.extend(_index_checks(conn, settings))
+        finally:
+            conn.close()
+    checks.extend(_ollama_checks(settings, conn_path_exists=settings.db_path.exists()))
+    return checks
+
+
+def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
+    out = []
+    result = conn.execute("PRAGMA integrity_check").fetchall()
+    ok = result == [("ok",)]
+    out.append(Check("sqlite integrity", ok, "ok" if ok else "; ".join(r[0] for r in result[:5]),
+                     "" if ok else "delete the index file and run `askvault index`"))
+    for table in ("chunks_fts", "chunks_trigram"):
+        try:
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+            out.append(Check(f"fts5 integrity ({table})", True, "ok"))
+        except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+            out.append(Check(f"fts5 integrity ({table})", False, str(exc),
+                             f"run `askvault index --rebuild-fts` or delete the index"))
+    orphans = conn.execute(
+        "SELECT (SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts))"
+        " + (SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks))"
+    ).fetchone()[0]
+    out.append(Check("fts rows match chunks", orphans == 0,
+                     "ok" if orphans == 0 else f"{orphans} mismatched rows",
+                     "" if orphans == 0 else "delete the index and run `askvault index`"))
+    active = store.active_fingerprint(conn)
+    chunks = store.counts(conn)["chunks"]
+    if active is None:
+        ok = chunks == 0
+        out.append(Check("vectors", ok, "no embedding model has stored vectors yet",
+                         "" if ok else "make Ollama reachable and run `askvault index`"))
+        return out
+    missing = store.count_pending(conn, active)
+    extra = conn.execute(
+        f"SELECT count(*) FROM {active.vec_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
+    ).fetchone()[0]
+    ok = missing == 0 and extra == 0
+    detail = (f"{chunks} chunks, each with one vector of {active.fingerprint.key}" if ok
+              else f"{missing} chunks without a vector, {extra} vectors without a chunk")
+    out.append(Check("vectors match chunks", ok, detail,
+                     "" if ok else "wait for the daemon, or run `askvault index`"))
+    return out
+
+
+def _ollama_checks(settings: Settings, *, conn_path_exists: bool) -> list[Check]:
+    out = []
+    status = probe_ollama(settings.ollama.host, timeout_s=min(settings.ollama.timeout_s, 5.0),
+                          allow_remote=settings.ollama.allow_remote_ollama)
+    if not status.reachable:
+        out.append(Check("ollama reachable", False, status.error or status.url,
+                         "start it with `ollama serve`, or set OLLAMA_HOST"))
+        return out
+    out.append(Check("ollama reachable", True, f"{status.url} (version {status.version})"))
+    for role, name in (("embed model", settings.ollama.embed_model),
+                       ("chat model", settings.ollama.chat_model)):
+        present = model_present(status, name)
+        out.append(Check(role, present, name, "" if present else f"run `ollama pull {name}`"))
+    if not model_present(status, settings.ollama.embed_model) or not conn_path_exists:
+        return out
+    try:
+        embedder = OllamaEmbedder(settings.ollama.host, settings.ollama.embed_model,
+                                  timeout_s=settings.ollama.timeout_s,
+                                  allow_remote=settings.ollama.allow_remote_ollama)
+        fingerprint = embedder.fingerprint()
+    except AskvaultError as exc:
+        out.append(Check("embedding dimension", False, exc.message, exc.hint))
+        return out
+    conn = connect(settings.db_path)
+    try:
+        active = store.active_fingerprint(conn)
+    finally:
+        conn.close()
+    if active is None:
+        return out
+    ok = active.fingerprint.dimension == fingerprint.dimension
+    same_model = active.fingerprint.key == fingerprint.key
+    out.append(Check(
+        "embedding dimension", ok,
+        f"index {active.fingerprint.dimension}, model {fingerprint.dimension}",
+        "" if ok else "the model changed: run `askvault index` to build its vectors",
+    ))
+    if ok and not same_model:
+        out.append(Check("embedding model", False,
+                         f"index built with {active.fingerprint.key}, configured {fingerprint.key}",
+                         "run `askvault index` (or let the daemon run) to switch models"))
+    return out

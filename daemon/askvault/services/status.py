@@ -1,0 +1,89 @@
+"""`askvault status`: what the index holds and what is waiting, as one dict (DESIGN §6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from askvault.adapters import store
+from askvault.adapters.db import connect
+from askvault.adapters.lockfile import read_lock_pid
+from askvault.adapters.ollama import probe_ollama
+from askvault.settings import Settings
+
+
+def lock_path(settings: Settings) -> Path:
+    return settings.state_path / "daemon.lock"
+
+
+def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
+    """The status document; works while the daemon runs (WAL readers never block it)."""
+    db_path = settings.db_path
+    doc: dict[str, Any] = {
+        "vault": str(settings.vault_path),
+        "index": str(db_path),
+        "notes": 0,
+        "chunks": 0,
+        "embedded_chunks": 0,
+        "pending_embeddings": 0,
+        "skipped": [],
+        "last_change_indexed_at": None,
+        "embedding": {"model": None, "state": None, "waiting": None, "building": None},
+    }
+    if db_path.exists():
+        conn = connect(db_path)
+        try:
+            doc.update(store.counts(conn))
+            active = store.active_fingerprint(conn)
+            pending = store.count_pending(conn, active)
+            doc["embedded_chunks"] = doc["chunks"] - pending
+            building = next(
+                (fp for fp in store.live_fingerprints(conn) if fp.state == "building"), None
+            )
+            doc["pending_embeddings"] = (
+                store.count_pending(conn, building) if building else pending
+            )
+            doc["skipped"] = [{"path": s.path, "reason": s.reason}
+                              for s in store.list_skipped(conn)]
+            doc["last_change_indexed_at"] = store.get_meta(conn, "last_change_indexed_at")
+            doc["embedding"] = {
+                "model": active.fingerprint.model if active else None,
+                "fingerprint": active.fingerprint.key if active else None,
+                "building": building.fingerprint.key if building else None,
+                "waiting": store.get_meta(conn, "embed_waiting_reason") or None,
+            }
+            doc["stale_answers"] = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+        finally:
+            conn.close()
+    ollama: dict[str, Any] = {
+        "url": settings.ollama.host,
+        "reachable": None,
+        "embed_model": settings.ollama.embed_model,
+        "chat_model": settings.ollama.chat_model,
+    }
+    if probe:
+        status = probe_ollama(
+            settings.ollama.host, timeout_s=min(settings.ollama.timeout_s, 3.0),
+            allow_remote=settings.ollama.allow_remote_ollama,
+        )
+        ollama["url"] = status.url
+        ollama["reachable"] = status.reachable
+        if status.error:
+            ollama["error"] = status.error
+    doc["ollama"] = ollama
+    doc["queue"] = count_questions_waiting(settings)
+    doc["daemon"] = read_lock_pid(lock_path(settings))
+    return doc
+
+
+def count_questions_waiting(settings: Settings) -> int:
+    """Question notes in the inbox (drafts included: they wait for the user)."""
+    inbox = settings.vault_path / settings.queries.folder / settings.queries.inbox
+    try:
+        return sum(
+            1 for p in inbox.iterdir()
+            if p.suffix.lower() == ".md" and p.is_file() and not p.name.startswith(".")
+        )
+    except OSError:
+        return 0

@@ -1,0 +1,340 @@
+"""One typed Settings object: defaults -> TOML file -> ASKVAULT_* environment -> flags.
+
+Every layer may read Settings; nothing here touches the network or the index.
+Validation runs once, after all sources are merged, and reports every problem
+with its dotted key (`ollama.timeout_s: must be > 0`) in one ConfigError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from askvault.errors import ConfigError
+
+
+def _opt(default: Any, help: str, **checks: Any) -> Any:
+    """A settings field with its help text and checks (min, choices) as metadata."""
+    meta = {"help": help, **checks}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class OllamaSettings:
+    host: str = _opt("http://127.0.0.1:11434", "Ollama server URL (env OLLAMA_HOST).")
+    allow_remote_ollama: bool = _opt(
+        False, "Allow a non-loopback Ollama host. Off: askvault talks to this machine only."
+    )
+    embed_model: str = _opt("nomic-embed-text", "Embedding model (env ASKVAULT_EMBED_MODEL).")
+    chat_model: str = _opt("llama3.2", "Chat model for answers (env ASKVAULT_CHAT_MODEL).")
+    timeout_s: float = _opt(60.0, "Timeout of one Ollama request, in seconds.", min_excl=0)
+    num_ctx: int = _opt(8192, "Context window requested from the chat model (tokens).", min=512)
+    embed_batch_size: int = _opt(32, "Texts per embedding request.", min=1)
+    embed_max_tokens: int = _opt(
+        2048, "Longest input sent to the embedding model; longer text is split, never truncated.",
+        min=16,
+    )
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    max_note_bytes: int = _opt(5_000_000, "Notes larger than this are skipped (bytes).", min=1)
+    chunk_max_tokens: int = _opt(400, "Largest chunk, in estimated embedding tokens.", min=32)
+    ignore_globs: list[str] = _opt(
+        [], "Extra vault-relative globs to ignore (as well as Obsidian's Excluded files)."
+    )
+    index_queries: bool = _opt(
+        False, "Index the queries/ folder (answers) as knowledge. Off: only moved-out answers count."
+    )
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    reconcile_interval_s: float = _opt(
+        600.0, "Periodic full reconcile, the safety net behind file events (seconds).", min=1
+    )
+    debounce_s: float = _opt(0.3, "Quiet time per path before an event is processed.", min=0)
+    watch_mode: str = _opt(
+        "auto", "auto | events | polling: polling for filesystems without inotify events.",
+        choices=("auto", "events", "polling"),
+    )
+    poll_interval_s: float = _opt(2.0, "Polling interval in polling mode (seconds).", min_excl=0)
+    log_format: str = _opt("text", "text | json", choices=("text", "json"))
+    log_level: str = _opt(
+        "info", "debug | info | warning | error", choices=("debug", "info", "warning", "error")
+    )
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    fusion: str = _opt(
+        "rrf", "rrf (rank fusion of words and vectors) | rerank (vector top-K, then BM25).",
+        choices=("rrf", "rerank"),
+    )
+    limit: int = _opt(10, "Default number of hits.", min=1)
+    candidates: int = _opt(100, "Candidates taken from each channel before fusion.", min=1)
+
+
+@dataclass(frozen=True)
+class QueriesSettings:
+    folder: str = _opt("queries", "Vault folder of the question protocol.")
+    inbox: str = _opt("inbox", "Sub-folder where questions are dropped.")
+    answers: str = _opt("answers", "Sub-folder where answer notes are written.")
+    archive: str = _opt("archive", "Sub-folder where answered questions are moved.")
+    log: str = _opt("log.md", "Log note (one line per question).")
+    settle_s: float = _opt(3.0, "A question is taken once unchanged for this long (s).", min=0)
+    max_sources: int = _opt(8, "Most pages sent to the model for one answer.", min=1)
+
+
+@dataclass(frozen=True)
+class Settings:
+    vault: str = _opt("", "The vault folder (env ASKVAULT_VAULT, flag --vault).")
+    state_dir: str = _opt(
+        "", "Folder holding index files (env ASKVAULT_STATE_DIR); "
+        "empty: $XDG_STATE_HOME/askvault."
+    )
+    ollama: OllamaSettings = field(default_factory=OllamaSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    queries: QueriesSettings = field(default_factory=QueriesSettings)
+
+    @property
+    def vault_path(self) -> Path:
+        return Path(self.vault).expanduser().resolve()
+
+    @property
+    def state_path(self) -> Path:
+        """The index folder of this vault: `<state_dir>/<vault-id>/`."""
+        base = Path(self.state_dir).expanduser() if self.state_dir else _xdg_state_home() / "askvault"
+        return base / vault_id(self.vault_path)
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_path / "index.sqlite"
+
+
+SECTIONS = ("ollama", "index", "daemon", "search", "queries")
+
+# Environment variables named in DESIGN §6, mapped to dotted keys.
+ENV_ALIASES: dict[str, str] = {
+    "OLLAMA_HOST": "ollama.host",
+    "ASKVAULT_VAULT": "vault",
+    "ASKVAULT_STATE_DIR": "state_dir",
+    "ASKVAULT_EMBED_MODEL": "ollama.embed_model",
+    "ASKVAULT_CHAT_MODEL": "ollama.chat_model",
+}
+
+
+def _xdg_state_home() -> Path:
+    env = os.environ.get("XDG_STATE_HOME")
+    return Path(env) if env else Path.home() / ".local" / "state"
+
+
+def vault_id(vault: Path) -> str:
+    """A stable folder name for a vault: readable name plus a hash of its real path."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", vault.name).strip("-") or "vault"
+    digest = hashlib.sha256(str(vault).encode("utf-8")).hexdigest()[:12]
+    return f"{name}-{digest}"
+
+
+def default_config_file(env: Mapping[str, str]) -> Path | None:
+    """`ASKVAULT_CONFIG`, else `$XDG_CONFIG_HOME/askvault/config.toml` if it exists."""
+    if env.get("ASKVAULT_CONFIG"):
+        return Path(env["ASKVAULT_CONFIG"]).expanduser()
+    base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else Path.home() / ".config"
+    candidate = base / "askvault" / "config.toml"
+    return candidate if candidate.is_file() else None
+
+
+def load_settings(
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge defaults, the TOML file, the environment and flags (dotted keys); validate once.
+
+    Raises ConfigError listing every invalid value with its dotted key.
+    """
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    path = config_file if config_file is not None else default_config_file(env)
+    if path is not None:
+        values.update(_read_toml(path, problems))
+    values.update(_read_env(env))
+    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    settings = _build(values, problems)
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problems.append(f"config: file not found: {path}")
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        problems.append(f"config: cannot read {path}: {exc}")
+        return {}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in SECTIONS and isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def _read_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """ASKVAULT_<KEY> and ASKVAULT_<SECTION>__<KEY>, plus the aliases of DESIGN §6."""
+    out: dict[str, Any] = {}
+    for name, value in env.items():
+        if name in ENV_ALIASES:
+            out[ENV_ALIASES[name]] = value
+        elif name.startswith("ASKVAULT_") and name not in ("ASKVAULT_CONFIG",):
+            rest = name[len("ASKVAULT_"):].lower()
+            key = rest.replace("__", ".", 1) if "__" in rest else rest
+            # Unrelated ASKVAULT_* variables (a wrapper script's, say) are not ours to reject.
+            if key in known_keys():
+                out[key] = value
+    return out
+
+
+def known_keys() -> set[str]:
+    """Every dotted settings key."""
+    keys = {f"{s}.{f.name}" for s in SECTIONS for f in fields(_section_type(s))}
+    return keys | {f.name for f in fields(Settings) if f.name not in SECTIONS}
+
+
+def _build(values: dict[str, Any], problems: list[str]) -> Settings:
+    known = known_keys()
+    for key in sorted(values):
+        if key not in known:
+            problems.append(f"{key}: unknown setting")
+    top = {
+        f.name: _coerce(f.name, values[f.name], f, problems)
+        for f in fields(Settings)
+        if f.name not in SECTIONS and f.name in values
+    }
+    sections = {}
+    for section in SECTIONS:
+        cls = _section_type(section)
+        kwargs = {
+            f.name: _coerce(f"{section}.{f.name}", values[f"{section}.{f.name}"], f, problems)
+            for f in fields(cls)
+            if f"{section}.{f.name}" in values
+        }
+        sections[section] = replace(cls(), **{k: v for k, v in kwargs.items() if v is not None})
+    return Settings(**{k: v for k, v in top.items() if v is not None}, **sections)
+
+
+def _section_type(section: str) -> type:
+    return {
+        "ollama": OllamaSettings,
+        "index": IndexSettings,
+        "daemon": DaemonSettings,
+        "search": SearchSettings,
+        "queries": QueriesSettings,
+    }[section]
+
+
+def _coerce(key: str, raw: Any, f: Any, problems: list[str]) -> Any:
+    """Convert a TOML/env/flag value to the field's type and check it; None if invalid."""
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        value = _convert(kind, raw)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{key}: {exc}")
+        return None
+    meta = f.metadata
+    if "min" in meta and value < meta["min"]:
+        problems.append(f"{key}: must be >= {meta['min']} (got {value!r})")
+        return None
+    if "min_excl" in meta and value <= meta["min_excl"]:
+        problems.append(f"{key}: must be > {meta['min_excl']} (got {value!r})")
+        return None
+    if "choices" in meta and value not in meta["choices"]:
+        problems.append(f"{key}: must be one of {', '.join(meta['choices'])} (got {value!r})")
+        return None
+    return value
+
+
+def _convert(kind: str, raw: Any) -> Any:
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if isinstance(raw, str) and raw.strip().lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"must be true or false (got {raw!r})")
+    if kind == "int":
+        if isinstance(raw, bool) or isinstance(raw, float):
+            raise ValueError(f"must be an integer (got {raw!r})")
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"must be an integer (got {raw!r})") from None
+    if kind == "float":
+        if isinstance(raw, bool):
+            raise ValueError(f"must be a number (got {raw!r})")
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"must be a number (got {raw!r})") from None
+    if kind == "list[str]":
+        if isinstance(raw, str):
+            return [part.strip() for part in raw.split(",") if part.strip()]
+        if isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
+            return list(raw)
+        raise ValueError(f"must be a list of strings (got {raw!r})")
+    if kind == "str":
+        if isinstance(raw, (str, Path)):
+            return str(raw)
+        raise ValueError(f"must be a string (got {raw!r})")
+    raise TypeError(f"unsupported setting type {kind}")
+
+
+def render_example_toml() -> str:
+    """The commented example config, generated from the Settings fields."""
+    lines = [
+        "# askvault configuration: every key with its default.",
+        "# Generated from daemon/askvault/settings.py by `askvault config-example`;",
+        "# a test fails when it drifts. Order: defaults -> this file -> ASKVAULT_* env -> flags.",
+        "",
+    ]
+    for f in fields(Settings):
+        if f.name in SECTIONS:
+            continue
+        lines += [f"# {f.metadata['help']}", f"{f.name} = {_toml_value(_default(f))}", ""]
+    for section in SECTIONS:
+        lines.append(f"[{section}]")
+        for f in fields(_section_type(section)):
+            lines += [f"# {f.metadata['help']}", f"{f.name} = {_toml_value(_default(f))}"]
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _default(f: Any) -> Any:
+    return f.default_factory() if f.default is MISSING else f.default
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

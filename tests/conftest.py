@@ -1,0 +1,97 @@
+"""Shared fixtures: the fake Ollama server and the no-remote-network guard."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from support.fake_ollama import FakeOllama  # tests/ is on sys.path (rootdir conftest)
+
+_LOCAL_NAMES = {"localhost", "localhost.", "", "0.0.0.0", "::"}
+
+
+def _is_local(host: Any) -> bool:
+    if host is None:
+        return True
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    host = str(host).strip("[]").split("%", 1)[0]
+    if host.lower() in _LOCAL_NAMES:
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # any other host name would need DNS, itself network traffic
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+class SocketGuard:
+    """Records and refuses every connection (and name lookup) that would leave the machine."""
+
+    def __init__(self) -> None:
+        self.violations: list[str] = []
+
+    def check(self, sock: socket.socket | None, address: Any, what: str) -> None:
+        if sock is not None and sock.family == getattr(socket, "AF_UNIX", None):
+            return
+        host = address[0] if isinstance(address, tuple) else address
+        if not _is_local(host):
+            self.violations.append(f"{what} {address!r}")
+            raise ConnectionRefusedError(
+                f"test socket guard: no network beyond loopback ({address!r})"
+            )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _socket_guard_installed() -> Iterator[SocketGuard]:
+    guard = SocketGuard()
+    original_connect = socket.socket.connect
+    original_connect_ex = socket.socket.connect_ex
+    original_getaddrinfo = socket.getaddrinfo
+
+    def connect(self: socket.socket, address: Any) -> None:
+        guard.check(self, address, "connect")
+        return original_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        guard.check(self, address, "connect_ex")
+        return original_connect_ex(self, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        guard.check(None, host, "getaddrinfo")
+        return original_getaddrinfo(host, *args, **kwargs)
+
+    patcher = pytest.MonkeyPatch()
+    patcher.setattr(socket.socket, "connect", connect)
+    patcher.setattr(socket.socket, "connect_ex", connect_ex)
+    patcher.setattr(socket, "getaddrinfo", getaddrinfo)
+    try:
+        yield guard
+    finally:
+        patcher.undo()
+
+
+@pytest.fixture(autouse=True)
+def socket_guard(_socket_guard_installed: SocketGuard) -> Iterator[SocketGuard]:
+    """Fails the test if it tried to reach a non-loopback address, even if the error was caught."""
+    guard = _socket_guard_installed
+    guard.violations.clear()
+    yield guard
+    if guard.violations:
+        found, guard.violations[:] = list(guard.violations), []
+        pytest.fail(f"test tried to reach the network: {found}")
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[FakeOllama]:
+    """A started fake Ollama server on 127.0.0.1 (random port), always stopped afterwards."""
+    server = FakeOllama().start()
+    try:
+        yield server
+    finally:
+        server.stop()

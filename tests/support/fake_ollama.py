@@ -1,0 +1,587 @@
+"""A real HTTP server on 127.0.0.1 that speaks the parts of the Ollama API askvault uses.
+
+Tests run the official `ollama` client against it, so request and response shapes
+follow the client's pydantic types (ollama 0.6.x). What it offers:
+
+- deterministic embeddings: hashed bag of words plus character trigrams, L2-normalised,
+  so texts sharing words are close and paraphrases overlap a little;
+- scripted chat (`chat_script`: replies consumed in order, or a callable), with an
+  extractive default reply that cites the first `[[Page]]` of the prompt;
+- faults settable while running (`set_fault`): down, slow, 404, 500, die_midstream;
+- a request log (`requests`, `embedded_inputs`, `embed_calls`).
+
+Run it by hand: `python tests/support/fake_ollama.py --port 11435`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_MODELS = ("nomic-embed-text", "all-minilm", "llama3.2")
+DEFAULT_DIMENSION = 64
+FAKE_CHARS_PER_TOKEN = 4
+FAULT_KINDS = ("down", "slow", "404", "500", "die_midstream")
+NO_ANSWER_REPLY = "The notes provided do not contain the answer to this question."
+MODIFIED_AT = "2025-01-01T00:00:00Z"
+
+# (family, context length in tokens, capabilities) per model base name, as Ollama reports them.
+MODEL_TRAITS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    "nomic-embed-text": ("nomic-bert", 2048, ("embedding",)),
+    "all-minilm": ("bert", 512, ("embedding",)),
+    "mxbai-embed-large": ("bert", 512, ("embedding",)),
+    "embeddinggemma": ("gemma3", 2048, ("embedding",)),
+    "snowflake-arctic-embed": ("bert", 512, ("embedding",)),
+    "llama3.2": ("llama", 131072, ("completion", "tools")),
+}
+DEFAULT_TRAITS = ("fake", 2048, ("completion", "embedding"))
+
+_WORD = re.compile(r"\w+")
+_WIKILINK = re.compile(r"\[\[([^\[\]|]+)(?:\|[^\[\]]*)?\]\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+_PIECE = re.compile(r"\S+\s*|\s+")
+
+
+def full_name(model: str) -> str:
+    """`llama3.2` -> `llama3.2:latest`; a name with a tag is kept."""
+    return model if ":" in model else f"{model}:latest"
+
+
+def base_name(model: str) -> str:
+    """`nomic-embed-text:latest` -> `nomic-embed-text`."""
+    return model.split(":", 1)[0]
+
+
+def fake_embedding(text: str, dimension: int = DEFAULT_DIMENSION, salt: str = "") -> list[float]:
+    """The fake's embedding of `text`: hashed words (weight 1) and word trigrams (0.25)."""
+    vector = [0.0] * dimension
+    for word in _WORD.findall(text.lower()):
+        _add_feature(vector, f"{salt}|w|{word}", 1.0)
+        padded = f"#{word}#"
+        for i in range(len(padded) - 2):
+            _add_feature(vector, f"{salt}|t|{padded[i:i + 3]}", 0.25)
+    norm = math.sqrt(sum(x * x for x in vector))
+    if norm == 0.0:
+        vector[0] = 1.0
+        return vector
+    return [x / norm for x in vector]
+
+
+def _add_feature(vector: list[float], feature: str, weight: float) -> None:
+    h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
+    sign = 1.0 if (h >> 40) & 1 else -1.0
+    vector[h % len(vector)] += sign * weight
+
+
+def fake_token_count(text: str) -> int:
+    """The fake's token count: one token per 4 characters, rounded up."""
+    return math.ceil(len(text) / FAKE_CHARS_PER_TOKEN)
+
+
+def extractive_reply(messages: Sequence[dict[str, Any]]) -> str:
+    """Default chat reply: the first sentence after the first `[[Page]]`, citing that page."""
+    prompt = "\n".join(str(m.get("content") or "") for m in messages)
+    match = _WIKILINK.search(prompt)
+    if match is None:
+        return NO_ANSWER_REPLY
+    rest = prompt[match.end():].lstrip(" \t\r\n:-—>")
+    sentence = _SENTENCE_END.split(rest, maxsplit=1)[0].strip().rstrip(".!?")
+    if not sentence:
+        sentence = "This is described in the notes"
+    return f"{sentence} [[{match.group(1).strip()}]]."
+
+
+@dataclass
+class _Fault:
+    kind: str
+    delay_s: float
+    remaining: int | None
+    paths: tuple[str, ...] | None
+
+
+class _Server(ThreadingHTTPServer):
+    # Non-daemon handler threads, so server_close() joins them: no test leaks a thread.
+    daemon_threads = False
+    allow_reuse_address = True
+    fake: FakeOllama
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Dropped connections are part of the fault drills: stay quiet about them."""
+
+
+class FakeOllama:
+    """The fake Ollama server; `start()`/`stop()` or use it as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        dimension: int = DEFAULT_DIMENSION,
+        models: Iterable[str] = DEFAULT_MODELS,
+        version: str = "0.12.0",
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.dimension = dimension
+        self.dimensions: dict[str, int] = {}
+        self.models: list[str] = [full_name(m) for m in models]
+        self.digests: dict[str, str] = {}
+        self.context_lengths: dict[str, int] = {}
+        self.version = version
+        self.chat_script: list[str] | Callable[[list[dict[str, Any]]], str] | None = None
+        self.token_delay_s = 0.0
+        self.requests: list[tuple[str, Any]] = []
+        self.embed_batches: list[list[str]] = []
+        self._lock = threading.Lock()
+        self._fault: _Fault | None = None
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._halt = threading.Event()
+        self._connections: set[socket.socket] = set()
+
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. `http://127.0.0.1:40123`."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> FakeOllama:
+        """Listen on `port` (0: a free one, then kept for `recover()`) and serve in a thread."""
+        self._listen()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening, drop open connections and join every thread."""
+        self._unlisten()
+
+    def __enter__(self) -> FakeOllama:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _listen(self) -> None:
+        if self._httpd is not None:
+            return
+        self._halt = threading.Event()
+        httpd = _Server((self.host, self.port), _Handler)
+        httpd.fake = self
+        self.port = httpd.server_address[1]
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-ollama"
+        )
+        self._thread.start()
+
+    def _unlisten(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None or thread is None:
+            return
+        self._halt.set()
+        httpd.shutdown()
+        thread.join()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        httpd.server_close()  # joins the handler threads
+        self._httpd = self._thread = None
+
+
+    def set_fault(
+        self,
+        kind: str | None,
+        *,
+        delay_s: float = 5.0,
+        count: int | None = None,
+        paths: Iterable[str] | None = None,
+    ) -> None:
+        """Inject a fault for the next `count` requests (None: until cleared).
+
+        `down` closes the listening socket (connections are refused) until `recover()`
+        or `set_fault(None)`; `count` and `paths` do not apply to it. `paths` limits the
+        other faults to some endpoints, e.g. `("/api/chat",)`.
+        """
+        if kind is not None and kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}; one of {FAULT_KINDS}")
+        with self._lock:
+            self._fault = None
+            if kind not in (None, "down"):
+                self._fault = _Fault(kind, delay_s, count, tuple(paths) if paths else None)
+        if kind == "down":
+            self._unlisten()
+        elif self._httpd is None:
+            self._listen()
+
+    def recover(self) -> None:
+        """Clear any fault and listen again on the same port."""
+        self.set_fault(None)
+
+    def _take_fault(self, path: str) -> _Fault | None:
+        with self._lock:
+            fault = self._fault
+            if fault is None or (fault.paths is not None and path not in fault.paths):
+                return None
+            if fault.remaining is not None:
+                fault.remaining -= 1
+                if fault.remaining <= 0:
+                    self._fault = None
+            return fault
+
+
+    def has_model(self, model: str) -> bool:
+        """True if `model` (with or without tag) is in `models`."""
+        return full_name(model) in self.models
+
+    def digest(self, model: str) -> str:
+        """The model's digest: from `digests` if set there, else derived from its name."""
+        name = full_name(model)
+        return self.digests.get(name) or hashlib.sha256(name.encode()).hexdigest()
+
+    def dimension_of(self, model: str) -> int:
+        """Embedding dimension of `model` (`dimensions` override, else `dimension`)."""
+        return self.dimensions.get(base_name(model), self.dimension)
+
+    def context_length(self, model: str) -> int:
+        """Context length in tokens (`context_lengths` override, else the model's trait)."""
+        return self.context_lengths.get(base_name(model), _traits(model)[1])
+
+    def vector(self, text: str, model: str = DEFAULT_MODELS[0]) -> list[float]:
+        """What the fake returns for `text` embedded by `model`."""
+        return fake_embedding(text, self.dimension_of(model), salt=base_name(model))
+
+    def reply_to(self, messages: list[dict[str, Any]]) -> str:
+        """The next chat reply: scripted, or the extractive default."""
+        script = self.chat_script
+        if callable(script):
+            return script(messages)
+        with self._lock:
+            if script:
+                return script.pop(0)
+        return extractive_reply(messages)
+
+
+    def _log(self, path: str, body: Any) -> None:
+        with self._lock:
+            self.requests.append((path, body))
+
+    @property
+    def embedded_inputs(self) -> list[str]:
+        """Every text embedded so far, in order (answered embed requests only)."""
+        with self._lock:
+            return [text for batch in self.embed_batches for text in batch]
+
+    @property
+    def embed_calls(self) -> int:
+        """How many embed requests (/api/embed and /api/embeddings) were answered."""
+        with self._lock:
+            return len(self.embed_batches)
+
+    def requests_to(self, path: str) -> list[Any]:
+        """JSON bodies of the requests received on `path`."""
+        with self._lock:
+            return [body for p, body in self.requests if p == path]
+
+
+def _traits(model: str) -> tuple[str, int, tuple[str, ...]]:
+    return MODEL_TRAITS.get(base_name(model), DEFAULT_TRAITS)
+
+
+def _model(body: dict[str, Any]) -> str:
+    return str(body.get("model") or body.get("name") or "")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as Ollama
+    server: _Server
+    _die = False
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request stderr line."""
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.fake._lock:
+            self.server.fake._connections.add(self.connection)
+        if self.server.fake._halt.is_set():
+            # Accepted just as the listener closed: drop it so server_close() never waits on it.
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def finish(self) -> None:
+        with self.server.fake._lock:
+            self.server.fake._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    @property
+    def fake(self) -> FakeOllama:
+        return self.server.fake
+
+    def do_GET(self) -> None:
+        self._dispatch({})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            self._send_json(400, {"error": "invalid JSON body"})
+            return
+        self._dispatch(body)
+
+    def _dispatch(self, body: dict[str, Any]) -> None:
+        path = self.path.split("?", 1)[0]
+        self.fake._log(path, body)
+        self._die = False
+        fault = self.fake._take_fault(path)
+        if fault is not None:
+            if fault.kind == "slow":
+                if self.fake._halt.wait(fault.delay_s):
+                    self._drop()
+                    return
+            elif fault.kind == "404":
+                self._model_not_found(_model(body))
+                return
+            elif fault.kind == "500":
+                self._send_json(500, {"error": "fake ollama: injected internal server error"})
+                return
+            elif fault.kind == "die_midstream":
+                self._die = True
+        route = _ROUTES.get((self.command, path))
+        if route is None:
+            self._send_text(404, "404 page not found")
+        elif path in _MODEL_PATHS and not self.fake.has_model(_model(body)):
+            self._model_not_found(_model(body))
+        else:
+            route(self, body)
+
+    def _version(self, body: dict[str, Any]) -> None:
+        self._send_json(200, {"version": self.fake.version})
+
+    def _tags(self, body: dict[str, Any]) -> None:
+        models = [
+            {
+                "name": name,
+                "model": name,
+                "modified_at": MODIFIED_AT,
+                "size": 274302450,
+                "digest": self.fake.digest(name),
+                "details": _details(name),
+            }
+            for name in list(self.fake.models)
+        ]
+        self._send_json(200, {"models": models})
+
+    def _show(self, body: dict[str, Any]) -> None:
+        model = _model(body)
+        family, _, capabilities = _traits(model)
+        self._send_json(
+            200,
+            {
+                "license": "",
+                "modelfile": f"# fake Modelfile for {full_name(model)}",
+                "parameters": "",
+                "template": "{{ .Prompt }}",
+                "details": _details(model),
+                "model_info": {
+                    "general.architecture": family,
+                    f"{family}.embedding_length": self.fake.dimension_of(model),
+                    f"{family}.context_length": self.fake.context_length(model),
+                },
+                "capabilities": list(capabilities),
+                "modified_at": MODIFIED_AT,
+            },
+        )
+
+    def _embed(self, body: dict[str, Any]) -> None:
+        model = _model(body)
+        raw_input = body.get("input", "")
+        texts = [raw_input] if isinstance(raw_input, str) else list(raw_input)
+        limit = self.fake.context_length(model)
+        truncate = body.get("truncate", True)
+        if not truncate and any(fake_token_count(t) > limit for t in texts):
+            self._send_json(400, {"error": "the input length exceeds the context length"})
+            return
+        # Ollama truncates silently when `truncate` is true (its default).
+        clipped = [t[: limit * FAKE_CHARS_PER_TOKEN] for t in texts]
+        vectors = [self.fake.vector(t, model) for t in clipped]
+        self._record_embed(texts)
+        self._send_json(
+            200,
+            {
+                "model": model,
+                "embeddings": vectors,
+                "total_duration": 1_000_000,
+                "load_duration": 100_000,
+                "prompt_eval_count": sum(fake_token_count(t) for t in clipped),
+            },
+        )
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        model = _model(body)
+        text = str(body.get("prompt") or "")
+        self._record_embed([text])
+        self._send_json(200, {"embedding": self.fake.vector(text, model)})
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        reply = self.fake.reply_to(list(body.get("messages") or []))
+        self._answer(body, reply, lambda text: {"message": {"role": "assistant", "content": text}})
+
+    def _generate(self, body: dict[str, Any]) -> None:
+        reply = self.fake.reply_to([{"role": "user", "content": str(body.get("prompt") or "")}])
+        self._answer(body, reply, lambda text: {"response": text})
+
+
+    def _answer(self, body: dict[str, Any], reply: str, shape: Callable[[str], dict]) -> None:
+        model = str(body.get("model") or "")
+        pieces = _PIECE.findall(reply)
+        final = {
+            "model": model,
+            "created_at": _now(),
+            **shape(""),
+            "done": True,
+            "done_reason": "stop",
+            "total_duration": 2_000_000,
+            "load_duration": 100_000,
+            "prompt_eval_count": 10,
+            "prompt_eval_duration": 500_000,
+            "eval_count": len(pieces),
+            "eval_duration": 1_000_000,
+        }
+        if not body.get("stream", True):
+            final.update(shape(reply))
+            self._send_json(200, final)
+            return
+        chunks = [
+            {"model": model, "created_at": _now(), **shape(p), "done": False} for p in pieces
+        ]
+        self._send_stream(chunks + [final])
+
+    def _record_embed(self, texts: list[str]) -> None:
+        with self.fake._lock:
+            self.fake.embed_batches.append(list(texts))
+
+    def _model_not_found(self, model: str) -> None:
+        self._send_json(404, {"error": f'model "{model}" not found, try pulling it first'})
+
+    def _send_text(self, status: int, text: str) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_json(self, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self._die:
+            self.wfile.write(data[: len(data) // 2])
+            self._drop()
+            return
+        self.wfile.write(data)
+
+    def _send_stream(self, chunks: list[dict[str, Any]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        # die_midstream: some content chunks, never the final done chunk.
+        stop_at = max(1, (len(chunks) - 1) // 2) if self._die else None
+        for i, chunk in enumerate(chunks):
+            if stop_at is not None and i == stop_at:
+                self._drop()
+                return
+            line = (json.dumps(chunk) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            self.wfile.flush()
+            if self.fake.token_delay_s and not chunk.get("done"):
+                if self.fake._halt.wait(self.fake.token_delay_s):
+                    self._drop()
+                    return
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+_MODEL_PATHS = {"/api/show", "/api/embed", "/api/embeddings", "/api/chat", "/api/generate"}
+_ROUTES: dict[tuple[str, str], Callable[[_Handler, dict[str, Any]], None]] = {
+    ("GET", "/api/version"): _Handler._version,
+    ("GET", "/api/tags"): _Handler._tags,
+    ("POST", "/api/show"): _Handler._show,
+    ("POST", "/api/embed"): _Handler._embed,
+    ("POST", "/api/embeddings"): _Handler._embeddings,
+    ("POST", "/api/chat"): _Handler._chat,
+    ("POST", "/api/generate"): _Handler._generate,
+}
+
+
+def _details(model: str) -> dict[str, Any]:
+    family = _traits(model)[0]
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": family,
+        "families": [family],
+        "parameter_size": "137M",
+        "quantization_level": "F16",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve the fake in the foreground until SIGTERM/SIGINT."""
+    parser = argparse.ArgumentParser(description="A fake Ollama server for askvault tests.")
+    parser.add_argument("--port", type=int, default=11435)
+    parser.add_argument("--dimension", type=int, default=DEFAULT_DIMENSION)
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated")
+    parser.add_argument("--token-delay-s", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    fake = FakeOllama(
+        port=args.port, dimension=args.dimension, models=args.models.split(",")
+    )
+    fake.token_delay_s = args.token_delay_s
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with fake:
+        print(f"fake ollama listening on {fake.url}", flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

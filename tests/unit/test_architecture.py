@@ -1,0 +1,83 @@
+"""Imports point one way: cli -> app -> services -> core/adapters -> records/errors/settings.
+
+Checked on the source with `ast`, so a wrong import fails here before it tangles the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "daemon" / "askvault"
+
+# What each layer may import from askvault (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "base": set(),
+    "core": {"base"},
+    "adapters": {"base", "core"},
+    "services": {"base", "core", "adapters"},
+    "app": {"base", "core", "adapters", "services"},
+    "cli": {"base", "core", "adapters", "services", "app"},
+}
+BASE_MODULES = {"records", "errors", "settings", "__init__"}
+
+
+def layer_of(module: str) -> str:
+    """`askvault.core.links` -> core; records, errors, settings -> base."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] in BASE_MODULES:
+        return "base"
+    return parts[1] if parts[1] in ALLOWED else "base"
+
+
+def imports_of(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return [m for m in found if m == "askvault" or m.startswith("askvault.")]
+
+
+def test_imports_point_one_way() -> None:
+    violations = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(rel.parts)
+        if module == "askvault.__main__":
+            continue
+        layer = layer_of(module)
+        for target in imports_of(path):
+            target_layer = layer_of(target)
+            if target_layer != layer and target_layer not in ALLOWED[layer]:
+                violations.append(f"{module} ({layer}) imports {target} ({target_layer})")
+    assert violations == []
+
+
+def test_core_touches_no_outside_system() -> None:
+    forbidden = {"sqlean", "sqlite3", "sqlite_vec", "ollama", "httpx", "socket", "watchdog",
+                 "subprocess", "time", "os"}
+    violations = []
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module.split(".")[0]]
+            violations += [f"{path.name} imports {n}" for n in names if n in forbidden]
+    assert violations == []
+
+
+def test_nothing_imports_the_cli() -> None:
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if "cli" not in path.relative_to(PACKAGE).parts
+        and path.name != "__main__.py"
+        and any(m.startswith("askvault.cli") for m in imports_of(path))
+    ]
+    assert offenders == []
