@@ -81,6 +81,20 @@ def test_unknown_model_is_a_404_worded_like_ollama(fake_ollama: FakeOllama) -> N
     assert missing.value.error == 'model "nope" not found, try pulling it first'
 
 
+def test_unknown_path_is_a_plain_404_and_unknown_fault_is_refused(fake_ollama: FakeOllama) -> None:
+    response = httpx.get(f"{fake_ollama.url}/api/nothing", timeout=5)
+    assert (response.status_code, response.text) == (404, "404 page not found")
+    with pytest.raises(ValueError, match="unknown fault"):
+        fake_ollama.set_fault("flaky")
+
+
+def test_show_of_an_unknown_model_is_a_404(fake_ollama: FakeOllama) -> None:
+    with _client(fake_ollama) as client:
+        with pytest.raises(ollama.ResponseError) as missing:
+            client.show("nope")
+    assert missing.value.status_code == 404
+
+
 def test_tags_show_and_version_parse_with_the_client(fake_ollama: FakeOllama) -> None:
     with _client(fake_ollama) as client:
         names = [m.model for m in client.list().models]

@@ -11,7 +11,7 @@ import ipaddress
 import math
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,7 +204,7 @@ class OllamaEmbedder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _errors(self) -> Any:
+    def _errors(self) -> AbstractContextManager[None]:
         return _translated_errors(self.host, self.model, self.timeout_s)
 
     def fingerprint(self) -> Fingerprint:

@@ -17,6 +17,7 @@ changes no hash).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -36,6 +37,7 @@ TOKENS_PER_RUN = 1.0  # a run of letters/digits
 TOKENS_PER_RUN_CHAR = 0.15  # long runs split into word pieces
 TOKENS_PER_HANGUL = 2.5  # uncased BERT decomposes syllables into jamo
 MIN_MAX_TOKENS = 8
+_MAX_LEVEL = 16  # 2**16 times the base boundary odds: every non-heading unit is one
 
 # Han, kana, CJK symbols and full-width forms: one token per character.
 _CJK = re.compile(
@@ -59,8 +61,13 @@ def estimate_tokens(text: str) -> int:
     additive over whitespace-separated pieces (up to rounding, which only
     raises the sum), so a chunk's estimate never exceeds the sum of its blocks'.
     """
+    return math.ceil(_estimate(text))
+
+
+def _estimate(text: str) -> float:
+    """The unrounded estimate: exactly additive, so chunk sums stay tight."""
     if not text:
-        return 0
+        return 0.0
     total = 0.0
     if not text.isascii():
         cjk = len(_CJK.findall(text))
@@ -70,8 +77,7 @@ def estimate_tokens(text: str) -> int:
             text = _HANGUL.sub(" ", _CJK.sub(" ", text))
     runs = _RUN.findall(text)
     total += len(runs) * TOKENS_PER_RUN + sum(map(len, runs)) * TOKENS_PER_RUN_CHAR
-    total += len(_PUNCT.findall(text))
-    return math.ceil(total)
+    return total + len(_PUNCT.findall(text))
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,9 @@ class _Unit:
     end: int
     first_line: int
     last_line: int
-    tokens: int
+    tokens: float
+    draw: float
+    heading: bool = False
 
 
 def chunk_note(note: ParsedNote, max_tokens: int = 400) -> list[Chunk]:
@@ -113,11 +121,9 @@ def chunk_note(note: ParsedNote, max_tokens: int = 400) -> list[Chunk]:
                 stack.pop()
             stack.append((heading.level, heading.text))
             path = tuple(text for _, text in stack)
-        units = [
-            _Unit(starts[a], starts[b] + len(lines[b]), a, b, estimate_tokens(
-                body[starts[a] : starts[b] + len(lines[b])]))
-            for a, b in section
-        ]
+        units = [_make_unit(body, starts[a], starts[b] + len(lines[b]), a, b) for a, b in section]
+        if heading_row is not None:
+            units[0] = dataclasses.replace(units[0], heading=True)
         for group in _group(body, units, max_tokens):
             text = _TRAILING_BLANK_LINES.sub("", body[group[0].start : group[-1].end])
             chunks.append(
@@ -131,6 +137,11 @@ def chunk_note(note: ParsedNote, max_tokens: int = 400) -> list[Chunk]:
                 )
             )
     return chunks
+
+
+def _make_unit(body: str, start: int, end: int, first_line: int, last_line: int) -> _Unit:
+    text = body[start:end]
+    return _Unit(start, end, first_line, last_line, _estimate(text), _draw(text))
 
 
 def _line_starts(lines: Sequence[str]) -> list[int]:
@@ -189,34 +200,67 @@ def _continues_list(lines: list[str], previous: tuple[int, int], row: int) -> bo
 
 
 def _group(body: str, units: list[_Unit], max_tokens: int) -> Iterator[list[_Unit]]:
-    """Group units into chunks: a unit ends its chunk when it is a content boundary
-    or when the next unit would pass the cap; a unit over the cap is split."""
-    target = max_tokens / 2
-    current: list[_Unit] = []
-    total = 0
+    """Group units into chunks; a unit over the cap is split into smaller units first."""
+    run: list[_Unit] = []
     for unit in units:
         if unit.tokens > max_tokens:
-            if current:
-                yield current
-                current, total = [], 0
+            if run:
+                yield from _cut(run, max_tokens, 0)
+                run = []
             yield from _group(body, _split(body, unit, max_tokens), max_tokens)
-            continue
+        else:
+            run.append(unit)
+    if run:
+        yield from _cut(run, max_tokens, 0)
+
+
+def _cut(units: list[_Unit], max_tokens: int, level: int) -> Iterator[list[_Unit]]:
+    """Cut after every content boundary of `level`; a piece still over the cap is
+    cut again at the next level, where boundaries are twice as likely.
+
+    A boundary of one level is one at every higher level, so pieces nest: an
+    edit changes the piece that holds it, never a piece beside it. Filling up to
+    the cap instead would shift every later chunk up to the next boundary.
+    """
+    limit = max_tokens / 2 / 2**level
+    piece: list[_Unit] = []
+    for unit in units:
+        piece.append(unit)
+        # A heading never ends its chunk alone: it belongs with what it introduces.
+        if not unit.heading and unit.draw < unit.tokens / limit:
+            yield from _fit(piece, max_tokens, level)
+            piece = []
+    if piece:
+        yield from _fit(piece, max_tokens, level)
+
+
+def _fit(piece: list[_Unit], max_tokens: int, level: int) -> Iterator[list[_Unit]]:
+    if sum(unit.tokens for unit in piece) <= max_tokens:
+        yield piece
+    elif level < _MAX_LEVEL and len(piece) > 1:
+        yield from _cut(piece, max_tokens, level + 1)
+    else:
+        yield from _fill(piece, max_tokens)
+
+
+def _fill(units: list[_Unit], max_tokens: int) -> Iterator[list[_Unit]]:
+    """Greedy packing, only for what content boundaries cannot cut (headings)."""
+    current: list[_Unit] = []
+    total = 0.0
+    for unit in units:
         if current and total + unit.tokens > max_tokens:
             yield current
-            current, total = [], 0
+            current, total = [], 0.0
         current.append(unit)
         total += unit.tokens
-        if _is_boundary(body[unit.start : unit.end], unit.tokens, target):
-            yield current
-            current, total = [], 0
     if current:
         yield current
 
 
-def _is_boundary(text: str, tokens: int, target: float) -> bool:
-    """True for about tokens/target of all texts, decided by the text alone."""
+def _draw(text: str) -> float:
+    """A number in [0, 1) fixed by the text alone: the content-defined coin."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < tokens / target
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def _split(body: str, unit: _Unit, max_tokens: int) -> list[_Unit]:
@@ -228,7 +272,7 @@ def _split(body: str, unit: _Unit, max_tokens: int) -> list[_Unit]:
         pieces = [m for m in _SENTENCE.finditer(text)]
         pattern = _SENTENCE if len(pieces) > 1 else _WORD
         if pattern is _WORD and len(_WORD.findall(text)) <= 1:
-            return _split_characters(unit, text, max_tokens)
+            return _split_characters(body, unit, text, max_tokens)
     units: list[_Unit] = []
     for match in pattern.finditer(text):
         piece = match.group(0).rstrip()
@@ -236,25 +280,23 @@ def _split(body: str, unit: _Unit, max_tokens: int) -> list[_Unit]:
             continue
         start = unit.start + match.start()
         line = unit.first_line + text.count("\n", 0, match.start())
-        units.append(_Unit(start, start + len(piece), line, line, estimate_tokens(piece)))
+        units.append(_make_unit(body, start, start + len(piece), line, line))
     return units
 
 
-def _split_characters(unit: _Unit, text: str, max_tokens: int) -> list[_Unit]:
+def _split_characters(body: str, unit: _Unit, text: str, max_tokens: int) -> list[_Unit]:
     """Last resort for one enormous word: pieces as long as the cap allows."""
     units: list[_Unit] = []
     begin = 0
     while begin < len(text):
         end = min(len(text), begin + max_tokens)
         # Grow while the estimate allows; plain ASCII fits about CHARS_PER_TOKEN per token.
-        while end < len(text) and estimate_tokens(text[begin : end + 1]) <= max_tokens:
+        while end < len(text) and _estimate(text[begin : end + 1]) <= max_tokens:
             end = min(len(text), end + max(1, (end - begin) // 8))
-        while estimate_tokens(text[begin:end]) > max_tokens:
+        while end - begin > 1 and _estimate(text[begin:end]) > max_tokens:
             end -= 1
-        piece = text[begin:end]
         units.append(
-            _Unit(unit.start + begin, unit.start + end, unit.first_line, unit.last_line,
-                  estimate_tokens(piece))
+            _make_unit(body, unit.start + begin, unit.start + end, unit.first_line, unit.last_line)
         )
         begin = end
     return units

@@ -1,0 +1,222 @@
+"""The indexer and the embedding backlog against a real SQLite file and the fake Ollama."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from askvault.adapters import store
+from askvault.adapters.db import connect, write_transaction
+from askvault.services.embedding import drain_backlog, target_fingerprint
+from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.indexer import index_paths, reconcile
+from askvault.services.status import collect_status
+from support.fake_ollama import FakeOllama
+from support.settings_factory import settings_for
+from support.vault_factory import INDEXED_NOTES, LONG_PARAGRAPHS, make_fixture_vault
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return make_fixture_vault(tmp_path / "vault")
+
+
+def test_cold_index_stores_every_note_and_embeds_every_chunk(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    report = index_vault(settings)
+    assert report.embed_error is None
+    assert sorted(report.index.added) == INDEXED_NOTES
+    assert report.pending_embeddings == 0
+    doc = collect_status(settings)
+    assert doc["notes"] == len(INDEXED_NOTES)
+    assert doc["embedded_chunks"] == doc["chunks"] > 0
+    assert {"path": "Templates/", "reason": doc["skipped"][0]["reason"]} in doc["skipped"]
+    assert doc["last_change_indexed_at"] is not None
+    # Only distinct texts are embedded.
+    assert len(fake_ollama.embedded_inputs) == len(set(fake_ollama.embedded_inputs))
+
+
+def test_second_run_without_changes_reads_and_embeds_nothing(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    before = len(fake_ollama.embedded_inputs)
+    report = index_vault(settings)
+    assert report.index.changes == 0
+    assert report.index.unchanged == len(INDEXED_NOTES)
+    assert len(fake_ollama.embedded_inputs) == before
+
+
+def test_paragraph_edit_in_a_long_note_embeds_at_most_two_chunks(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    before = len(fake_ollama.embedded_inputs)
+    paragraphs = list(LONG_PARAGRAPHS)
+    paragraphs[20] = "An entirely rewritten paragraph about greenhouse ventilation."
+    (vault / "Garden log.md").write_text("# Garden log\n\n" + "\n\n".join(paragraphs) + "\n")
+    report = index_vault(settings)
+    assert report.index.changed == ["Garden log.md"]
+    assert 1 <= len(fake_ollama.embedded_inputs) - before <= 2
+
+
+def test_renames_moves_and_copies_embed_nothing(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    before = len(fake_ollama.embedded_inputs)
+    (vault / "Embeds.md").rename(vault / "Embedding notes.md")
+    (vault / "moved").mkdir()
+    (vault / "Links.md").rename(vault / "moved" / "Links.md")
+    shutil.copy(vault / "Welcome.md", vault / "Welcome copy.md")
+    report = index_vault(settings)
+    assert sorted(report.index.renamed) == [
+        ("Embeds.md", "Embedding notes.md"), ("Links.md", "moved/Links.md")]
+    assert len(fake_ollama.embedded_inputs) == before
+    assert report.pending_embeddings == 0
+    conn = connect(settings.db_path)
+    paths = set(store.stored_notes(conn))
+    conn.close()
+    assert {"Embedding notes.md", "moved/Links.md", "Welcome copy.md"} <= paths
+    assert not {"Embeds.md", "Links.md"} & paths
+
+
+def test_touch_without_content_change_only_updates_stamps(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    os.utime(vault / "Welcome.md", ns=(1, 10**18))
+    report = index_vault(settings)
+    assert report.index.touched == 1 and report.index.changes == 0
+
+
+def test_deleted_note_leaves_no_rows(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    (vault / "folder" / "Deep Note.md").unlink()
+    report = index_vault(settings)
+    assert report.index.deleted == ["folder/Deep Note.md"]
+    conn = connect(settings.db_path)
+    fp = store.active_fingerprint(conn)
+    assert fp is not None
+    chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
+    fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
+    vec_ids = {r[0] for r in conn.execute(f"SELECT chunk_id FROM {fp.vec_table}")}
+    conn.close()
+    assert chunk_ids == fts_ids == vec_ids
+
+
+def test_ollama_down_keeps_words_fresh_and_backlog_resumes(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    fake_ollama.set_fault("down")
+    report = index_vault(settings)
+    assert report.embed_error is not None
+    assert len(report.index.added) == len(INDEXED_NOTES)
+    assert report.pending_embeddings > 0
+    assert collect_status(settings)["embedding"]["waiting"]
+    fake_ollama.recover()
+    report = index_vault(settings)
+    assert report.embed_error is None and report.pending_embeddings == 0
+    assert collect_status(settings)["embedding"]["waiting"] is None
+
+
+def test_backlog_survives_a_stop_midway_and_never_reembeds(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    conn = connect(settings.db_path)
+    reconcile(conn, settings)
+    embedder = make_embedder(settings)
+    fp = target_fingerprint(conn, embedder)
+    drain_backlog(conn, embedder, fp, batch_size=2, max_batches=1)
+    conn.close()  # as if the process died here
+    first = list(fake_ollama.embedded_inputs)
+    assert len(first) == 2
+    report = index_vault(settings)
+    assert report.pending_embeddings == 0
+    assert not set(first) & set(fake_ollama.embedded_inputs[2:])
+
+
+def test_changing_the_embedding_model_builds_new_vectors_then_switches(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    other = settings_for(vault, tmp_path / "state", fake_ollama.url,
+                         **{"ollama.embed_model": "all-minilm"})
+    conn = connect(other.db_path)
+    embedder = make_embedder(other)
+    fp = target_fingerprint(conn, embedder)
+    assert fp.state == "building"
+    active = store.active_fingerprint(conn)
+    assert active is not None and active.fingerprint.model == "nomic-embed-text"
+    drain_backlog(conn, embedder, fp, batch_size=2, max_batches=1)
+    still = store.active_fingerprint(conn)
+    assert still is not None and still.fingerprint.model == "nomic-embed-text"
+    report = drain_backlog(conn, embedder, fp, batch_size=50)
+    assert report.promoted
+    now_active = store.active_fingerprint(conn)
+    assert now_active is not None and now_active.fingerprint.model == "all-minilm"
+    assert store.count_pending(conn, now_active) == 0
+    conn.close()
+
+
+def test_bad_files_are_recorded_never_fatal(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    (vault / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
+    (vault / "latin1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (vault / "big.md").write_bytes(b"a" * 2000)
+    (vault / "yaml.md").write_text("---\nx: !!python/object/apply:os.system ['true']\n---\nbody\n")
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
+                            **{"index.max_note_bytes": 1000})
+    index_vault(settings)
+    skipped = {s["path"]: s["reason"] for s in collect_status(settings)["skipped"]}
+    assert "binary" in skipped["binary.md"]
+    assert "oversized" in skipped["big.md"]
+    conn = connect(settings.db_path)
+    problems = dict(conn.execute("SELECT path, problems FROM notes"))
+    conn.close()
+    assert "UTF-8" in problems["latin1.md"]
+    assert problems["yaml.md"] != "[]"
+
+
+def test_index_paths_handles_create_change_and_delete(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    conn = connect(settings.db_path)
+    reconcile(conn, settings)
+    (vault / "New.md").write_text("# New\n\nfresh text\n")
+    (vault / "Welcome.md").unlink()
+    (vault / "notes.txt").write_text("not a note")
+    report = index_paths(conn, settings, ["New.md", "Welcome.md", "notes.txt",
+                                          ".obsidian/workspace.json", "queries/inbox/q.md"])
+    assert report.added == ["New.md"] and report.deleted == ["Welcome.md"]
+    assert report.skipped == []
+    conn.close()
+
+
+def test_one_note_is_one_transaction_and_rolls_back_whole(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    conn = connect(settings.db_path)
+    reconcile(conn, settings)
+    before = store.counts(conn)
+    with pytest.raises(RuntimeError), write_transaction(conn):
+        store.delete_note(conn, "Welcome.md")
+        raise RuntimeError("crash mid-note")
+    assert store.counts(conn) == before
+    conn.close()
