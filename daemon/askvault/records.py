@@ -202,6 +202,16 @@ class Neighbour:
 
 
 @dataclass(frozen=True)
+class SourceWindow:
+    """Raw text from a vault `sources/` or `raw/` file that a primary page cites."""
+
+    path: str
+    cited_by: str
+    lines: tuple[int, int]
+    text: str
+
+
+@dataclass(frozen=True)
 class ContextPack:
     """The evidence for a prompt, without an answer (`askvault context`, and answering)."""
 
@@ -213,3 +223,5 @@ class ContextPack:
     budget_tokens: int = 0
     used_tokens: int = 0
     trace: dict[str, Any] = field(default_factory=dict)
+    actions: tuple[str, ...] = ()
+    source_windows: tuple[SourceWindow, ...] = ()

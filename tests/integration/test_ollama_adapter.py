@@ -171,11 +171,15 @@ def test_split_for_embedding_cuts_at_whitespace_and_keeps_every_character() -> N
     assert split_for_embedding("short", 10) == ["short"]
 
 
-def test_fingerprint_has_digest_and_probed_dimension_and_is_cached(fake_ollama: FakeOllama) -> None:
+def test_fingerprint_has_digest_and_dimension_without_an_embed_call_and_is_cached(
+    fake_ollama: FakeOllama,
+) -> None:
     fake_ollama.dimensions[EMBED] = 32
     with OllamaEmbedder(fake_ollama.url, f"{EMBED}:latest", timeout_s=2.0) as tagged:
         first = tagged.fingerprint()
         assert tagged.fingerprint() is first
+        assert fake_ollama.embed_calls == 0  # embedding_length of /api/show
+        assert tagged.probe_dimension() == 32
     assert first.digest == fake_ollama.digest(EMBED)
     assert first.dimension == 32
     assert first.model == f"{EMBED}:latest"

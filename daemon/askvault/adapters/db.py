@@ -107,3 +107,62 @@ def _split_sql(sql: str) -> list[str]:
 def is_disk_full(exc: BaseException) -> bool:
     """True for SQLite's 'database or disk is full' (SQLITE_FULL)."""
     return "full" in str(exc).lower()
+
+
+class WriteBatch:
+    """Groups whole-note writes into few transactions: each `write` is one note's complete
+    change, applied atomically with the others of its batch; a batch commits after
+    `max_writes` writes or `max_s` seconds. A note is never split across transactions, so a
+    crash loses whole notes only (the next reconcile redoes them), and a COMMIT per note
+    (about 1 ms with FTS5 segment flushes) is not paid 6,000 times on a cold index.
+    """
+
+    def __init__(self, conn: Connection, *, max_writes: int = 256, max_s: float = 0.25) -> None:
+        self.conn = conn
+        self.max_writes = max_writes
+        self.max_s = max_s
+        self._count = 0
+        self._began = 0.0
+
+    def write(self, apply: Any) -> None:
+        """Run `apply(conn)` inside the open batch transaction (opened if needed)."""
+        if not self.conn.in_transaction:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlean.OperationalError as exc:
+                raise StoreError(f"the index is busy: {exc}", "another writer holds it; retry"
+                                 ) from exc
+            self._count, self._began = 0, time.monotonic()
+        # No SAVEPOINT per note: FTS5 flushes its pending terms at every savepoint, which
+        # tripled the write time (measured). A failing write rolls back the whole batch;
+        # the caller's next reconcile redoes those notes.
+        try:
+            apply(self.conn)
+        except BaseException:
+            self.rollback()
+            raise
+        self._count += 1
+        if self._count >= self.max_writes or time.monotonic() - self._began >= self.max_s:
+            self.commit()
+
+    def commit(self) -> None:
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlean.DatabaseError:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    def rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def __enter__(self) -> WriteBatch:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()

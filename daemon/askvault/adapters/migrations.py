@@ -100,8 +100,32 @@ CREATE TABLE embed_failures (
 ) WITHOUT ROWID;
 """
 
+# Answer notes askvault wrote (sha256 of the bytes it wrote: it may rewrite a note
+# only while the bytes are still exactly those) and the pages each one cites (for
+# stale marking); inbox questions not yet archived (waiting or failed) and the
+# answer note that belongs to them, so a restart resumes them.
+M030_ANSWERS = """
+CREATE TABLE answers (
+    path TEXT PRIMARY KEY,
+    question_path TEXT NOT NULL,
+    status TEXT NOT NULL,
+    written_sha256 TEXT NOT NULL,
+    cited TEXT NOT NULL DEFAULT '[]',
+    updated_at REAL NOT NULL
+);
+CREATE TABLE inbox_questions (
+    path TEXT PRIMARY KEY,
+    answer_path TEXT NOT NULL,
+    status TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    asked TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_notes", M001_NOTES),
     ("m002_fts", M002_FTS),
     ("m003_embeddings", M003_EMBEDDINGS),
+    ("m030_answers", M030_ANSWERS),
 ]

@@ -208,7 +208,11 @@ class OllamaEmbedder:
         return _translated_errors(self.host, self.model, self.timeout_s)
 
     def fingerprint(self) -> Fingerprint:
-        """(model, digest from /api/tags, dimension from a probe embedding); cached."""
+        """(model, digest from /api/tags, dimension); cached.
+
+        The dimension is `<arch>.embedding_length` of /api/show when present, so that every
+        index pass does not cost an embedding call; else one probe embedding.
+        """
         if self._fingerprint is None:
             with self._errors():
                 listing = self._client.list()
@@ -216,9 +220,17 @@ class OllamaEmbedder:
             found = _find_model(list(digests), self.model)
             if found is None:
                 raise ModelMissing(self.model, self.host)
-            dimension = len(self._embed_batch([self.document_prefix + PROBE_TEXT])[0])
+            with self._errors():
+                info = self._client.show(self.model).modelinfo or {}
+            lengths = [v for k, v in info.items()
+                       if k.endswith(".embedding_length") and isinstance(v, int) and v > 0]
+            dimension = lengths[0] if lengths else self.probe_dimension()
             self._fingerprint = Fingerprint(self.model, digests[found] or "unknown", dimension)
         return self._fingerprint
+
+    def probe_dimension(self) -> int:
+        """The length of a real embedding (one call): what `doctor` checks."""
+        return len(self._embed_batch([self.document_prefix + PROBE_TEXT])[0])
 
     def max_input_tokens(self) -> int:
         """The per-input token budget: the explicit one, else the model's (cached)."""

@@ -306,18 +306,32 @@ def copy_cached_vectors(
 
 
 def pending_texts(
-    conn: Connection, fp: FingerprintRow, limit: int, now: float
-) -> list[tuple[str, str]]:
-    """(text_hash, text) of chunk texts with no cached vector for `fp` (the backlog)."""
-    return conn.execute(
-        "SELECT c.text_hash, min(c.text) FROM chunks c "
-        "WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+    conn: Connection, fp: FingerprintRow, limit: int, now: float, *, after_id: int = 0
+) -> tuple[list[tuple[str, str]], int]:
+    """Up to `limit` distinct (text_hash, text) with no cached vector for `fp`, scanning chunks
+    by id from `after_id`; also the last chunk id scanned (the cursor for the next call).
+
+    A cursor instead of one GROUP BY over all chunks: the GROUP BY cost 0.2 s per batch on
+    50k chunks (measured), i.e. minutes for a cold index.
+    """
+    rows = conn.execute(
+        "SELECT c.id, c.text_hash, c.text FROM chunks c WHERE c.id > ? "
+        "AND NOT EXISTS (SELECT 1 FROM embeddings e "
         "  WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash) "
         "AND NOT EXISTS (SELECT 1 FROM embed_failures f WHERE f.fingerprint_id = ? "
         "  AND f.text_hash = c.text_hash AND f.next_try_at > ?) "
-        "GROUP BY c.text_hash ORDER BY min(c.id) LIMIT ?",
-        (fp.id, fp.id, now, limit),
+        "ORDER BY c.id LIMIT ?",
+        (after_id, fp.id, fp.id, now, limit * 4),
     ).fetchall()
+    seen: dict[str, str] = {}
+    last_id = after_id
+    for chunk_id, text_hash, text in rows:
+        if text_hash not in seen:
+            if len(seen) == limit:
+                break
+            seen[text_hash] = text
+        last_id = chunk_id
+    return list(seen.items()), last_id
 
 
 def count_pending(conn: Connection, fp: FingerprintRow | None) -> int:

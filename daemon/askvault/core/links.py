@@ -105,9 +105,7 @@ def _mask_paragraph_code(text: str) -> str:
     while i < len(runs):
         opener = runs[i]
         width = len(opener.group(0))
-        closer = next(
-            (j for j in range(i + 1, len(runs)) if len(runs[j].group(0)) == width), None
-        )
+        closer = next((j for j in range(i + 1, len(runs)) if len(runs[j].group(0)) == width), None)
         if closer is None:
             i += 1
             continue
@@ -174,8 +172,7 @@ def _parse_inner(inner: str, *, embed: bool) -> Link | None:
     if "|" in inner:
         inner, label = inner.split("|", 1)
         # Inside tables Obsidian writes `[[A\|label]]` so the pipe does not split the cell.
-        if inner.endswith("\\"):
-            inner = inner[:-1]
+        inner = inner.removesuffix("\\")
         label = label.strip() or None
     heading: str | None = None
     block: str | None = None
@@ -269,7 +266,7 @@ def resolve_link(target: str, index: LinkIndex, source: str | None = None) -> st
     target = _MD_SUFFIX.sub("", target.strip())
     if not target:
         return source if source is not None and _link_key(source) in index.by_path else None
-    if source is not None and (target.startswith("./") or target.startswith("../")):
+    if source is not None and target.startswith(("./", "../")):
         relative = _join_relative(source, target)
         if relative is not None:
             found = index.by_path.get(normalize_name(relative))

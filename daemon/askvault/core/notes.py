@@ -28,8 +28,8 @@ import datetime as dt
 import re
 from typing import Any
 
-import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from askvault.core.links import blank_wikilinks, code_fence_lines, extract_links, mask_code
 from askvault.records import Heading, ParsedNote
@@ -37,7 +37,7 @@ from askvault.records import Heading, ParsedNote
 try:
     from yaml import CSafeLoader as _SafeLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+    from yaml import SafeLoader as _SafeLoader
 
 _DELIMITER = re.compile(r"---[ \t]*")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
@@ -104,17 +104,18 @@ def _split_frontmatter(lines: list[str], problems: list[str]) -> tuple[dict[str,
     close = next((i for i in range(1, len(lines)) if _DELIMITER.fullmatch(lines[i])), None)
     if close is None:
         problems.append(
-            "frontmatter: the '---' on line 1 is never closed; "
-            "the whole note is indexed as body"
+            "frontmatter: the '---' on line 1 is never closed; the whole note is indexed as body"
         )
         return {}, 0
     yaml_text = "\n".join(lines[1:close])
     try:
-        loaded = frontmatter.YAMLHandler().load(yaml_text, Loader=_SafeLoader)
+        loaded = YAMLHandler().load(yaml_text, Loader=_SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        problems.append(f"frontmatter: invalid YAML{where}: {exc.problem or exc}; properties ignored")
+        problems.append(
+            f"frontmatter: invalid YAML{where}: {exc.problem or exc}; properties ignored"
+        )
         return {}, close + 1
     except Exception as exc:  # PyYAML also raises ValueError (bad dates), RecursionError
         problems.append(f"frontmatter: invalid YAML: {exc}; properties ignored")
@@ -184,9 +185,12 @@ def _string_list(value: Any, *, split: bool = False, sep: str | None = None) -> 
                 item = item[0]
             if isinstance(item, list) and len(item) == 1 and isinstance(item[0], str):
                 items.append(f"[[{item[0]}]]")
-            elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
-                if str(item).strip():
-                    items.append(str(item).strip())
+            elif (
+                isinstance(item, (str, int, float))
+                and not isinstance(item, bool)
+                and str(item).strip()
+            ):
+                items.append(str(item).strip())
         return items
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return [str(value)]

@@ -104,6 +104,7 @@ def _ollama_checks(settings: Settings, *, conn_path_exists: bool) -> list[Check]
                                   timeout_s=settings.ollama.timeout_s,
                                   allow_remote=settings.ollama.allow_remote_ollama)
         fingerprint = embedder.fingerprint()
+        probed = embedder.probe_dimension()
     except AskvaultError as exc:
         out.append(Check("embedding dimension", False, exc.message, exc.hint))
         return out
@@ -114,11 +115,11 @@ def _ollama_checks(settings: Settings, *, conn_path_exists: bool) -> list[Check]
         conn.close()
     if active is None:
         return out
-    ok = active.fingerprint.dimension == fingerprint.dimension
+    ok = active.fingerprint.dimension == probed
     same_model = active.fingerprint.key == fingerprint.key
     out.append(Check(
         "embedding dimension", ok,
-        f"index {active.fingerprint.dimension}, model {fingerprint.dimension}",
+        f"index {active.fingerprint.dimension}, model {probed}",
         "" if ok else "the model changed: run `askvault index` to build its vectors",
     ))
     if ok and not same_model:

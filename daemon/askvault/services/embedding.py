@@ -8,15 +8,20 @@ with the backlog intact (the caller backs off and retries).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from askvault.adapters import store
 from askvault.adapters.db import Connection, write_transaction
+from askvault.errors import OllamaError
 from askvault.records import Embedder
 
 log = logging.getLogger(__name__)
+
+FLUSH_TEXTS = 512
+FLUSH_S = 1.0
 
 
 @dataclass
@@ -54,23 +59,48 @@ def drain_backlog(
     before that stays stored.
     """
     report = EmbedReport()
-    while not should_stop() and (max_batches is None or report.batches < max_batches):
-        pending = store.pending_texts(conn, fp, batch_size, time.time())
-        if not pending:
-            break
-        started = time.monotonic()
-        vectors = embedder.embed_documents([text for _, text in pending])
-        report.seconds_waiting += time.monotonic() - started
-        if len(vectors) != len(pending):
-            raise RuntimeError("the embedder returned a different number of vectors")
-        with write_transaction(conn):
-            report.chunks_filled += store.store_vectors(
-                conn, fp, [(h, v) for (h, _), v in zip(pending, vectors, strict=True)]
+    cursor, rescanned = 0, False
+    held: list[tuple[str, list[float]]] = []
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal last_flush
+        if held:
+            with write_transaction(conn):
+                report.chunks_filled += store.store_vectors(conn, fp, held)
+            if progress:
+                progress(len(held))
+            held.clear()
+        last_flush = time.monotonic()
+
+    try:
+        while not should_stop() and (max_batches is None or report.batches < max_batches):
+            pending, cursor = store.pending_texts(
+                conn, fp, batch_size, time.time(), after_id=cursor
             )
-        report.texts_embedded += len(pending)
-        report.batches += 1
-        if progress:
-            progress(len(pending))
+            if not pending:
+                flush()
+                if cursor == 0 or rescanned:
+                    break
+                # Chunks written behind the cursor meanwhile (a reused id): one more pass.
+                cursor, rescanned = 0, True
+                continue
+            started = time.monotonic()
+            vectors = embedder.embed_documents([text for _, text in pending])
+            report.seconds_waiting += time.monotonic() - started
+            if len(vectors) != len(pending):
+                raise RuntimeError("the embedder returned a different number of vectors")
+            held.extend((h, list(v)) for (h, _), v in zip(pending, vectors, strict=True))
+            report.texts_embedded += len(pending)
+            report.batches += 1
+            # Vectors are written in groups: vec0 rewrites a whole 1,024-row block per
+            # transaction, so one commit per small batch tripled the cost (measured).
+            if len(held) >= FLUSH_TEXTS or time.monotonic() - last_flush >= FLUSH_S:
+                flush()
+    finally:
+        # Keep what was embedded before an Ollama failure or a stop request.
+        if sys.exc_info()[0] is None or isinstance(sys.exc_info()[1], OllamaError):
+            flush()
     if fp.state == "building" and not should_stop() and store.count_pending(conn, fp) == 0:
         with write_transaction(conn):
             store.promote_fingerprint(conn, fp)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from askvault.adapters import store
-from askvault.adapters.db import Connection, write_transaction
+from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path, load_ignore_rules
-from askvault.adapters.vault import BinaryNote, read_note, scan_vault, stat_note
+from askvault.adapters.vault import BinaryNote, OversizedNote, read_note, scan_vault, stat_note
 from askvault.core.chunking import chunk_note
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault
@@ -86,12 +86,13 @@ def reconcile(
     on_disk = {stamp.path for stamp in scan.notes}
     removed = {path: stored[path].content_hash for path in stored if path not in on_disk}
     total = len(scan.notes)
-    for done, stamp in enumerate(scan.notes, 1):
-        if should_stop():
-            break
-        _apply_stamp(conn, settings, root, stamp, stored.get(stamp.path), report)
-        if progress:
-            progress(done, total)
+    with WriteBatch(conn) as batch:
+        for done, stamp in enumerate(scan.notes, 1):
+            if should_stop():
+                break
+            _apply_stamp(batch, settings, root, stamp, stored.get(stamp.path), report)
+            if progress:
+                progress(done, total)
     if not should_stop():
         with write_transaction(conn):
             for path in sorted(removed):
@@ -124,8 +125,9 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
             if reason and is_note_path(path) and not _is_quiet_reason(reason):
                 report.skipped.append(Skipped(path, reason))
             continue
-        _apply_stamp(conn, settings, root, stamp, store.StoredNote(*known) if known else None,
-                     report)
+        with WriteBatch(conn) as batch:
+            _apply_stamp(batch, settings, root, stamp,
+                         store.StoredNote(*known) if known else None, report)
     with write_transaction(conn):
         for path in sorted(removed):
             store.delete_note(conn, path)
@@ -151,9 +153,10 @@ def drop_folder(conn: Connection, settings: Settings, folder: str) -> IndexRepor
 
 
 def _apply_stamp(
-    conn: Connection, settings: Settings, root: Path, stamp: FileStamp,
+    batch: WriteBatch, settings: Settings, root: Path, stamp: FileStamp,
     known: store.StoredNote | None, report: IndexReport,
 ) -> None:
+    """Bring one note in line: unchanged, new stamps only, skipped, or re-parsed."""
     if known and (known.size, known.mtime_ns, known.inode) == (
         stamp.size, stamp.mtime_ns, stamp.inode
     ):
@@ -162,32 +165,32 @@ def _apply_stamp(
     try:
         file = read_note(root, stamp.path, settings.index.max_note_bytes)
     except BinaryNote:
-        _skip(conn, stamp.path, "binary file", report, known)
+        _skip(batch, stamp.path, "binary file", report, known)
+        return
+    except OversizedNote as exc:
+        _skip(batch, stamp.path, f"oversized: {exc}", report, known)
         return
     except PathOutsideVault:
-        _skip(conn, stamp.path, "symlink outside vault", report, known)
+        _skip(batch, stamp.path, "symlink outside vault", report, known)
         return
     except NoteUnreadable as exc:
         # Vanished between the scan and the read: the next event or reconcile settles it.
         if not (root / stamp.path).exists():
             if known:
-                with write_transaction(conn):
-                    store.delete_note(conn, stamp.path)
+                batch.write(lambda conn: store.delete_note(conn, stamp.path))
                 report.deleted.append(stamp.path)
             return
-        _skip(conn, stamp.path, f"unreadable: {exc}", report, known)
+        _skip(batch, stamp.path, f"unreadable: {exc}", report, known)
         return
     if known and known.content_hash == file.content_hash:
-        with write_transaction(conn):
-            store.update_stamp(conn, stamp.path, file.stamp.size, file.stamp.mtime_ns,
-                               file.stamp.inode)
+        batch.write(lambda conn: store.update_stamp(
+            conn, stamp.path, file.stamp.size, file.stamp.mtime_ns, file.stamp.inode))
         report.touched += 1
         return
     parsed = parse_note(stamp.path, file.text)
     chunks = chunk_note(parsed, settings.index.chunk_max_tokens)
     derived = stamp.path.startswith(settings.queries.folder.rstrip("/") + "/")
-    with write_transaction(conn):
-        store.upsert_note(conn, parsed, file, chunks, derived=derived)
+    batch.write(lambda conn: store.upsert_note(conn, parsed, file, chunks, derived=derived))
     report.chunks_written += len(chunks)
     (report.changed if known else report.added).append(stamp.path)
     if parsed.problems or file.problems:
@@ -195,15 +198,19 @@ def _apply_stamp(
 
 
 def _skip(
-    conn: Connection, path: str, reason: str, report: IndexReport,
+    batch: WriteBatch, path: str, reason: str, report: IndexReport,
     known: store.StoredNote | None,
 ) -> None:
     report.skipped.append(Skipped(path, reason))
-    with write_transaction(conn):
+
+    def apply(conn: Connection) -> None:
         if known:
             store.delete_note(conn, path)
-            report.deleted.append(path)
         store.record_skipped(conn, Skipped(path, reason), time.time())
+
+    batch.write(apply)
+    if known:
+        report.deleted.append(path)
 
 
 def _safe_stat(root: Path, path: str) -> FileStamp | None:

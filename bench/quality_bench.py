@@ -1,0 +1,181 @@
+"""Retrieval quality of each fusion mode: SciFact (BEIR) and a known-answer set on the Help vault.
+
+Needs an Ollama (or the all-minilm stand-in, ../shared/tools/minilm_ollama) at
+OLLAMA_HOST. Indexes go to --state-dir and are reused (and the stand-in's
+--cache keeps vectors), so a second run costs only the queries.
+
+    OLLAMA_HOST=http://127.0.0.1:11435 .venv/bin/python bench/quality_bench.py \
+        --embed-model all-minilm --state-dir /tmp/bench-state [--scifact] [--help-vault]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from askvault.adapters.db import connect
+from askvault.records import Embedder, Fingerprint
+from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.search import search
+from askvault.settings import Settings, load_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scifact_vault import DEFAULT_DATA, write_vault  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+HELP_VAULT = SHARED / "vaults" / "obsidian-help-en"
+HELP_QUESTIONS = Path(__file__).resolve().parent / "data" / "help_questions.json"
+MODES = ("words", "vector", "rrf", "rerank", "rerank-local")
+DEPTH = 100
+
+
+class CachedQueries:
+    """Wraps an embedder so each query is embedded once across all modes."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.cache: dict[str, list[float]] = {}
+
+    def fingerprint(self) -> Fingerprint:
+        return self.inner.fingerprint()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        if text not in self.cache:
+            self.cache[text] = self.inner.embed_query(text)
+        return self.cache[text]
+
+
+def _settings(vault: Path, state: Path, model: str, host: str, candidates: int) -> Settings:
+    return load_settings(None, flags={
+        "vault": str(vault), "state_dir": str(state), "ollama.embed_model": model,
+        "ollama.host": host, "search.candidates": candidates,
+    })
+
+
+def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
+    """nDCG@k with graded relevance (BEIR's definition)."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(rel / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
+    return len(set(ranked[:k]) & set(relevant)) / len(relevant) if relevant else 0.0
+
+
+def reciprocal_rank(ranked: list[str], relevant: dict[str, int] | set[str]) -> float:
+    return next((1.0 / (i + 1) for i, doc in enumerate(ranked) if doc in relevant), 0.0)
+
+
+def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    vault = args.work / "scifact_vault"
+    if not vault.exists():
+        write_vault(args.scifact_data, vault)
+    settings = _settings(vault, args.state_dir, args.embed_model, args.host, DEPTH * 2)
+    started = time.time()
+    report = index_vault(settings)
+    print(f"scifact index: {report.as_dict()} ({time.time() - started:.0f} s)", file=sys.stderr)
+    queries = {}
+    for line in (args.scifact_data / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        queries[q["_id"]] = q["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (args.scifact_data / "qrels" / "train.tsv").read_text().splitlines()[1:]:
+        qid, doc, score = line.split("\t")
+        qrels.setdefault(qid, {})[doc] = int(score)
+    qids = sorted(q for q in qrels if q in queries)[: args.max_queries or None]
+    conn = connect(settings.db_path)
+    embedder = CachedQueries(make_embedder(settings))
+    results: dict[str, dict[str, float]] = {}
+    try:
+        for mode in MODES:
+            sums = {"ndcg@10": 0.0, "recall@10": 0.0, "recall@100": 0.0, "mrr": 0.0}
+            started = time.time()
+            for qid in qids:
+                hits = search(conn, settings, queries[qid], limit=DEPTH, embedder=embedder,
+                              fusion_mode=mode).hits
+                ranked = [h.note_path.rsplit("/", 1)[-1][:-3] for h in hits]
+                rel = qrels[qid]
+                sums["ndcg@10"] += ndcg_at(ranked, rel, 10)
+                sums["recall@10"] += recall_at(ranked, rel, 10)
+                sums["recall@100"] += recall_at(ranked, rel, 100)
+                sums["mrr"] += reciprocal_rank(ranked, rel)
+            results[mode] = {k: round(v / len(qids), 4) for k, v in sums.items()}
+            results[mode]["seconds"] = round(time.time() - started, 1)
+            print(f"scifact {mode}: {results[mode]}", file=sys.stderr)
+    finally:
+        embedder.inner.close()
+        conn.close()
+    results["_queries"] = {"count": len(qids)}
+    return results
+
+
+def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    vault = args.work / "help_vault"
+    if not vault.exists():
+        shutil.copytree(HELP_VAULT, vault)
+    settings = _settings(vault, args.state_dir, args.embed_model, args.host, DEPTH)
+    index_vault(settings)
+    questions = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
+    conn = connect(settings.db_path)
+    embedder = CachedQueries(make_embedder(settings))
+    results: dict[str, dict[str, float]] = {}
+    try:
+        for mode in MODES:
+            recall5 = mrr = heading5 = 0.0
+            for q in questions:
+                hits = search(conn, settings, q["question"], limit=20, embedder=embedder,
+                              fusion_mode=mode).hits
+                paths = [h.note_path for h in hits]
+                recall5 += q["path"] in paths[:5]
+                mrr += reciprocal_rank(paths, {q["path"]})
+                heading5 += any(h.note_path == q["path"] and (q["heading"] is None or
+                                h.heading == q["heading"]) for h in hits[:5])
+            n = len(questions)
+            results[mode] = {"page_recall@5": round(recall5 / n, 4), "mrr": round(mrr / n, 4),
+                             "heading_hit@5": round(heading5 / n, 4)}
+            print(f"help {mode}: {results[mode]}", file=sys.stderr)
+    finally:
+        embedder.inner.close()
+        conn.close()
+    results["_questions"] = {"count": len(questions)}
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--embed-model", default="all-minilm")
+    parser.add_argument("--host", default="http://127.0.0.1:11435")
+    parser.add_argument("--state-dir", type=Path, default=Path("/tmp/askvault-bench-state"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/askvault-bench-work"))
+    parser.add_argument("--scifact-data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--scifact", action="store_true", help="run SciFact")
+    parser.add_argument("--help-vault", action="store_true", help="run the Help vault questions")
+    parser.add_argument("--max-queries", type=int, default=0, help="first N SciFact queries only")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, object] = {"embed_model": args.embed_model}
+    if args.help_vault or not args.scifact:
+        out["help"] = run_help(args)
+    if args.scifact:
+        out["scifact"] = run_scifact(args)
+    text = json.dumps(out, indent=2, sort_keys=True)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The answer tables: notes askvault wrote (with their hash) and inbox questions in progress.
+
+Callers wrap writes in `db.write_transaction`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from askvault.adapters.db import Connection
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """An answer note askvault wrote: where, for which question, its bytes' hash, what it cites."""
+
+    path: str
+    question_path: str
+    status: str
+    written_sha256: str
+    cited: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """A question still in the inbox (waiting or failed) and its answer note."""
+
+    path: str
+    answer_path: str
+    status: str
+    content_sha256: str
+    asked: str
+
+
+def get_answer(conn: Connection, path: str) -> AnswerRow | None:
+    """The row of the answer note at `path`, if askvault wrote it."""
+    row = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited FROM answers WHERE path = ?",
+        (path,),
+    ).fetchone()
+    return _answer(row) if row else None
+
+
+def put_answer(conn: Connection, row: AnswerRow) -> None:
+    """Record (or replace) what askvault wrote at `row.path`."""
+    conn.execute(
+        "INSERT OR REPLACE INTO answers(path, question_path, status, written_sha256, cited,"
+        " updated_at) VALUES (?,?,?,?,?,?)",
+        (row.path, row.question_path, row.status, row.written_sha256,
+         json.dumps(list(row.cited), ensure_ascii=False), time.time()),
+    )
+
+
+def delete_answer(conn: Connection, path: str) -> None:
+    conn.execute("DELETE FROM answers WHERE path = ?", (path,))
+
+
+def answers_citing(conn: Connection, paths: set[str]) -> list[AnswerRow]:
+    """Answers (answered, no-answer or stale) that cite any of `paths`."""
+    rows = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited FROM answers "
+        "WHERE status IN ('answered', 'no-answer', 'stale') ORDER BY path"
+    ).fetchall()
+    return [a for a in map(_answer, rows) if paths.intersection(a.cited)]
+
+
+def get_question(conn: Connection, path: str) -> QuestionRow | None:
+    row = conn.execute(
+        "SELECT path, answer_path, status, content_sha256, asked FROM inbox_questions"
+        " WHERE path = ?", (path,),
+    ).fetchone()
+    return QuestionRow(*row) if row else None
+
+
+def put_question(conn: Connection, row: QuestionRow) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO inbox_questions(path, answer_path, status, content_sha256, asked,"
+        " updated_at) VALUES (?,?,?,?,?,?)",
+        (row.path, row.answer_path, row.status, row.content_sha256, row.asked, time.time()),
+    )
+
+
+def delete_question(conn: Connection, path: str) -> None:
+    conn.execute("DELETE FROM inbox_questions WHERE path = ?", (path,))
+
+
+def _answer(row: tuple[str, str, str, str, str]) -> AnswerRow:
+    return AnswerRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4] or "[]")))

@@ -1,0 +1,230 @@
+"""The SQL of retrieval: FTS5 words, CJK trigrams, vec0 KNN, chunk rows and graph neighbours.
+
+Filters are applied inside each query (for vectors: inside the KNN, through the
+`derived` metadata column and a `chunk_id IN (...)` constraint), so a filter
+never silently returns fewer hits than asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_vec import serialize_float32
+
+from askvault.adapters.db import Connection
+from askvault.records import SearchFilters
+
+# bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
+FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
+# sqlite-vec refuses k above this in one KNN query.
+VEC_MAX_K = 4096
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk with what search and the evidence pack need of its note."""
+
+    chunk_id: int
+    path: str
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    type: str | None
+    heading_path: tuple[str, ...]
+    start_line: int
+    end_line: int
+    text: str
+    sources: tuple[str, ...]
+    size: int
+    mtime_ns: int
+    inode: int
+    content_hash: str
+
+
+def _note_filter(filters: SearchFilters | None) -> tuple[str, list[Any]]:
+    """SQL conditions on `n` (notes) for `filters`, and their parameters."""
+    filters = filters or SearchFilters()
+    where: list[str] = []
+    params: list[Any] = []
+    if not filters.include_derived:
+        where.append("n.derived = 0")
+    if filters.folders:
+        ors = []
+        for folder in filters.folders:
+            folder = folder.strip("/")
+            ors.append("(n.folder = ? OR substr(n.folder, 1, ?) = ?)")
+            params.extend([folder, len(folder) + 1, folder + "/"])
+        where.append("(" + " OR ".join(ors) + ")")
+    if filters.tags:
+        marks = ",".join("?" * len(filters.tags))
+        where.append(
+            f"EXISTS (SELECT 1 FROM json_each(n.tags) t WHERE lower(t.value) IN ({marks}))"
+        )
+        params.extend(tag.lstrip("#").lower() for tag in filters.tags)
+    return (" AND ".join(where) or "1"), params
+
+
+def word_chunks(
+    conn: Connection, match: str, *, limit: int, filters: SearchFilters | None = None
+) -> list[tuple[int, float]]:
+    """(chunk id, bm25) of the best word matches; bm25 is negative, lower is better."""
+    where, params = _note_filter(filters)
+    weights = ", ".join(str(w) for w in FTS_COLUMN_WEIGHTS)
+    rows = conn.execute(
+        f"SELECT f.rowid, bm25(chunks_fts, {weights}) AS s FROM chunks_fts f "
+        "JOIN chunks c ON c.id = f.rowid JOIN notes n ON n.id = c.note_id "
+        f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ?",
+        [match, *params, limit],
+    ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def trigram_chunks(
+    conn: Connection, match: str | None, short_runs: Sequence[str], *, limit: int,
+    filters: SearchFilters | None = None,
+) -> list[tuple[int, float]]:
+    """(chunk id, score) of CJK matches: trigram MATCH, then substring scans for 1-2 character
+    runs the trigram index cannot match; lower scores are better, as with bm25()."""
+    where, params = _note_filter(filters)
+    found: dict[int, float] = {}
+    if match:
+        for rowid, score in conn.execute(
+            "SELECT g.rowid, bm25(chunks_trigram) AS s FROM chunks_trigram g "
+            "JOIN chunks c ON c.id = g.rowid JOIN notes n ON n.id = c.note_id "
+            f"WHERE chunks_trigram MATCH ? AND {where} ORDER BY s, g.rowid LIMIT ?",
+            [match, *params, limit],
+        ):
+            found[int(rowid)] = float(score)
+    for run in short_runs:
+        for (rowid,) in conn.execute(
+            "SELECT g.rowid FROM chunks_trigram g JOIN chunks c ON c.id = g.rowid "
+            f"JOIN notes n ON n.id = c.note_id WHERE instr(g.body, ?) > 0 AND {where} "
+            "ORDER BY g.rowid LIMIT ?",
+            [run, *params, limit],
+        ):
+            found[int(rowid)] = found.get(int(rowid), 0.0) - 1.0
+    return sorted(found.items(), key=lambda item: (item[1], item[0]))[:limit]
+
+
+def vector_chunks(
+    conn: Connection, vec_table: str, vector: Sequence[float], *, k: int,
+    filters: SearchFilters | None = None,
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine distance) of the k nearest chunks that pass `filters`.
+
+    The filters run inside the KNN: `derived` is a vec0 metadata column and folders
+    and tags become a `chunk_id IN (...)` constraint, so k rows come back whenever
+    k rows pass.
+    """
+    filters = filters or SearchFilters()
+    k = max(1, min(k, VEC_MAX_K))
+    sql = f"SELECT chunk_id, distance FROM {vec_table} WHERE embedding MATCH ? AND k = ?"
+    params: list[Any] = [serialize_float32(list(vector)), k]
+    if not filters.include_derived:
+        sql += " AND derived = 0"
+    if filters.folders or filters.tags:
+        where, note_params = _note_filter(filters)
+        sql += (
+            " AND chunk_id IN (SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
+            f"WHERE {where})"
+        )
+        params.extend(note_params)
+    rows = conn.execute(sql, params).fetchall()
+    # vec0 allows no second ORDER BY term; equal distances are ordered here by chunk id.
+    return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda r: (r[1], r[0]))
+
+
+def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+    """The rows of these chunks with their notes' names, metadata and stamps."""
+    if not chunk_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT c.id, n.path, n.title, n.aliases, n.tags, n.type, c.heading_path, c.start_line,"
+        " c.end_line, c.text, n.sources, n.size, n.mtime_ns, n.inode, n.content_hash"
+        " FROM chunks c JOIN notes n ON n.id = c.note_id"
+        " WHERE c.id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(chunk_ids)),),
+    ).fetchall()
+    return {
+        int(r[0]): ChunkRow(
+            int(r[0]), r[1], r[2], tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5],
+            tuple(json.loads(r[6])), int(r[7]), int(r[8]), r[9], tuple(json.loads(r[10])),
+            int(r[11]), int(r[12]), int(r[13]), r[14],
+        )
+        for r in rows
+    }
+
+
+def document_frequencies(conn: Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """(chunk count, chunks holding each term) from the FTS5 index, for corpus-wide IDF."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, 'row')"
+    )
+    total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    found = dict(
+        conn.execute(
+            "SELECT term, doc FROM temp.chunks_vocab WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(terms)),),
+        ).fetchall()
+    )
+    return total, {term: int(found.get(term, 0)) for term in terms}
+
+
+def duplicate_basenames(conn: Connection, paths: Sequence[str]) -> set[str]:
+    """Lower-cased file names, among those of `paths`, that more than one note has
+    (their wikilinks need the path). A note's title is its file name without `.md`."""
+    names = sorted({p.rsplit("/", 1)[-1].lower() for p in paths})
+    titles = [n[:-3] if n.endswith(".md") else n for n in names]
+    rows = conn.execute(
+        "SELECT lower(title) FROM notes WHERE lower(title) IN (SELECT value FROM json_each(?))"
+        " GROUP BY lower(title) HAVING count(*) > 1",
+        (json.dumps(titles),),
+    ).fetchall()
+    dupes = {r[0] for r in rows}
+    return {n for n, t in zip(names, titles) if t in dupes}
+
+
+def note_names(conn: Connection) -> list[tuple[str, list[str]]]:
+    """(path, aliases) of every note, for link resolution."""
+    return [(p, json.loads(a)) for p, a in conn.execute("SELECT path, aliases FROM notes")]
+
+
+def note_titles(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
+    """Title of each indexed note among `paths`."""
+    rows = conn.execute(
+        "SELECT path, title FROM notes WHERE path IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(paths)),),
+    )
+    return dict(rows.fetchall())
+
+
+def outgoing_links(conn: Connection, path: str) -> list[tuple[str, str]]:
+    """(kind, raw target) of what a note points at: wikilinks, then `related:`, `sources:`
+    and `children:` frontmatter entries."""
+    row = conn.execute(
+        "SELECT id, related, sources, frontmatter FROM notes WHERE path = ?", (path,)
+    ).fetchone()
+    if not row:
+        return []
+    out = [("link", t) for (t,) in conn.execute(
+        "SELECT DISTINCT target FROM links WHERE note_id = ? AND target != '' ORDER BY line",
+        (row[0],),
+    )]
+    out += [("related", t) for t in json.loads(row[1])]
+    out += [("source", t) for t in json.loads(row[2])]
+    children = json.loads(row[3]).get("children") or []
+    if isinstance(children, str):
+        children = [children]
+    out += [("child", str(t)) for t in children if isinstance(t, (str, int, float))]
+    return out
+
+
+def all_link_targets(conn: Connection) -> list[tuple[str, str]]:
+    """(source path, raw target) of every wikilink in the vault, for backlinks."""
+    return conn.execute(
+        "SELECT DISTINCT n.path, l.target FROM links l JOIN notes n ON n.id = l.note_id "
+        "WHERE l.target != '' ORDER BY n.path, l.target"
+    ).fetchall()

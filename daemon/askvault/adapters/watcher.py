@@ -1,0 +1,333 @@
+"""The vault watcher: watchdog events -> debounced, coalesced batches of vault paths.
+
+A path is handed on once it has been quiet for `debounce_s`, and everything
+pending goes out together as soon as the whole vault is quiet: a git checkout
+or a sync of thousands of files becomes one batch. When events never stop
+(a long sync), paths already quiet go out every `max_wait_s`, so a note is
+processed at most twice. Atomic saves (temp file + rename) arrive as a move
+whose destination is the note: it is indexed once, with its final content.
+
+Only `.md` paths and directories matter here; which notes are ignored is the
+indexer's decision (adapters/ignore.py), so the scanner and the watcher agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from askvault.adapters.ignore import is_note_path
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_FACTOR = 4
+MIN_MAX_WAIT_S = 1.0
+OBSERVER_JOIN_S = 2.0
+# Filesystems whose changes made elsewhere (another machine, the host of a VM)
+# never reach inotify: network shares, FUSE mounts, VM shared folders.
+POLLING_FSTYPES = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "ceph", "glusterfs", "lustre",
+    "9p", "vboxsf", "vmhgfs", "prl_fs", "davfs", "fuse", "fuseblk", "drvfs",
+})
+_OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
+
+
+@dataclass
+class WatchBatch:
+    """What changed since the last batch: note paths, folders gone, events lost."""
+
+    changed: list[str] = field(default_factory=list)
+    dropped_folders: list[str] = field(default_factory=list)
+    events_lost: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.dropped_folders or self.events_lost)
+
+
+class Debouncer:
+    """Pending paths with their last event time; decides which go out in a batch.
+
+    Thread-safe; the clock is passed in, so the rules are testable without sleeping.
+    """
+
+    def __init__(self, debounce_s: float, max_wait_s: float | None = None) -> None:
+        self.debounce_s = debounce_s
+        self.max_wait_s = (
+            max(MIN_MAX_WAIT_S, MAX_WAIT_FACTOR * debounce_s) if max_wait_s is None else max_wait_s
+        )
+        self._lock = threading.Lock()
+        self._paths: dict[str, float] = {}
+        self._folders: dict[str, float] = {}
+        self._lost = False
+        self._first = 0.0
+        self._last = 0.0
+
+    def _touch(self, now: float) -> None:
+        if not self._paths and not self._folders and not self._lost:
+            self._first = now
+        self._last = now
+
+    def add_path(self, path: str, now: float) -> None:
+        """A note path changed (created, modified, deleted, moved from or to)."""
+        with self._lock:
+            self._touch(now)
+            self._paths[path] = now
+
+    def add_dropped_folder(self, folder: str, now: float) -> None:
+        """A folder was deleted or moved out of the vault."""
+        with self._lock:
+            self._touch(now)
+            self._folders[folder] = now
+
+    def mark_events_lost(self, now: float) -> None:
+        """Events were lost (queue overflow): the batch asks for a full reconcile."""
+        with self._lock:
+            self._touch(now)
+            self._lost = True
+
+    def next_due(self) -> float | None:
+        """When `take_due` may next return a batch (a clock value), or None if idle."""
+        with self._lock:
+            if not self._paths and not self._folders and not self._lost:
+                return None
+            return min(self._last + self.debounce_s, self._first + self.max_wait_s)
+
+    def take_due(self, now: float) -> WatchBatch | None:
+        """The batch due at `now`, removed from the pending set; None if nothing is due."""
+        with self._lock:
+            if not self._paths and not self._folders and not self._lost:
+                return None
+            if now - self._last >= self.debounce_s:
+                batch = WatchBatch(sorted(self._paths), sorted(self._folders), self._lost)
+                self._paths.clear()
+                self._folders.clear()
+                self._lost = False
+                return batch
+            if now - self._first < self.max_wait_s:
+                return None
+            quiet = lambda d: [k for k, t in d.items() if now - t >= self.debounce_s]  # noqa: E731
+            batch = WatchBatch(sorted(quiet(self._paths)), sorted(quiet(self._folders)),
+                               self._lost)
+            for key in batch.changed:
+                del self._paths[key]
+            for key in batch.dropped_folders:
+                del self._folders[key]
+            self._lost = False
+            rest = list(self._paths.values()) + list(self._folders.values())
+            self._first = min(rest) if rest else now
+            return batch or None
+
+
+class EventRouter(FileSystemEventHandler):
+    """Turns watchdog events into Debouncer entries of vault-relative POSIX paths."""
+
+    def __init__(self, root: Path, debouncer: Debouncer,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.root = os.path.realpath(root)
+        self.debouncer = debouncer
+        self.clock = clock
+
+    def relative(self, path: str | bytes) -> str | None:
+        """The vault-relative POSIX path of an absolute event path; None if outside the vault."""
+        text = os.fsdecode(path)
+        if not text:
+            return None
+        rel = os.path.relpath(text, self.root)
+        if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
+            return None
+        return rel.replace(os.sep, "/")
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        kind = event.event_type
+        if kind in ("opened", "closed_no_write"):
+            return
+        now = self.clock()
+        src = self.relative(event.src_path)
+        dest = self.relative(event.dest_path) if kind == "moved" else None
+        if event.is_directory:
+            self._directory_event(kind, src, dest, now)
+            return
+        for path in (src, dest):
+            if path and is_note_path(path):
+                self.debouncer.add_path(path, now)
+
+    def _directory_event(self, kind: str, src: str | None, dest: str | None, now: float) -> None:
+        if kind == "deleted" and src:
+            # A deleted folder may arrive without events for the files inside it
+            # (a folder moved out of the vault is reported as deleted, alone).
+            self.debouncer.add_dropped_folder(src, now)
+        elif kind == "moved":
+            if src and dest:
+                # Re-path every note below: the old path of each is gone, the new
+                # one appears; the indexer pairs them as renames (no re-embedding).
+                # A note below the old folder missed by this walk is settled by the next
+                # reconcile; dropping the old folder here would lose the rename pairing.
+                for rel in self._notes_below(dest):
+                    self.debouncer.add_path(src + rel[len(dest):], now)
+                    self.debouncer.add_path(rel, now)
+            elif src:
+                self.debouncer.add_dropped_folder(src, now)
+            elif dest:
+                for rel in self._notes_below(dest):
+                    self.debouncer.add_path(rel, now)
+        elif kind == "created" and src:
+            # A folder moved in from outside the vault: its notes raise no events.
+            for rel in self._notes_below(src):
+                self.debouncer.add_path(rel, now)
+
+    def _notes_below(self, rel_dir: str) -> list[str]:
+        out: list[str] = []
+        base = os.path.join(self.root, rel_dir)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            rel_base = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            out.extend(f"{rel_base}/{name}" for name in filenames if is_note_path(name))
+        return out
+
+
+def filesystem_type(path: Path, mounts_text: str) -> str | None:
+    """The fstype of the mount holding `path`, from the text of /proc/mounts."""
+    target = os.path.realpath(path)
+    best: tuple[int, str] | None = None
+    for line in mounts_text.splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        # /proc/mounts escapes spaces and tabs in mount points as octal.
+        point = parts[1].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= best[0]):
+            best = (len(point), parts[2])
+    return best[1] if best else None
+
+
+def needs_polling(fstype: str | None) -> bool:
+    """True for filesystems whose changes inotify may never report."""
+    if not fstype:
+        return False
+    return fstype in POLLING_FSTYPES or fstype.startswith("fuse.")
+
+
+def choose_watch_mode(mode: str, root: Path, mounts_file: Path = Path("/proc/mounts")) -> str:
+    """`events` or `polling`: `mode` unless it is `auto`, then from the vault's filesystem."""
+    if mode != "auto":
+        return mode
+    try:
+        fstype = filesystem_type(root, mounts_file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return "events"
+    if needs_polling(fstype):
+        log.info("the vault is on a %s filesystem: watching it by polling", fstype)
+        return "polling"
+    return "events"
+
+
+class _OverflowListener(logging.Handler):
+    """watchdog reports an inotify queue overflow only as a log warning; catch it."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.on_overflow()
+
+
+class VaultWatcher:
+    """Watches a vault recursively and calls `on_batch(WatchBatch)` from its own thread."""
+
+    def __init__(
+        self,
+        root: Path,
+        on_batch: Callable[[WatchBatch], None],
+        *,
+        debounce_s: float = 0.3,
+        mode: str = "events",
+        poll_interval_s: float = 2.0,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.on_batch = on_batch
+        self.mode = mode
+        self.poll_interval_s = poll_interval_s
+        self.debouncer = Debouncer(debounce_s)
+        self.router = EventRouter(self.root, self.debouncer)
+        self._observer: BaseObserver | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._listener = _OverflowListener(self._events_lost)
+
+    def start(self) -> None:
+        """Start observing; falls back to polling if inotify's watch limit is reached."""
+        try:
+            self._observer = self._start_observer(self.mode)
+        except OSError as exc:
+            if self.mode == "polling":
+                raise
+            log.warning(
+                "cannot watch the vault with inotify (%s): falling back to polling every %.1f s; "
+                "raise fs.inotify.max_user_watches to get events again", exc, self.poll_interval_s,
+            )
+            self.mode = "polling"
+            self._observer = self._start_observer("polling")
+            self._events_lost()
+        for name in _OVERFLOW_LOGGERS:
+            logging.getLogger(name).addHandler(self._listener)
+        self._thread = threading.Thread(target=self._flush_loop, name="askvault-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _start_observer(self, mode: str) -> BaseObserver:
+        observer: BaseObserver = (
+            PollingObserver(timeout=self.poll_interval_s) if mode == "polling" else Observer()
+        )
+        try:
+            observer.schedule(self.router, str(self.root), recursive=True)
+            observer.start()
+        except BaseException:
+            observer.stop()
+            raise
+        return observer
+
+    def _events_lost(self) -> None:
+        log.warning("file events were lost (inotify queue overflow): reconciling the vault")
+        self.debouncer.mark_events_lost(time.monotonic())
+        self._wake.set()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.is_set():
+            due = self.debouncer.next_due()
+            wait_s = 0.25 if due is None else max(0.0, due - time.monotonic())
+            self._wake.wait(min(wait_s, 0.25))
+            self._wake.clear()
+            batch = self.debouncer.take_due(time.monotonic())
+            if batch:
+                try:
+                    self.on_batch(batch)
+                except Exception:
+                    log.exception("handling a batch of file events failed")
+
+    def stop(self) -> None:
+        """Stop observing and join the threads (bounded); pending events are dropped."""
+        self._stop.set()
+        self._wake.set()
+        for name in _OVERFLOW_LOGGERS:
+            logging.getLogger(name).removeHandler(self._listener)
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(OBSERVER_JOIN_S)
+            self._observer = None
+        if self._thread is not None:
+            self._thread.join(OBSERVER_JOIN_S)
+            self._thread = None

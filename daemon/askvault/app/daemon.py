@@ -1,0 +1,267 @@
+"""The daemon (`askvault run`): keeps the index fresh by itself until told to stop.
+
+Threads, each with one job:
+- the watcher's flush thread hands debounced batches of paths to the WorkQueue
+  (and inbox paths to the workers);
+- the indexing thread (one SQLite connection) takes the queue: reconciles,
+  dropped folders, paths — every note its own transaction;
+- the embedding thread (another connection) drains the backlog with backoff;
+- one thread per Worker (the question inbox);
+- APScheduler's thread only queues the periodic reconcile, so two reconciles
+  never run at once.
+The main thread holds the lock, handles signals and waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from askvault.adapters.db import Connection, connect
+from askvault.adapters.lockfile import DaemonLock
+from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
+from askvault.app.embed_loop import EmbedLoop
+from askvault.app.signals import install_signal_handlers
+from askvault.app.work import IndexWork, WorkQueue
+from askvault.errors import StoreError
+from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
+from askvault.services.status import lock_path
+from askvault.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_BUDGET_S = 2.5  # of the 5 s allowed: leaves room for the interpreter to exit
+INDEX_SLICE = 200
+TAKE_TIMEOUT_S = 0.5
+
+
+class Worker(Protocol):
+    """A daemon extension with its own thread (the question inbox is one)."""
+
+    def notice(self, paths: list[str]) -> None:
+        """Paths under the queries folder changed (called from the watcher's thread)."""
+
+    def on_notes_changed(self, changed: list[str], deleted: list[str]) -> None:
+        """The index changed (called from the indexing thread after each batch)."""
+
+    def run(self, stop_event: threading.Event) -> None:
+        """The worker's loop; must return promptly once `stop_event` is set."""
+
+
+def default_workers(settings: Settings) -> list[Worker]:
+    """The workers `askvault run` starts: the question inbox, once that module exists."""
+    try:
+        from askvault.services.inbox import InboxWorker
+    except ModuleNotFoundError as exc:
+        if exc.name != "askvault.services.inbox":
+            raise
+        log.debug("no question inbox worker in this build")
+        return []
+    return [InboxWorker(settings)]
+
+
+class Daemon:
+    """`run()` blocks until SIGTERM/SIGINT (or `stop()`); returns the exit code."""
+
+    def __init__(self, settings: Settings, workers: Sequence[Worker] = ()) -> None:
+        self.settings = settings
+        self.workers = list(workers)
+        self.stop_event = threading.Event()
+        self.work = WorkQueue()
+        self.embed = EmbedLoop(settings)
+        self.failure: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self._watcher: VaultWatcher | None = None
+        self._scheduler: BackgroundScheduler | None = None
+        self._queries_prefix = settings.queries.folder.strip("/") + "/"
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Hold the vault's lock, run until stopped, shut down within 5 s; 0 or 1."""
+        lock = DaemonLock(lock_path(self.settings))
+        lock.acquire()  # DaemonAlreadyRunning: the CLI prints it and exits 1
+        restore: Callable[[], None] = lambda: None
+        try:
+            if threading.current_thread() is threading.main_thread():
+                restore = install_signal_handlers(self._on_stop_signal,
+                                                  lambda: self.request_reconcile("SIGHUP"))
+            try:
+                self.start()
+            except BaseException:
+                self.shutdown()
+                raise
+            while not self.stop_event.wait(0.5):
+                pass
+            return self.shutdown()
+        finally:
+            restore()
+            lock.release()
+
+    def start(self) -> None:
+        """Open (and migrate) the index, start every thread, queue the start-up reconcile."""
+        connect(self.settings.db_path).close()
+        mode = choose_watch_mode(self.settings.daemon.watch_mode, self.settings.vault_path)
+        self.work.request_reconcile("start-up")
+        self._spawn("askvault-index", self._index_loop)
+        self._spawn("askvault-embed", lambda: self.embed.run(self.stop_event))
+        for i, worker in enumerate(self.workers):
+            self._spawn(f"askvault-worker-{i}", lambda w=worker: w.run(self.stop_event),
+                        fatal=False)
+        self._watcher = VaultWatcher(
+            self.settings.vault_path, self._on_batch,
+            debounce_s=self.settings.daemon.debounce_s, mode=mode,
+            poll_interval_s=self.settings.daemon.poll_interval_s,
+        )
+        self._watcher.start()
+        self._scheduler = BackgroundScheduler(daemon=True)
+        self._scheduler.add_job(
+            self.request_reconcile, "interval", args=["periodic"],
+            seconds=self.settings.daemon.reconcile_interval_s,
+            coalesce=True, max_instances=1, id="reconcile",
+        )
+        self._scheduler.start()
+        log.info("askvault daemon started (pid %d): vault %s, index %s, watching by %s",
+                 os.getpid(), self.settings.vault_path, self.settings.db_path,
+                 self._watcher.mode)
+
+    def stop(self) -> None:
+        """Ask every thread to stop (safe from any thread or a signal handler)."""
+        self.stop_event.set()
+
+    def shutdown(self) -> int:
+        """Stop the watcher and scheduler, join threads within the budget; the exit code."""
+        self.stop_event.set()
+        self.embed.wake()  # it may be idle, waiting to be woken
+        deadline = time.monotonic() + SHUTDOWN_BUDGET_S
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+        if self._watcher is not None:
+            self._watcher.stop()
+        for thread in self._threads:
+            thread.join(max(0.05, deadline - time.monotonic()))
+            if thread.is_alive():
+                # A daemon thread stuck in an embed call: its batch's transaction has
+                # not begun, so leaving it behind loses nothing.
+                log.debug("thread %s did not stop in time; leaving it", thread.name)
+        if self.failure is not None:
+            log.error("askvault daemon stopped on an error: %s", self.failure)
+            return 1
+        log.info("askvault daemon stopped")
+        return 0
+
+    def _on_stop_signal(self, signum: int) -> None:
+        self.stop_event.set()
+
+    def _spawn(self, name: str, target: Callable[[], None], *, fatal: bool = True) -> None:
+        def body() -> None:
+            try:
+                target()
+            except BaseException as exc:  # noqa: BLE001 - logged, and the daemon told
+                log.exception("%s failed", name)
+                if fatal:
+                    self.failure = exc
+                    self.stop_event.set()
+
+        thread = threading.Thread(target=body, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    # -- producers --------------------------------------------------------------------------
+
+    def request_reconcile(self, reason: str) -> None:
+        """Queue a full reconcile (start-up, periodic, SIGHUP, lost events)."""
+        if reason == "SIGHUP":
+            log.info("reconcile requested (SIGHUP)")
+        self.work.request_reconcile(reason)
+
+    def _on_batch(self, batch: WatchBatch) -> None:
+        inbox = [p for p in batch.changed if p.startswith(self._queries_prefix)]
+        if inbox:
+            for worker in self.workers:
+                try:
+                    worker.notice(inbox)
+                except Exception:
+                    log.exception("worker %r failed to take notice of %d paths", worker,
+                                  len(inbox))
+        self.work.add_paths(batch.changed, batch.dropped_folders)
+        if batch.events_lost:
+            self.request_reconcile("events lost")
+
+    # -- the indexing thread ----------------------------------------------------------------
+
+    def _index_loop(self) -> None:
+        conn = connect(self.settings.db_path)
+        try:
+            while not self.stop_event.is_set():
+                work = self.work.take(TAKE_TIMEOUT_S)
+                if work is not None and not self.stop_event.is_set():
+                    self._do_work(conn, work)
+        finally:
+            conn.close()
+
+    def _do_work(self, conn: Connection, work: IndexWork) -> None:
+        try:
+            if work.reconcile:
+                report = reconcile(conn, self.settings, should_stop=self.stop_event.is_set)
+                self.embed.forget_fingerprint()
+                _log_report(f"reconciled ({work.reconcile})", report, always=True)
+            else:
+                report = self._index_batch(conn, work)
+                _log_report("indexed", report)
+        except StoreError:
+            raise  # the database is unusable: the daemon stops (exit 1)
+        except Exception:
+            # One bad batch must not stop the daemon; the next reconcile retries it.
+            log.exception("indexing a batch of %d paths failed", len(work.paths))
+            return
+        if report.chunks_written or report.added or report.changed:
+            self.embed.wake()
+        changed = sorted(set(report.added) | set(report.changed))
+        if (changed or report.deleted) and self.workers:
+            for worker in self.workers:
+                try:
+                    worker.on_notes_changed(changed, list(report.deleted))
+                except Exception:
+                    log.exception("worker %r failed on a change of the index", worker)
+
+    def _index_batch(self, conn: Connection, work: IndexWork) -> IndexReport:
+        total = IndexReport()
+        started = time.monotonic()
+        # Folders first: a folder deleted and re-created in one batch (a git
+        # checkout) keeps the notes that exist again.
+        for folder in work.dropped_folders:
+            _merge(total, drop_folder(conn, self.settings, folder))
+        for i in range(0, len(work.paths), INDEX_SLICE):
+            if self.stop_event.is_set():
+                break
+            _merge(total, index_paths(conn, self.settings, work.paths[i:i + INDEX_SLICE]))
+        total.seconds = time.monotonic() - started
+        return total
+
+
+def _merge(total: IndexReport, part: IndexReport) -> None:
+    total.added += part.added
+    total.changed += part.changed
+    total.deleted += part.deleted
+    total.renamed += part.renamed
+    total.touched += part.touched
+    total.unchanged += part.unchanged
+    total.skipped += part.skipped
+    total.chunks_written += part.chunks_written
+
+
+def _log_report(what: str, report: IndexReport, *, always: bool = False) -> None:
+    level = logging.INFO if (always or report.changes or report.renamed) else logging.DEBUG
+    log.log(
+        level, "%s: %d added, %d changed, %d deleted, %d renamed, %d unchanged, %d skipped; "
+        "%d chunks written in %.2f s", what, len(report.added), len(report.changed),
+        len(report.deleted), len(report.renamed), report.unchanged + report.touched,
+        len(report.skipped), report.chunks_written, report.seconds,
+    )

@@ -1,0 +1,140 @@
+"""The background embedding thread: drains the backlog, backs off while Ollama is away.
+
+It owns its own SQLite connection (the indexing thread has another; BEGIN
+IMMEDIATE and the busy timeout serialise their writes). Between two batches it
+checks the stop flag, so shutdown waits at most for one embed call, and the
+daemon does not even wait for that (the batch's transaction has not begun).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from askvault.adapters import store
+from askvault.adapters.db import Connection, connect, write_transaction
+from askvault.app.backoff import Backoff
+from askvault.errors import OllamaError
+from askvault.services.embedding import drain_backlog, target_fingerprint
+from askvault.services.index_pass import make_embedder
+from askvault.settings import Settings
+
+log = logging.getLogger(__name__)
+
+IDLE_CHECK_S = 60.0
+PROGRESS_LOG_S = 30.0
+WAITING_REASON_KEY = "embed_waiting_reason"
+
+
+class EmbedLoop:
+    """`run(stop)` in a thread; `wake()` after new chunks were written."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        make: Callable[[Settings], Any] = make_embedder,
+        backoff: Backoff | None = None,
+        idle_check_s: float = IDLE_CHECK_S,
+    ) -> None:
+        self.settings = settings
+        self.make = make
+        self.backoff = backoff or Backoff()
+        self.idle_check_s = idle_check_s
+        self._wake = threading.Event()
+        self._embedder: Any = None
+        self._fp: store.FingerprintRow | None = None
+        self._reason: str | None = None
+
+    def wake(self) -> None:
+        """New text may wait for a vector: drain soon (ignored while backing off)."""
+        self._wake.set()
+
+    def forget_fingerprint(self) -> None:
+        """Ask the model for its fingerprint again before the next drain (it may be re-pulled)."""
+        self._fp = None
+
+    def run(self, stop: threading.Event) -> None:
+        """Drain whenever woken (and every `idle_check_s`) until `stop` is set."""
+        conn = connect(Path(self.settings.db_path))
+        try:
+            self._reason = store.get_meta(conn, WAITING_REASON_KEY) or None
+            self._wake.set()  # a backlog may be left from before a restart
+            while not stop.is_set():
+                self._wake.wait(self.idle_check_s)
+                self._wake.clear()
+                delay = self._drain(conn, stop)
+                while delay is not None and not stop.is_set():
+                    stop.wait(delay)
+                    if stop.is_set():
+                        break
+                    delay = self._drain(conn, stop)
+        finally:
+            conn.close()
+            if self._embedder is not None and hasattr(self._embedder, "close"):
+                self._embedder.close()
+
+    def _drain(self, conn: Connection, stop: threading.Event) -> float | None:
+        """One drain of the backlog; the delay before retrying, or None when done."""
+        if stop.is_set():
+            return None
+        started = time.monotonic()
+        texts = batches = 0
+        last_log = started
+        try:
+            if self._embedder is None:
+                self._embedder = self.make(self.settings)
+            if self._fp is None:
+                self._fp = target_fingerprint(conn, self._embedder)
+            while not stop.is_set():
+                report = drain_backlog(
+                    conn, self._embedder, self._fp,
+                    batch_size=self.settings.ollama.embed_batch_size,
+                    should_stop=stop.is_set, max_batches=1,
+                )
+                if report.promoted:
+                    self._fp = None
+                if report.batches == 0:
+                    break
+                texts += report.texts_embedded
+                batches += report.batches
+                if time.monotonic() - last_log >= PROGRESS_LOG_S:
+                    last_log = time.monotonic()
+                    log.info("embedding: %d texts so far, %d chunks waiting", texts,
+                             self._pending(conn))
+        except OllamaError as exc:
+            return self._failed(conn, exc, texts)
+        self.backoff.succeeded()
+        if self._reason:
+            self._set_reason(conn, None)
+            log.info("embedding resumed: Ollama answers again")
+        if texts:
+            log.info("embedded %d texts in %d batches in %.2f s; %d chunks waiting", texts,
+                     batches, time.monotonic() - started, self._pending(conn))
+        return None
+
+    def _failed(self, conn: Connection, exc: OllamaError, texts: int) -> float:
+        delay = self.backoff.failed()
+        self._fp = None
+        reason = exc.message + (f" ({exc.hint})" if exc.hint else "")
+        if reason != self._reason:
+            log.warning("embedding waits: %s; words are still searchable; retrying with backoff "
+                        "(1 s doubling to %.0f s)", reason, self.backoff.max_s)
+            self._set_reason(conn, reason)
+        else:
+            log.debug("embedding still waits (%s); next try in %.0f s", reason, delay)
+        if texts:
+            log.info("embedded %d texts before Ollama failed", texts)
+        return delay
+
+    def _set_reason(self, conn: Connection, reason: str | None) -> None:
+        with write_transaction(conn):
+            store.set_meta(conn, WAITING_REASON_KEY, reason or "")
+        self._reason = reason
+
+    def _pending(self, conn: Connection) -> int:
+        return store.count_pending(conn, self._fp) if self._fp else 0

@@ -1,0 +1,27 @@
+"""`askvault run`: the daemon in the foreground."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from askvault.app.daemon import Daemon, default_workers
+from askvault.app.logging_setup import configure_logging
+from askvault.cli.main import build_settings, cli, common_options, handle_errors
+
+
+@cli.command()
+@common_options
+@click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
+              help="Log lines as text (journald-friendly under systemd) or JSON.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default=None, help="Least important level logged (default info).")
+@handle_errors
+def run(log_format: str | None, log_level: str | None, **opts: Any) -> None:
+    """Keep the index fresh and answer inbox questions until SIGTERM/SIGINT (SIGHUP: reconcile)."""
+    settings = build_settings(**opts, **{"daemon.log_format": log_format,
+                                         "daemon.log_level": log_level})
+    configure_logging(settings.daemon.log_format, settings.daemon.log_level)
+    sys.exit(Daemon(settings, default_workers(settings)).run())

@@ -1,0 +1,243 @@
+"""The answer note as DESIGN §3 shapes it, and its waiting / failed / stale variants.
+
+Pure: values in, Markdown out. The frontmatter uses flat keys with JSON-quoted
+strings (valid YAML, and Obsidian shows them as properties).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from askvault.core.citations import Citation, CitationReport
+
+NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
+UNAVAILABLE = "Answer citations: unavailable"
+NO_RAW_SOURCE = "(no raw source resolved)"
+_STATUS_LINE = re.compile(r"^status:.*$", re.MULTILINE)
+_STALE_CALLOUT = re.compile(r"\n> \[!warning\] Stale answer\n(?:>.*\n)*")
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One `## Sources` entry: a cited page and the raw files its `sources:` lead to."""
+
+    wikilink: str
+    raw_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SupportingPage:
+    """One `### Supporting pages` line."""
+
+    wikilink: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A passage shown, clearly labelled as extractive, when no answer could be generated."""
+
+    wikilink: str
+    heading: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerNote:
+    """Everything an answer note shows."""
+
+    question: str
+    status: str  # answering | answered | no-answer | waiting | failed | stale
+    asked: str
+    answered: str | None = None
+    model: str = ""
+    embed_model: str = ""
+    sources: tuple[str, ...] = ()
+    answer: str = ""
+    supporting: tuple[SupportingPage, ...] = ()
+    caveats: tuple[str, ...] = ()
+    ledger: tuple[LedgerEntry, ...] = ()
+    report: CitationReport | None = None
+    trace: tuple[str, ...] = ()
+    index_as_of: str | None = None
+    reason: str = ""
+    passages: tuple[Passage, ...] = ()
+    stale_pages: tuple[str, ...] = ()
+    extra_frontmatter: dict[str, str] = field(default_factory=dict)
+
+
+def render_answer_note(note: AnswerNote) -> str:
+    """The full Markdown text of the note."""
+    parts = [render_frontmatter(note), render_question_callout(note.question)]
+    if note.stale_pages:
+        parts.append(render_stale_callout(note.stale_pages))
+    if note.status == "answering":
+        parts.append("> [!info] Answering\n> askvault is writing the answer; this note will be "
+                     "replaced when it is ready.")
+    elif note.status == "waiting":
+        parts.append(_waiting_body(note))
+    elif note.status == "failed":
+        parts.append(f"> [!failure] This question could not be answered\n{_quoted(note.reason)}")
+    else:
+        parts.append(note.answer.strip() or "(the model returned an empty answer)")
+        if note.supporting:
+            parts.append("### Supporting pages\n" + "\n".join(
+                f"- {p.wikilink} — {p.why}" for p in note.supporting))
+        if note.caveats:
+            parts.append("### Caveats\n" + "\n".join(f"- {c}" for c in note.caveats))
+        parts.append(render_sources(note.ledger))
+        parts.append(render_citation_report(note.report))
+    if note.trace:
+        parts.append("> [!info]- Retrieval trace\n" + "\n".join(f"> {t}" for t in note.trace))
+    return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+
+
+def render_frontmatter(note: AnswerNote) -> str:
+    """The YAML frontmatter block, keys in the order of DESIGN §3."""
+    report = note.report
+    resolved = report.count("resolved") if report and not report.error else 0
+    broken = report.count("broken") if report and not report.error else 0
+    lines = [
+        "---",
+        f"question: {_q(note.question)}",
+        f"status: {note.status}",
+        f"asked: {_q(note.asked)}",
+        f"answered: {_q(note.answered) if note.answered else 'null'}",
+        f"model: {_q(note.model)}",
+        f"embed_model: {_q(note.embed_model)}",
+    ]
+    if note.sources:
+        lines.append("sources:")
+        lines += [f"  - {_q(s)}" for s in note.sources]
+    else:
+        lines.append("sources: []")
+    lines += [
+        f"citations_resolved: {resolved}",
+        f"citations_broken: {broken}",
+        f"index_as_of: {_q(note.index_as_of) if note.index_as_of else 'null'}",
+    ]
+    lines += [f"{k}: {_q(v)}" for k, v in note.extra_frontmatter.items()]
+    lines.append("---")
+    return "\n".join(lines)
+
+
+def render_question_callout(question: str) -> str:
+    """`> [!question]` with the question, every line quoted."""
+    return "> [!question]\n" + _quoted(question.strip())
+
+
+def render_stale_callout(pages: Sequence[str]) -> str:
+    """The warning naming the cited pages that changed since the answer was written."""
+    names = ", ".join(pages)
+    return (
+        "> [!warning] Stale answer\n"
+        f"> These cited pages changed or were deleted after this answer was written: {names}.\n"
+        "> Ask again to get a fresh answer."
+    )
+
+
+def render_sources(ledger: Sequence[LedgerEntry]) -> str:
+    """`## Sources`: one numbered entry per cited page, raw paths or `(no raw source resolved)`."""
+    if not ledger:
+        return "## Sources\n\nNo page was cited."
+    lines = ["## Sources", ""]
+    for n, entry in enumerate(ledger, 1):
+        raw = ", ".join(f"`{p}`" for p in entry.raw_paths) if entry.raw_paths else NO_RAW_SOURCE
+        lines.append(f"{n}. {entry.wikilink} — {raw}")
+    return "\n".join(lines)
+
+
+def render_citation_report(report: CitationReport | None) -> str:
+    """`## Citation report`: one line per unique wikilink, or the fixed none/unavailable lines."""
+    lines = ["## Citation report", ""]
+    if report is None or report.error is not None:
+        reason = report.error if report is not None and report.error else "not computed"
+        lines.append(f"{UNAVAILABLE} ({reason})")
+        return "\n".join(lines)
+    if not report.citations:
+        lines.append(NONE_RECOGNIZED)
+        return "\n".join(lines)
+    lines.append(
+        f"{report.count('resolved')} resolved, {report.count('pending')} pending, "
+        f"{report.count('broken')} broken."
+    )
+    lines.append("")
+    lines += [citation_line(c) for c in report.citations]
+    return "\n".join(lines)
+
+
+def citation_line(citation: Citation) -> str:
+    """One report line; the target is shown as code so a broken one is never a live link."""
+    target = f"`{citation.target}`"
+    if citation.state == "resolved":
+        where = f"`{citation.path}`"
+        if citation.heading:
+            where += f" § {citation.heading}"
+        if citation.link.block:
+            where += f" ^{citation.link.block}"
+        line = f"- {target} — **resolved** → {where}"
+    elif citation.state == "pending":
+        line = f"- {target} — **pending** ({citation.reason})"
+    else:
+        line = f"- {target} — **broken** ({citation.reason}); shown as plain text"
+    for support in citation.supports:
+        span = f': "{_one_line(support.span, 160)}"' if support.span else ""
+        line += f"\n  - {support.verdict} ({support.coverage:.0%} overlap){span}"
+    return line
+
+
+def _waiting_body(note: AnswerNote) -> str:
+    parts = [
+        "> [!warning] Waiting for Ollama\n"
+        f"{_quoted(note.reason)}\n"
+        "> askvault will retry by itself and replace this note with the answer."
+    ]
+    if note.passages:
+        lines = ["## Best passages found (extractive, not an answer)", ""]
+        for p in note.passages:
+            where = f"{p.wikilink}" + (f" — {p.heading}" if p.heading else "")
+            lines.append(f"- {where}")
+            lines += [f"  > {line}" if line.strip() else "  >" for line in p.text.strip().split("\n")]
+        parts.append("\n".join(lines))
+    else:
+        parts.append("No passages were found in the index for this question.")
+    return "\n\n".join(parts)
+
+
+def mark_stale(note_text: str, pages: Sequence[str]) -> str:
+    """Our own answer note with `status: stale` and a callout naming `pages` (replacing any)."""
+    head, sep, body = note_text.partition("\n---\n")
+    if not sep or not head.startswith("---"):
+        return note_text
+    head = _STATUS_LINE.sub("status: stale", head, count=1)
+    body = _STALE_CALLOUT.sub("\n", body, count=1)
+    callout = render_stale_callout(pages)
+    match = re.search(r"^> \[!question\]\n(?:>.*\n)*", body, re.MULTILINE)
+    if match:
+        body = body[: match.end()] + "\n" + callout + "\n" + body[match.end():]
+    else:
+        body = callout + "\n\n" + body
+    body = re.sub(r"\n{3,}", "\n\n", body)
+    return head + sep + body
+
+
+def stale_pages_of(note_text: str) -> list[str]:
+    """The pages named in an existing stale callout (to add newly changed ones)."""
+    match = re.search(r"written: (.*)\.\n", note_text)
+    return [p.strip() for p in match.group(1).split(", ")] if match else []
+
+
+def _q(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _quoted(text: str) -> str:
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in (text or "").split("\n"))
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

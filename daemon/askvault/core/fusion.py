@@ -1,0 +1,221 @@
+"""Scoring: rank fusion of the word and vector rankings, or the seed's rerank pipeline.
+
+Both produce one deterministic score object per chunk: `matched` lists the
+channels that contributed and their points, rounded to `DECIMALS`, and `score`
+is computed from the same integer units, so the points always add up to the
+score exactly (after rounding to `DECIMALS`). Ties are broken by title, then
+path, so equal input always gives the same order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rank_bm25 import BM25Okapi
+
+from askvault.core.query import bm25_tokens, fold
+
+DECIMALS = 4
+_UNIT = 10**DECIMALS
+RRF_K = 60
+# Weights of each channel; a rank-1 hit in a ranking earns the full weight.
+WORDS_WEIGHT = 1.0
+VECTOR_WEIGHT = 1.0
+BM25_WEIGHT = 1.0
+# Small bonuses from what the query has in common with the page's names: they order
+# near-equal hits so that the page a question names wins.
+TITLE_PHRASE_POINTS = 0.3
+TITLE_TERM_POINTS = 0.2
+ALIAS_POINTS = 0.2
+HEADING_POINTS = 0.1
+TITLE_CHANNELS = ("title-phrase", "title-term", "alias")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk as fusion sees it: what it is called and how each channel ranked it."""
+
+    chunk_id: int
+    path: str
+    title: str
+    aliases: tuple[str, ...]
+    heading_path: tuple[str, ...]
+    text: str
+    words_rank: int | None = None
+    words_raw: float | None = None
+    vector_rank: int | None = None
+    vector_raw: float | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A chunk's deterministic score: `matched` points sum to `score`; `trace` explains them."""
+
+    candidate: Candidate
+    score: float
+    matched: tuple[tuple[str, float], ...]
+    trace: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+    @property
+    def has_title_channel(self) -> bool:
+        return any(channel in TITLE_CHANNELS for channel, _ in self.matched)
+
+
+def rank_contribution(rank: int, weight: float, k: int = RRF_K) -> float:
+    """Reciprocal-rank points: `weight` at rank 1, falling as (k + 1) / (k + rank)."""
+    return weight * (k + 1) / (k + rank)
+
+
+def name_bonuses(terms: Sequence[str], candidate: Candidate) -> dict[str, float]:
+    """Points for query terms found in the title, aliases and headings of a chunk."""
+    if not terms:
+        return {}
+    bonuses: dict[str, float] = {}
+    title_words = set(bm25_tokens(candidate.title))
+    phrase = " ".join(terms)
+    if len(terms) > 1 and phrase in " ".join(bm25_tokens(candidate.title)):
+        bonuses["title-phrase"] = TITLE_PHRASE_POINTS
+    in_title = sum(1 for term in terms if term in title_words)
+    if in_title:
+        bonuses["title-term"] = TITLE_TERM_POINTS * in_title / len(terms)
+    for alias in candidate.aliases:
+        alias_words = bm25_tokens(alias)
+        if alias_words and all(word in terms for word in alias_words):
+            bonuses["alias"] = ALIAS_POINTS
+            break
+    heading_words = set(bm25_tokens(" ".join(candidate.heading_path)))
+    in_heading = sum(1 for term in terms if term in heading_words)
+    if in_heading:
+        bonuses["heading"] = HEADING_POINTS * in_heading / len(terms)
+    return bonuses
+
+
+def _finish(
+    candidate: Candidate, points: Mapping[str, float], trace: dict[str, dict[str, float | int | None]]
+) -> Scored:
+    units = {name: round(value * _UNIT) for name, value in points.items()}
+    matched = tuple((name, unit / _UNIT) for name, unit in units.items() if unit > 0)
+    for name, unit in units.items():
+        trace.setdefault(name, {})["points"] = unit / _UNIT
+    return Scored(candidate, sum(u for _, u in _units(matched)) / _UNIT, matched, trace)
+
+
+def _units(matched: tuple[tuple[str, float], ...]) -> list[tuple[str, int]]:
+    return [(name, round(points * _UNIT)) for name, points in matched]
+
+
+def order_key(scored: Scored) -> tuple[float, str, str, int]:
+    """Best first: score, then title (case-insensitively), then path, then chunk id."""
+    c = scored.candidate
+    return (-scored.score, fold(c.title), c.path, c.chunk_id)
+
+
+def fuse_rankings(
+    candidates: Sequence[Candidate], terms: Sequence[str], *, k: int = RRF_K
+) -> list[Scored]:
+    """Reciprocal rank fusion of the word and vector rankings, plus name bonuses."""
+    results = []
+    for c in candidates:
+        points: dict[str, float] = {}
+        trace: dict[str, dict[str, float | int | None]] = {}
+        if c.words_rank is not None:
+            points["words"] = rank_contribution(c.words_rank, WORDS_WEIGHT, k)
+            trace["words"] = {"raw": c.words_raw, "rank": c.words_rank}
+        if c.vector_rank is not None:
+            points["vector"] = rank_contribution(c.vector_rank, VECTOR_WEIGHT, k)
+            trace["vector"] = {"raw": c.vector_raw, "rank": c.vector_rank}
+        for name, value in name_bonuses(terms, c).items():
+            points[name] = value
+            trace[name] = {"raw": value, "rank": None}
+        results.append(_finish(c, points, trace))
+    return sorted(results, key=order_key)
+
+
+def bm25_scores(
+    texts: Sequence[str], terms: Sequence[str], idf: Mapping[str, float] | None = None
+) -> list[float]:
+    """Okapi BM25 (rank-bm25) of each text for the query terms.
+
+    With `idf` None the inverse document frequencies come from `texts` alone
+    (candidate-local); otherwise from `idf` (corpus-wide, from the FTS5 index),
+    where a term missing from the mapping counts as absent from the corpus.
+    """
+    if not texts or not terms:
+        return [0.0] * len(texts)
+    corpus = [bm25_tokens(text) or [""] for text in texts]
+    model = BM25Okapi(corpus)
+    if idf is not None:
+        model.idf = {term: float(idf.get(term, 0.0)) for term in terms}
+    return [float(score) for score in model.get_scores(list(terms))]
+
+
+def corpus_idf(document_count: int, frequencies: Mapping[str, int]) -> dict[str, float]:
+    """BM25 IDF of each term from corpus statistics: ln((N - df + 0.5) / (df + 0.5) + 1)."""
+    return {
+        term: math.log((document_count - df + 0.5) / (df + 0.5) + 1.0)
+        for term, df in frequencies.items()
+    }
+
+
+def rerank_candidates(
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    *,
+    idf: Mapping[str, float] | None = None,
+    k: int = RRF_K,
+) -> list[Scored]:
+    """The seed pipeline: vector top-K candidates, then BM25 over them so that chunks
+    where the query's exact terms stand out win; the vector rank still counts."""
+    texts = [
+        "\n".join([c.title, " ".join(c.aliases), " ".join(c.heading_path), c.text])
+        for c in candidates
+    ]
+    raw = bm25_scores(texts, terms, idf)
+    top = max(raw, default=0.0)
+    order = sorted(range(len(raw)), key=lambda i: -raw[i])
+    ranks = {i: r + 1 for r, i in enumerate(order)}
+    results = []
+    for i, c in enumerate(candidates):
+        points: dict[str, float] = {}
+        trace: dict[str, dict[str, float | int | None]] = {}
+        if raw[i] > 0 and top > 0:
+            points["bm25"] = BM25_WEIGHT * raw[i] / top
+            trace["bm25"] = {"raw": round(raw[i], 6), "rank": ranks[i]}
+        if c.vector_rank is not None:
+            points["vector"] = rank_contribution(c.vector_rank, VECTOR_WEIGHT, k)
+            trace["vector"] = {"raw": c.vector_raw, "rank": c.vector_rank}
+        for name, value in name_bonuses(terms, c).items():
+            points[name] = value
+            trace[name] = {"raw": value, "rank": None}
+        results.append(_finish(c, points, trace))
+    return sorted(results, key=order_key)
+
+
+def collapse_pages(scored: Sequence[Scored]) -> list[Scored]:
+    """One entry per page, its best chunk, keeping the given (best-first) order."""
+    seen: set[str] = set()
+    pages = []
+    for item in scored:
+        if item.candidate.path not in seen:
+            seen.add(item.candidate.path)
+            pages.append(item)
+    return pages
+
+
+def budget_prefix(costs: Sequence[int], budget: int) -> int:
+    """How many leading items fit in `budget`: a prefix, never a pick from further down."""
+    used = 0
+    for i, cost in enumerate(costs):
+        if used + cost > budget:
+            return i
+        used += cost
+    return len(costs)
+
+
+def context_order_key(scored_score: float, has_title: bool, title: str, path: str,
+                      chunk_id: int) -> tuple[float, bool, str, str, int]:
+    """Evidence order: score, then a hit with a title channel first (it wins a tie at the
+    budget boundary), then title and path."""
+    return (-scored_score, not has_title, fold(title), path, chunk_id)

@@ -1,0 +1,407 @@
+"""Answering one question: context -> prompt -> streamed reply -> checked citations -> note.
+
+The grounding set is the pages whose text reached the model; a selected page that
+cannot be read now is left out and named in a warning. Citations are computed on
+a fresh read of the cited notes after generation. When Ollama is away or the
+stream dies, the result is `waiting` with the best passages found: a partial
+reply is never published as an answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from askvault.adapters import store
+from askvault.adapters.db import Connection
+from askvault.adapters.vault import read_note, resolve_inside
+from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
+from askvault.core.citations import (
+    CitationReport,
+    check_citations,
+    render_broken_as_text,
+    slug,
+)
+from askvault.core.links import LinkIndex, build_link_index, extract_links, resolve_link
+from askvault.core.notes import parse_note
+from askvault.core.prompt import PromptPlan, build_messages, context_budget, is_no_answer
+from askvault.errors import AskvaultError, OllamaError
+from askvault.records import ContextPack, Embedder, Generator, ParsedNote, SearchFilters
+from askvault.settings import Settings
+
+PASSAGES_SHOWN = 5
+PACK_SHARE_OF_BUDGET = 0.85
+PASSAGE_MAX_CHARS = 600
+TokenSink = Callable[[str], None]
+
+
+class AnswerCancelled(Exception):
+    """The caller asked to stop (shutdown, or the question changed) while answering."""
+
+
+@dataclass(frozen=True)
+class QuestionOptions:
+    """What a question note's frontmatter (or the `ask` flags) narrow the answer to."""
+
+    folders: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    max_sources: int | None = None
+    model: str | None = None
+    language: str | None = None
+
+
+@dataclass
+class AnswerResult:
+    """The outcome of `answer_question`; `note` is ready to render."""
+
+    question: str
+    status: str  # answered | no-answer | waiting | failed
+    note: AnswerNote
+    answer: str = ""
+    reply: str = ""
+    report: CitationReport | None = None
+    grounding: list[str] = field(default_factory=list)
+    cited_paths: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The `askvault ask --json` document."""
+        citations = []
+        for c in self.report.citations if self.report else ():
+            citations.append({
+                "target": c.target, "state": c.state, "path": c.path, "heading": c.heading,
+                "block": c.link.block, "reason": c.reason or None, "support": c.support,
+                "sentences": [
+                    {"sentence": s.sentence, "verdict": s.verdict, "coverage": s.coverage,
+                     "span": s.span} for s in c.supports
+                ],
+            })
+        return {
+            "question": self.question,
+            "status": self.status,
+            "answer": self.answer,
+            "reason": self.reason or None,
+            "citations": citations,
+            "citations_error": self.report.error if self.report else None,
+            "sources": [{"page": e.wikilink, "raw": list(e.raw_paths)} for e in self.note.ledger],
+            "grounding": self.grounding,
+            "warnings": self.warnings,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def iso_now(now: float | None = None) -> str:
+    """Local time, ISO 8601 to the second, with its UTC offset."""
+    moment = datetime.fromtimestamp(time.time() if now is None else now).astimezone()
+    return moment.isoformat(timespec="seconds")
+
+
+def answer_question(
+    conn: Connection,
+    settings: Settings,
+    question: str,
+    options: QuestionOptions,
+    *,
+    embedder: Embedder | None,
+    generator: Generator,
+    on_token: TokenSink | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    asked: str | None = None,
+) -> AnswerResult:
+    """Answer `question` from the index; never raises for an Ollama problem (status waiting).
+
+    Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
+    """
+    from askvault.services.context import build_context  # written alongside; imported late
+
+    question = question.strip()
+    base = AnswerNote(
+        question=question, status="failed", asked=asked or iso_now(),
+        model=options.model or settings.ollama.chat_model,
+        embed_model=settings.ollama.embed_model, index_as_of=store.get_meta(
+            conn, "last_change_indexed_at"),
+    )
+    if not question:
+        reason = "the question note is empty: write the question in its body"
+        return AnswerResult(question, "failed", dataclasses.replace(base, reason=reason),
+                            reason=reason)
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    num_ctx = settings.ollama.num_ctx
+    max_sources = options.max_sources or settings.queries.max_sources
+    filters = SearchFilters(folders=options.folders, tags=options.tags)
+    pack = build_context(
+        conn, settings, question,
+        # Headers and quoting cost tokens the pack does not count: leave them room.
+        budget_tokens=int(context_budget(num_ctx, question, language=options.language)
+                          * PACK_SHARE_OF_BUDGET),
+        embedder=embedder, filters=filters, include_sources=False,
+    )
+    pack = dataclasses.replace(pack, pages=pack.pages[:max_sources])
+    pack, warnings = _readable_pages(settings, pack)
+    plan = build_messages(question, pack, num_ctx=num_ctx, language=options.language)
+    timings["retrieval_s"] = time.monotonic() - started
+    if plan.dropped_chunks:
+        warnings.append(f"{plan.dropped_chunks} excerpt(s) left out to fit the model's context")
+    grounding = list(plan.grounding)
+    base = dataclasses.replace(base, sources=tuple(_wikilink(pack, p) for p in grounding))
+
+    started = time.monotonic()
+    try:
+        reply = _generate(generator, plan, base.model, num_ctx, on_token, should_stop)
+    except OllamaError as exc:
+        timings["generation_s"] = time.monotonic() - started
+        reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
+        note = dataclasses.replace(
+            base, status="waiting", reason=reason, passages=_passages(pack),
+            trace=_trace(pack, plan, timings),
+        )
+        return AnswerResult(question, "waiting", note, grounding=grounding, warnings=warnings,
+                            timings=timings, reason=reason)
+    timings["generation_s"] = time.monotonic() - started
+
+    started = time.monotonic()
+    report, notes = _collect_citations(conn, settings, reply)
+    timings["citations_s"] = time.monotonic() - started
+    status = "no-answer" if is_no_answer(reply) else "answered"
+    answer = render_broken_as_text(reply, report)
+    cited = _cited_paths(report)
+    note = dataclasses.replace(
+        base,
+        status=status,
+        answered=iso_now(),
+        answer=answer,
+        report=report,
+        supporting=_supporting(pack, report, grounding),
+        caveats=tuple(_caveats(pack, report, warnings, grounding, status)),
+        ledger=_ledger(settings, report, notes),
+        trace=_trace(pack, plan, timings),
+    )
+    return AnswerResult(question, status, note, answer=answer, reply=reply, report=report,
+                        grounding=grounding, cited_paths=cited, warnings=warnings,
+                        timings=timings)
+
+
+def _generate(
+    generator: Generator, plan: PromptPlan, model: str, num_ctx: int,
+    on_token: TokenSink | None, should_stop: Callable[[], bool],
+) -> str:
+    pieces: list[str] = []
+    stream = generator.stream(plan.messages, model=model, num_ctx=num_ctx)
+    try:
+        for piece in stream:
+            if should_stop():
+                raise AnswerCancelled("stopped while the answer was being generated")
+            pieces.append(piece)
+            if on_token is not None:
+                on_token(piece)
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    if should_stop():
+        raise AnswerCancelled("stopped while the answer was being generated")
+    return "".join(pieces).strip()
+
+
+def _readable_pages(settings: Settings, pack: ContextPack) -> tuple[ContextPack, list[str]]:
+    """Drop pages that cannot be read now (and stale chunks); warn naming each."""
+    warnings = list(pack.warnings)
+    kept = []
+    for page in pack.pages:
+        try:
+            read_note(settings.vault_path, page.path, settings.index.max_note_bytes)
+        except AskvaultError as exc:
+            warnings.append(f"{page.wikilink} was left out: it cannot be read ({exc.message})")
+            continue
+        chunks = tuple(c for c in page.chunks if c.fresh)
+        if not chunks:
+            warnings.append(f"{page.wikilink} was left out: it changed since it was indexed")
+            continue
+        kept.append(dataclasses.replace(page, chunks=chunks))
+    return dataclasses.replace(pack, pages=tuple(kept)), warnings
+
+
+def link_index_from_db(conn: Connection) -> LinkIndex:
+    """The resolution tables over every indexed note (path, aliases)."""
+    rows = conn.execute("SELECT path, aliases FROM notes").fetchall()
+    return build_link_index((path, json.loads(aliases or "[]")) for path, aliases in rows)
+
+
+def review_candidate_slugs(settings: Settings) -> set[str]:
+    """Slugs of the answer notes still in queries/answers (pending, not broken, when linked)."""
+    folder = settings.vault_path / settings.queries.folder / settings.queries.answers
+    try:
+        return {slug(p.name) for p in folder.iterdir() if p.suffix.lower() == ".md"}
+    except OSError:
+        return set()
+
+
+def read_parsed(settings: Settings, path: str) -> ParsedNote | None:
+    """A fresh parse of the note at `path`, or None if it cannot be read."""
+    try:
+        note = read_note(settings.vault_path, path, settings.index.max_note_bytes)
+    except AskvaultError:
+        return None
+    return parse_note(path, note.text)
+
+
+def _collect_citations(
+    conn: Connection, settings: Settings, reply: str
+) -> tuple[CitationReport, dict[str, ParsedNote]]:
+    notes: dict[str, ParsedNote] = {}
+    try:
+        index = link_index_from_db(conn)
+        for link in extract_links(reply):
+            path = resolve_link(link.target, index) if link.target else None
+            if path is not None and path not in notes:
+                parsed = read_parsed(settings, path)
+                if parsed is not None:
+                    notes[path] = parsed
+        report = check_citations(reply, index, notes, review_candidate_slugs(settings))
+    except Exception as exc:  # noqa: BLE001 - any failure becomes "unavailable", never a crash
+        return CitationReport(error=f"{type(exc).__name__}: {exc}"), notes
+    return report, notes
+
+
+def _cited_paths(report: CitationReport) -> list[str]:
+    return list(dict.fromkeys(c.path for c in report.citations if c.state == "resolved" and c.path))
+
+
+def _wikilink(pack: ContextPack, path: str) -> str:
+    page = next((p for p in pack.pages if p.path == path), None)
+    return page.wikilink if page else page_wikilink(path)
+
+
+def page_wikilink(path: str) -> str:
+    """`[[name]]` for a vault path (the name without `.md`)."""
+    name = path[:-3] if path.lower().endswith(".md") else path
+    return f"[[{name.rsplit('/', 1)[-1]}]]"
+
+
+def _supporting(
+    pack: ContextPack, report: CitationReport, grounding: list[str]
+) -> tuple[SupportingPage, ...]:
+    ranks = {p.path: i for i, p in enumerate(pack.pages)}
+    cited = _cited_paths(report)
+    lines = []
+    for path in sorted(cited, key=lambda p: (ranks.get(p, len(ranks)), cited.index(p))):
+        page = next((p for p in pack.pages if p.path == path), None)
+        verdicts = [c.support for c in report.citations if c.path == path and c.support]
+        backed = f"; cited sentences {', '.join(dict.fromkeys(verdicts))}" if verdicts else ""
+        if page is None or path not in grounding:
+            why = "cited, but its text was not among the excerpts given to the model"
+        else:
+            headings = [c.heading for c in page.chunks if c.heading]
+            where = f" (excerpt under “{headings[0]}”)" if headings else ""
+            why = f"ranked #{ranks[path] + 1} of {len(pack.pages)} by retrieval{where}"
+        lines.append(SupportingPage(_wikilink(pack, path), why + backed))
+    return tuple(lines)
+
+
+def _caveats(
+    pack: ContextPack, report: CitationReport, warnings: list[str], grounding: list[str],
+    status: str,
+) -> list[str]:
+    caveats = list(warnings)
+    if pack.degraded:
+        caveats.append(f"Search ran in degraded mode: {pack.degraded}")
+    if report.error:
+        caveats.append(f"Citations could not be checked: {report.error}")
+    for c in report.citations:
+        if c.state == "broken":
+            caveats.append(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text.")
+        elif c.state == "resolved" and c.path not in grounding:
+            caveats.append(f"`{c.target}` was cited but its text was not given to the model.")
+        elif c.support == "unsupported":
+            caveats.append(f"The sentence citing `{c.target}` is not found in that note's text.")
+    if status == "answered" and not report.error and not report.citations:
+        caveats.append("The answer cites no page: treat it with care.")
+    return list(dict.fromkeys(caveats))
+
+
+def _ledger(
+    settings: Settings, report: CitationReport, notes: Mapping[str, ParsedNote]
+) -> tuple[LedgerEntry, ...]:
+    entries = []
+    for path in _cited_paths(report):
+        note = notes.get(path)
+        raw = resolve_raw_sources(settings, note.sources if note else ())
+        entries.append(LedgerEntry(page_wikilink(path), tuple(raw)))
+    return tuple(entries)
+
+
+def resolve_raw_sources(settings: Settings, sources: tuple[str, ...]) -> list[str]:
+    """The vault files a page's `sources:` lead to, through `_sources/` summaries to `raw/`.
+
+    Only files that exist inside the vault are returned: a path is never invented.
+    """
+    found: list[str] = []
+    for entry in sources:
+        for path in _source_targets(settings, entry):
+            if "_sources" in path.split("/")[:-1] and path.lower().endswith(".md"):
+                summary = read_parsed(settings, path)
+                for inner in summary.sources if summary else ():
+                    found += [p for p in _source_targets(settings, inner)
+                              if "_sources" not in p.split("/")]
+            else:
+                found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def _source_targets(settings: Settings, entry: str) -> list[str]:
+    """Existing vault files one `sources:` entry names (a wikilink or a relative path)."""
+    entry = entry.strip()
+    links = extract_links(entry)
+    target = links[0].target if links else entry
+    if not target or "://" in target:
+        return []
+    candidates = [target, f"{target}.md"]
+    if "/" not in target:
+        candidates += [f"_sources/{target}.md", f"_sources/{target}", f"raw/{target}"]
+    for candidate in candidates:
+        try:
+            path = resolve_inside(settings.vault_path, candidate)
+        except AskvaultError:
+            return []
+        if path.is_file():
+            root = Path(settings.vault_path).resolve()
+            return [path.relative_to(root).as_posix()]
+    return []
+
+
+def _passages(pack: ContextPack) -> tuple[Passage, ...]:
+    shown = []
+    for page in pack.pages:
+        for chunk in page.chunks[:1]:
+            text = chunk.text.strip()
+            if len(text) > PASSAGE_MAX_CHARS:
+                text = text[: PASSAGE_MAX_CHARS - 1].rstrip() + "…"
+            shown.append(Passage(page.wikilink, chunk.heading, text))
+        if len(shown) >= PASSAGES_SHOWN:
+            break
+    return tuple(shown)
+
+
+def _trace(pack: ContextPack, plan: PromptPlan, timings: Mapping[str, float]) -> tuple[str, ...]:
+    lines = [f"{len(pack.pages)} page(s) retrieved; {len(plan.grounding)} sent to the model "
+             f"(~{plan.used_tokens} of {plan.budget_tokens} tokens)"]
+    if pack.degraded:
+        lines.append(f"degraded: {pack.degraded}")
+    for i, page in enumerate(pack.pages, 1):
+        channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)
+        lines.append(f"{i}. {page.wikilink} score {page.score:.4f}"
+                     + (f" ({channels})" if channels else ""))
+    stages = ", ".join(f"{k.removesuffix('_s')} {v * 1000:.0f} ms" for k, v in timings.items())
+    if stages:
+        lines.append(f"time: {stages}")
+    return tuple(lines)
+

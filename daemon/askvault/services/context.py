@@ -1,0 +1,222 @@
+"""The evidence pack (`askvault context`, and the answering pipeline).
+
+The pack is a prefix of the search ranking that fits the token budget: it is
+never re-ranked, so an agent that reads fewer pages reads the best ones. Every
+chunk is checked against the file on disk before it is served as fresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from askvault.adapters import search_store
+from askvault.adapters.db import Connection
+from askvault.adapters.vault import read_note, stat_note
+from askvault.core import fusion
+from askvault.core.chunking import estimate_tokens
+from askvault.core.query import query_terms
+from askvault.errors import VaultError
+from askvault.records import (
+    ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, SearchFilters,
+)
+from askvault.services.context_graph import find_neighbours, source_windows
+from askvault.services.search import search, wikilink
+from askvault.settings import Settings
+
+CONTEXT_VERSION = 1
+DEFAULT_BUDGET_TOKENS = 4000
+# Hits scoring under this share of the best hit are noise, not evidence.
+MIN_SHARE_OF_TOP = 0.2
+
+
+def build_context(
+    conn: Connection,
+    settings: Settings,
+    prompt: str,
+    *,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    embedder: Embedder | None = None,
+    filters: SearchFilters | None = None,
+    include_sources: bool = False,
+) -> ContextPack:
+    """The evidence pack for `prompt`: the best chunks that fit `budget_tokens`, grouped by
+    page, with freshness, 1-hop neighbours, citations and suggested next actions."""
+    result = search(
+        conn, settings, prompt, limit=settings.search.candidates, embedder=embedder,
+        filters=filters, per_page=False,
+    )
+    hits = list(result.hits)
+    top = hits[0].score if hits else 0.0
+    kept = [h for h in hits if h.score >= MIN_SHARE_OF_TOP * top]
+    kept.sort(key=lambda h: fusion.context_order_key(
+        h.score, any(c in fusion.TITLE_CHANNELS for c, _ in h.matched), h.title, h.note_path,
+        h.chunk_id))
+    costs = [estimate_tokens(h.text) for h in kept]
+    taken = fusion.budget_prefix(costs, budget_tokens)
+    chosen = kept[:taken]
+    used = sum(costs[:taken])
+
+    vault = settings.vault_path
+    rows = search_store.chunk_rows(conn, [h.chunk_id for h in chosen])
+    duplicates = search_store.duplicate_basenames(conn, [h.note_path for h in chosen])
+    warnings: list[str] = []
+    pages = _group_pages(chosen, rows, duplicates)
+    pages = [_check_freshness(page, rows, vault, settings, warnings) for page in pages]
+    primary = [p.path for p in pages]
+    neighbours = find_neighbours(conn, primary, duplicates)
+
+    windows = ()
+    if include_sources and pages:
+        windows, used, source_warnings = source_windows(
+            conn, vault, pages, query_terms(prompt), budget_tokens=budget_tokens, used=used,
+            max_bytes=settings.index.max_note_bytes,
+        )
+        warnings.extend(source_warnings)
+    actions = _actions(result.degraded, pages, kept[taken:], costs[taken:], used, neighbours,
+                       include_sources)
+    return ContextPack(
+        prompt=prompt, pages=tuple(pages), neighbours=tuple(neighbours),
+        degraded=result.degraded, warnings=tuple(warnings), budget_tokens=budget_tokens,
+        used_tokens=used, trace={"fusion": result.fusion, "candidates": len(hits),
+                                 "kept": len(kept), "taken": taken},
+        actions=tuple(actions), source_windows=tuple(windows),
+    )
+
+
+def _group_pages(
+    chosen: list[Hit], rows: dict[int, search_store.ChunkRow], duplicates: set[str]
+) -> list[EvidencePage]:
+    """Pages in the order of their best chunk; each page's chunks in score order."""
+    pages: dict[str, EvidencePage] = {}
+    for hit in chosen:
+        row = rows[hit.chunk_id]
+        chunk = EvidenceChunk(
+            chunk_id=hit.chunk_id, heading=hit.heading, heading_path=row.heading_path,
+            lines=hit.lines, text=hit.text, score=hit.score,
+        )
+        page = pages.get(hit.note_path)
+        if page is None:
+            pages[hit.note_path] = EvidencePage(
+                path=hit.note_path, title=hit.title, wikilink=wikilink(hit.note_path, None, duplicates),
+                score=hit.score, matched=hit.matched, chunks=(chunk,), type=hit.type,
+                sources=row.sources,
+            )
+        else:
+            pages[hit.note_path] = replace(page, chunks=page.chunks + (chunk,))
+    return list(pages.values())
+
+
+def _check_freshness(
+    page: EvidencePage, rows: dict[int, search_store.ChunkRow], vault: Path, settings: Settings,
+    warnings: list[str],
+) -> EvidencePage:
+    """Serve a chunk as fresh only if the file is unchanged, or its text is still found in it
+    (then with its current line range); otherwise flag it and the page."""
+    row = rows[page.chunks[0].chunk_id]
+    try:
+        stamp = stat_note(vault, page.path)
+    except VaultError:
+        stamp = None
+    if stamp is not None and (stamp.size, stamp.mtime_ns, stamp.inode) == (
+        row.size, row.mtime_ns, row.inode
+    ):
+        return page
+    text: str | None = None
+    if stamp is not None:
+        try:
+            note = read_note(vault, page.path, settings.index.max_note_bytes)
+        except VaultError:
+            note = None
+        if note is not None and note.content_hash == row.content_hash:
+            return page
+        text = note.text if note is not None else None
+    if text is None:
+        warning = f"{page.path} was deleted or cannot be read since it was indexed"
+        warnings.append(warning)
+        chunks = tuple(replace(c, fresh=False) for c in page.chunks)
+        return replace(page, chunks=chunks, fresh=False, warning=warning)
+    chunks = tuple(_relocate(c, text) for c in page.chunks)
+    stale = [c for c in chunks if not c.fresh]
+    warning = None
+    if stale:
+        warning = (f"{page.path} changed since it was indexed; {len(stale)} chunk(s) no longer "
+                   "match the file and may be out of date")
+        warnings.append(warning)
+    return replace(page, chunks=chunks, fresh=not stale, warning=warning)
+
+
+def _relocate(chunk: EvidenceChunk, text: str) -> EvidenceChunk:
+    """The chunk with its line range in the changed file, or flagged not fresh."""
+    at = text.find(chunk.text)
+    if at < 0:
+        return replace(chunk, fresh=False)
+    start = text.count("\n", 0, at) + 1
+    return replace(chunk, lines=(start, start + chunk.text.count("\n")))
+
+
+def _actions(
+    degraded: str | None, pages: list[EvidencePage], left: list[Hit], left_costs: list[int],
+    used: int, neighbours: list[Any], include_sources: bool,
+) -> list[str]:
+    actions: list[str] = []
+    if not pages:
+        actions.append("no note matches: try other words, or check `askvault status`")
+    if degraded:
+        actions.append(f"results come from words only ({degraded}); start Ollama "
+                       "(`ollama serve`) and run `askvault index` for semantic search")
+    if any(not p.fresh for p in pages):
+        actions.append("run `askvault index`: some pages changed since they were indexed")
+    if left:
+        actions.append(f"raise --budget to {used + sum(left_costs)} tokens to include "
+                       f"{len(left)} more chunk(s)")
+    cited = sum(len(p.sources) for p in pages)
+    if cited and not include_sources:
+        actions.append(f"add --include-sources for raw text of {cited} cited source(s)")
+    for neighbour in neighbours[:3]:
+        actions.append(f"read {neighbour.wikilink} ({neighbour.why})")
+    return actions
+
+
+def context_pack_to_json(pack: ContextPack) -> dict[str, Any]:
+    """The versioned JSON envelope of an evidence pack (`askvault context --json`)."""
+    return {
+        "version": CONTEXT_VERSION,
+        "prompt": pack.prompt,
+        "budget_tokens": pack.budget_tokens,
+        "used_tokens": pack.used_tokens,
+        "degraded": pack.degraded,
+        "pages": [
+            {
+                "file": p.path, "title": p.title, "wikilink": p.wikilink, "type": p.type,
+                "score": p.score,
+                "matched": [{"channel": c, "points": pts} for c, pts in p.matched],
+                "fresh": p.fresh, "warning": p.warning, "sources": list(p.sources),
+                "chunks": [
+                    {
+                        "citation": _citation(p.wikilink, c.heading), "heading": c.heading,
+                        "heading_path": list(c.heading_path), "lines": [c.lines[0], c.lines[1]],
+                        "score": c.score, "fresh": c.fresh, "text": c.text,
+                    }
+                    for c in p.chunks
+                ],
+            }
+            for p in pack.pages
+        ],
+        "neighbours": [
+            {"file": n.path, "title": n.title, "wikilink": n.wikilink, "why": n.why}
+            for n in pack.neighbours
+        ],
+        "sources": [
+            {"file": w.path, "cited_by": w.cited_by, "lines": [w.lines[0], w.lines[1]],
+             "text": w.text}
+            for w in pack.source_windows
+        ],
+        "warnings": list(pack.warnings),
+        "actions": list(pack.actions),
+    }
+
+
+def _citation(page_link: str, heading: str | None) -> str:
+    return page_link if not heading else page_link[:-2] + f"#{heading}]]"

@@ -1,0 +1,569 @@
+"""The inbox protocol (DESIGN §2): question notes in, answer notes out, one at a time.
+
+The worker runs on its own thread. Each pass lists `queries/inbox/`, takes the
+oldest note unchanged for `settle_s` (drafts, failed notes whose bytes did not
+change, and questions in backoff are skipped), writes an `answering` note,
+answers, then writes the final note, moves the question byte for byte to
+`queries/archive/` and appends a line to `queries/log.md`. A `waiting` or
+`failed` question stays in the inbox (the `inbox_questions` table remembers
+its answer note), so a restart resumes it and a fixed question is re-answered.
+
+askvault rewrites an answer note only while its bytes are exactly what it
+wrote (sha256 in the `answers` table); otherwise it writes `<name> (2).md`.
+Every path comes from `resolve_inside`, and writes go only under `queries/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from askvault.adapters import answer_store, store
+from askvault.adapters.answer_store import AnswerRow, QuestionRow
+from askvault.adapters.db import Connection, connect, write_transaction
+from askvault.adapters.ollama import OllamaGenerator
+from askvault.adapters.vault import (
+    TEMP_PREFIX,
+    cleanup_temp_files,
+    read_note,
+    resolve_inside,
+    write_atomic,
+    write_new_file,
+)
+from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
+from askvault.core.notes import parse_note
+from askvault.errors import AskvaultError, NoteUnreadable, OllamaError, PathOutsideVault
+from askvault.services.answering import (
+    AnswerCancelled,
+    AnswerResult,
+    QuestionOptions,
+    answer_question,
+    iso_now,
+    page_wikilink,
+)
+from askvault.services.index_pass import make_embedder
+from askvault.settings import Settings
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.25
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 60.0
+STOP_CHECK_EVERY_S = 0.1
+LOG_SUMMARY_CHARS = 80
+KNOWN_OPTIONS = ("folders", "tags", "max_sources", "model", "language")
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    rel: str
+    abs_path: Path
+    sig: tuple[int, int, int]
+
+
+class InboxWorker:
+    """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
+
+    def __init__(
+        self, settings: Settings, *, backoff_first_s: float = BACKOFF_FIRST_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
+    ) -> None:
+        self.settings = settings
+        self.root = settings.vault_path
+        q = settings.queries
+        self.inbox_rel = f"{q.folder}/{q.inbox}"
+        self.answers_rel = f"{q.folder}/{q.answers}"
+        self.archive_rel = f"{q.folder}/{q.archive}"
+        self.log_rel = f"{q.folder}/{q.log}"
+        self.backoff_first_s = backoff_first_s
+        self.backoff_max_s = backoff_max_s
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._changes: list[tuple[list[str], list[str]]] = []
+        self._retry_at: dict[str, float] = {}
+        self._delay: dict[str, float] = {}
+        self._first_seen: dict[str, tuple[tuple[int, int, int], float]] = {}
+        self._skip_sig: dict[str, tuple[int, int, int]] = {}
+
+    # -- the Worker protocol -------------------------------------------------------------
+
+    def notice(self, paths: list[str]) -> None:
+        """Vault-relative paths under queries/ changed: look at the inbox again soon."""
+        if any(p.startswith(self.inbox_rel + "/") for p in paths):
+            self._wake.set()
+
+    def on_notes_changed(self, changed: list[str], deleted: list[str]) -> None:
+        """Indexed notes changed or vanished: answers citing them become stale (on our thread)."""
+        if changed or deleted:
+            with self._lock:
+                self._changes.append((list(changed), list(deleted)))
+            self._wake.set()
+
+    def run(self, stop_event: threading.Event) -> None:
+        """Answer questions until `stop_event` is set; returns promptly after it is."""
+        conn = connect(self.settings.db_path)
+        try:
+            for rel in (self.answers_rel, self.archive_rel, self.inbox_rel):
+                with contextlib.suppress(AskvaultError):
+                    cleanup_temp_files(resolve_inside(self.root, rel))
+            while not stop_event.is_set():
+                self.apply_stale_marks(conn)
+                candidate = self._next_question()
+                if candidate is not None:
+                    self.process(conn, candidate, stop_event)
+                    continue
+                if not self._wake.is_set():
+                    stop_event.wait(POLL_S)
+                self._wake.clear()
+        finally:
+            conn.close()
+
+    # -- choosing a question -------------------------------------------------------------
+
+    def _next_question(self) -> _Candidate | None:
+        """The oldest settled question that is due, or None."""
+        try:
+            inbox = resolve_inside(self.root, self.inbox_rel)
+            entries = list(os.scandir(inbox))
+        except (OSError, AskvaultError):
+            return None
+        now_mono, now_wall = time.monotonic(), time.time()
+        due: list[tuple[int, str, _Candidate]] = []
+        present = set()
+        for entry in entries:
+            name = entry.name
+            if not name.lower().endswith(".md") or name.startswith((".", TEMP_PREFIX)):
+                continue
+            rel = f"{self.inbox_rel}/{name}"
+            present.add(rel)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            sig = (st.st_size, st.st_mtime_ns, st.st_ino)
+            seen = self._first_seen.get(rel)
+            if seen is None or seen[0] != sig:
+                self._first_seen[rel] = seen = (sig, now_mono)
+            settle = self.settings.queries.settle_s
+            settled = now_wall - st.st_mtime_ns / 1e9 >= settle or now_mono - seen[1] >= settle
+            if not settled or self._skip_sig.get(rel) == sig:
+                continue
+            if self._retry_at.get(rel, 0.0) > now_mono:
+                continue
+            due.append((st.st_mtime_ns, name, _Candidate(rel, Path(entry.path), sig)))
+        for table in (self._first_seen, self._skip_sig, self._retry_at, self._delay):
+            for rel in [r for r in table if r not in present]:
+                del table[rel]
+        return min(due)[2] if due else None
+
+    # -- answering one question ----------------------------------------------------------
+
+    def process(self, conn: Connection, cand: _Candidate, stop_event: threading.Event) -> None:
+        """Answer one settled question (or record why it cannot be), per DESIGN §2."""
+        try:
+            note = read_note(self.root, cand.rel, self.settings.index.max_note_bytes)
+        except NoteUnreadable as exc:
+            if not os.path.lexists(cand.abs_path):
+                return  # vanished between listing and reading
+            self._fail(conn, cand, "", f"the question note cannot be read: {exc.message}", None)
+            return
+        except PathOutsideVault as exc:
+            self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
+            return
+        parsed = parse_note(cand.rel, note.text)
+        if _is_draft(parsed.frontmatter.get("draft")):
+            self._skip_sig[cand.rel] = cand.sig
+            return
+        row = answer_store.get_question(conn, cand.rel)
+        if row is not None and row.status == "failed" and row.content_sha256 == note.content_hash:
+            self._skip_sig[cand.rel] = cand.sig  # unchanged since it failed: wait for an edit
+            return
+        question = parsed.body.strip()
+        options, errors = parse_question_options(parsed.frontmatter, self.root)
+        if errors:
+            self._fail(conn, cand, question, "invalid question options: " + "; ".join(errors),
+                       note.content_hash)
+            return
+        asked = row.asked if row else iso_now()
+        answer_path = self._own_answer(conn, row.answer_path) if row else None
+        placeholder = AnswerNote(question=question, status="answering", asked=asked,
+                                 model=options.model or self.settings.ollama.chat_model,
+                                 embed_model=self.settings.ollama.embed_model)
+        answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
+                                        cand.rel, "answering", (), _stem(cand.rel))
+        self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash, asked)
+        watch = _QuestionWatch(cand.abs_path, cand.sig, stop_event)
+        try:
+            result = self._answer(conn, question, options, watch.changed, asked)
+        except AnswerCancelled:
+            self._after_cancel(conn, cand, answer_path, stop_event)
+            return
+        if watch.changed():
+            self._after_cancel(conn, cand, answer_path, stop_event)
+            return
+        final = self.write_answer(conn, self._own_answer(conn, answer_path),
+                                  render_answer_note(result.note), cand.rel, result.status,
+                                  tuple(result.cited_paths), _stem(cand.rel))
+        if result.status == "waiting":
+            self._save_question(conn, cand.rel, final, "waiting", note.content_hash, asked)
+            delay = min(self.backoff_max_s, self._delay.get(cand.rel, self.backoff_first_s / 2) * 2)
+            self._delay[cand.rel] = delay
+            self._retry_at[cand.rel] = time.monotonic() + delay
+            log.warning("question %s waits %.0f s: %s", cand.rel, delay, result.reason)
+            return
+        if result.status == "failed":
+            self._save_question(conn, cand.rel, final, "failed", note.content_hash, asked)
+            self._skip_sig[cand.rel] = cand.sig
+            return
+        self._delay.pop(cand.rel, None)
+        archived = self.archive_question(cand)
+        with write_transaction(conn):
+            answer_store.delete_question(conn, cand.rel)
+            if archived:
+                row_now = answer_store.get_answer(conn, final)
+                if row_now:
+                    answer_store.put_answer(conn, AnswerRow(
+                        final, archived, row_now.status, row_now.written_sha256, row_now.cited))
+        self.append_log(question)
+        log.info("answered %s -> %s (%s)", cand.rel, final, result.status)
+
+    def _answer(
+        self, conn: Connection, question: str, options: QuestionOptions,
+        should_stop: Callable[[], bool], asked: str,
+    ) -> AnswerResult:
+        ollama = self.settings.ollama
+        try:
+            generator = OllamaGenerator(ollama.host, timeout_s=ollama.timeout_s,
+                                        allow_remote=ollama.allow_remote_ollama)
+        except OllamaError as exc:
+            generator = _Unavailable(exc)  # type: ignore[assignment]
+        embedder: Any = None
+        with contextlib.suppress(OllamaError):
+            embedder = make_embedder(self.settings)
+        try:
+            return answer_question(conn, self.settings, question, options, embedder=embedder,
+                                   generator=generator, should_stop=should_stop, asked=asked)
+        finally:
+            for client in (generator, embedder):
+                close = getattr(client, "close", None)
+                if close is not None:
+                    close()
+
+    def _after_cancel(
+        self, conn: Connection, cand: _Candidate, answer_path: str, stop_event: threading.Event
+    ) -> None:
+        if stop_event.is_set():
+            return  # the question stays in the inbox; the next start resumes it
+        if os.path.lexists(cand.abs_path):
+            log.info("question %s changed while being answered; answering it again", cand.rel)
+            return  # the user's edit wins: it settles and is answered again
+        log.info("question %s was deleted while being answered", cand.rel)
+        own = self._own_answer(conn, answer_path)
+        if own is not None:
+            with contextlib.suppress(OSError, AskvaultError):
+                resolve_inside(self.root, own).unlink()
+        with write_transaction(conn):
+            answer_store.delete_question(conn, cand.rel)
+            answer_store.delete_answer(conn, answer_path)
+
+    def _fail(
+        self, conn: Connection, cand: _Candidate, question: str, reason: str,
+        content_hash: str | None,
+    ) -> None:
+        row = answer_store.get_question(conn, cand.rel)
+        asked = row.asked if row else iso_now()
+        answer_path = self._own_answer(conn, row.answer_path) if row else None
+        note = AnswerNote(question=question or f"(question note {_stem(cand.rel)})",
+                          status="failed", asked=asked, reason=reason,
+                          model=self.settings.ollama.chat_model,
+                          embed_model=self.settings.ollama.embed_model)
+        final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
+                                  "failed", (), _stem(cand.rel))
+        self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
+        self._skip_sig[cand.rel] = cand.sig
+        log.warning("question %s failed: %s", cand.rel, reason)
+
+    def _save_question(
+        self, conn: Connection, rel: str, answer_path: str, status: str, content_hash: str,
+        asked: str,
+    ) -> None:
+        with write_transaction(conn):
+            answer_store.put_question(conn, QuestionRow(rel, answer_path, status, content_hash,
+                                                        asked))
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _own_answer(self, conn: Connection, rel: str) -> str | None:
+        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None."""
+        row = answer_store.get_answer(conn, rel)
+        if row is None:
+            return None
+        try:
+            data = resolve_inside(self.root, rel).read_bytes()
+        except (OSError, AskvaultError):
+            return None
+        return rel if hashlib.sha256(data).hexdigest() == row.written_sha256 else None
+
+    def write_answer(
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        cited: tuple[str, ...], stem: str,
+    ) -> str:
+        """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`."""
+        data = text.encode("utf-8")
+        folder = resolve_inside(self.root, self.answers_rel)
+        folder.mkdir(parents=True, exist_ok=True)
+        if own_path is not None:
+            write_atomic(resolve_inside(self.root, own_path), data)
+            rel = own_path
+        else:
+            written = write_new_file(folder / f"{stem}.md", data)
+            rel = f"{self.answers_rel}/{written.name}"
+        with write_transaction(conn):
+            answer_store.put_answer(conn, AnswerRow(
+                rel, question_rel, status, hashlib.sha256(data).hexdigest(), cited))
+        return rel
+
+    def archive_question(self, cand: _Candidate) -> str | None:
+        """Move the question, byte for byte, to the archive (never over another file)."""
+        try:
+            folder = resolve_inside(self.root, self.archive_rel)
+            folder.mkdir(parents=True, exist_ok=True)
+        except (OSError, AskvaultError) as exc:
+            log.warning("cannot archive %s: %s", cand.rel, exc)
+            return None
+        stem = _stem(cand.rel)
+        for n in range(1, 10_000):
+            name = f"{stem}.md" if n == 1 else f"{stem} ({n}).md"
+            target = folder / name
+            try:
+                os.link(cand.abs_path, target, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                return None
+            except OSError:
+                # No hard links here: rename, having checked the name is free.
+                if os.path.lexists(target):
+                    continue
+                os.rename(cand.abs_path, target)
+                return f"{self.archive_rel}/{name}"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(cand.abs_path)
+            return f"{self.archive_rel}/{name}"
+        return None
+
+    def append_log(self, question: str) -> bool:
+        """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
+        line = f"## [{time.strftime('%Y-%m-%d')}] query | {question_summary(question)}\n"
+        try:
+            path = resolve_inside(self.root, self.log_rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a+b") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() > 0:
+                    fh.seek(-1, os.SEEK_END)
+                    if fh.read(1) != b"\n":
+                        line = "\n" + line
+                fh.write(line.encode("utf-8"))
+        except (OSError, AskvaultError) as exc:
+            log.warning("could not append to %s: %s", self.log_rel, exc)
+            return False
+        return True
+
+    # -- stale answers -------------------------------------------------------------------
+
+    def apply_stale_marks(self, conn: Connection) -> None:
+        """Mark answers citing changed notes stale (or list them if the user edited them)."""
+        with self._lock:
+            batches, self._changes = self._changes, []
+        for changed, deleted in batches:
+            paths = set(changed) | set(deleted)
+            for row in answer_store.answers_citing(conn, paths):
+                self._mark_stale(conn, row, [p for p in row.cited if p in paths])
+
+    def _mark_stale(self, conn: Connection, row: AnswerRow, pages: list[str]) -> None:
+        try:
+            path = resolve_inside(self.root, row.path)
+            data = path.read_bytes()
+        except (OSError, AskvaultError):
+            with write_transaction(conn):
+                answer_store.delete_answer(conn, row.path)  # moved out or deleted by the user
+            return
+        if hashlib.sha256(data).hexdigest() != row.written_sha256:
+            with write_transaction(conn):
+                listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+                if row.path not in listed:
+                    listed.append(row.path)
+                store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
+            return
+        text = data.decode("utf-8")
+        names = list(dict.fromkeys(stale_pages_of(text) + [page_wikilink(p) for p in pages]))
+        new = mark_stale(text, names).encode("utf-8")
+        write_atomic(path, new)
+        with write_transaction(conn):
+            answer_store.put_answer(conn, AnswerRow(row.path, row.question_path, "stale",
+                                                    hashlib.sha256(new).hexdigest(), row.cited))
+
+
+@dataclass
+class AskOutcome:
+    """What `askvault ask` shows: the result, the note written (with --save), the log line."""
+
+    result: AnswerResult
+    saved: str | None
+    logged: str | None
+
+
+def ask_question(
+    settings: Settings, question: str, *, on_token: Callable[[str], None] | None = None,
+    save: bool = False,
+) -> AskOutcome:
+    """The inbox pipeline for one question from the terminal (`askvault ask`)."""
+    worker = InboxWorker(settings)
+    conn = connect(settings.db_path)
+    try:
+        ollama = settings.ollama
+        generator = OllamaGenerator(ollama.host, timeout_s=ollama.timeout_s,
+                                    allow_remote=ollama.allow_remote_ollama)
+        embedder: Any = None
+        with contextlib.suppress(OllamaError):
+            embedder = make_embedder(settings)
+        try:
+            result = answer_question(conn, settings, question, QuestionOptions(),
+                                     embedder=embedder, generator=generator, on_token=on_token)
+        finally:
+            generator.close()
+            if embedder is not None:
+                embedder.close()
+        saved = None
+        if save:
+            stem = _safe_stem(question)
+            saved = worker.write_answer(conn, None, render_answer_note(result.note), "",
+                                        result.status, tuple(result.cited_paths), stem)
+        logged = None
+        if result.status in ("answered", "no-answer") and worker.append_log(question):
+            logged = f"query | {question_summary(question)}"
+        return AskOutcome(result, saved, logged)
+    finally:
+        conn.close()
+
+
+def _safe_stem(question: str) -> str:
+    """A file name for a question asked on the command line."""
+    name = re.sub(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+', " ", question_summary(question, 60))
+    return " ".join(name.split()).strip(" .") or "question"
+
+
+class _QuestionWatch:
+    """`changed()` is true once shutdown began or the question file changed or vanished."""
+
+    def __init__(self, path: Path, sig: tuple[int, int, int], stop: threading.Event) -> None:
+        self.path, self.sig, self.stop = path, sig, stop
+        self._checked_at = 0.0
+        self._changed = False
+
+    def changed(self) -> bool:
+        if self.stop.is_set() or self._changed:
+            return True
+        now = time.monotonic()
+        if now - self._checked_at >= STOP_CHECK_EVERY_S:
+            self._checked_at = now
+            try:
+                st = os.stat(self.path, follow_symlinks=False)
+                self._changed = (st.st_size, st.st_mtime_ns, st.st_ino) != self.sig
+            except OSError:
+                self._changed = True
+        return self._changed
+
+    def __call__(self) -> bool:
+        return self.changed()
+
+
+class _Unavailable:
+    """A generator standing in when the Ollama client cannot even be built."""
+
+    def __init__(self, exc: OllamaError) -> None:
+        self.exc = exc
+
+    def stream(self, messages: Any, *, model: str, num_ctx: int) -> Any:
+        raise self.exc
+
+
+def parse_question_options(
+    frontmatter: dict[str, Any], vault: Path
+) -> tuple[QuestionOptions, list[str]]:
+    """The known options of a question's frontmatter, and one message per invalid value.
+
+    Unknown keys are ignored (and kept in the archived note, which is never rewritten).
+    """
+    errors: list[str] = []
+    folders = []
+    for folder in _str_list(frontmatter.get("folders"), "folders", errors):
+        clean = folder.strip().rstrip("/")
+        try:
+            resolved = resolve_inside(vault, clean)
+        except PathOutsideVault:
+            errors.append(f"folders: {folder!r} is outside the vault")
+            continue
+        if not clean or not resolved.is_dir():
+            errors.append(f"folders: {folder!r} is not a folder of the vault")
+            continue
+        folders.append(clean)
+    tags = [t.strip().lstrip("#") for t in _str_list(frontmatter.get("tags"), "tags", errors)]
+    max_sources = frontmatter.get("max_sources")
+    if max_sources is not None and (
+        isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1
+    ):
+        errors.append(f"max_sources: must be a whole number >= 1 (got {max_sources!r})")
+        max_sources = None
+    model = _str_value(frontmatter.get("model"), "model", errors)
+    language = _str_value(frontmatter.get("language"), "language", errors)
+    options = QuestionOptions(tuple(folders), tuple(t for t in tags if t), max_sources, model,
+                              language)
+    return options, errors
+
+
+def _str_list(value: Any, key: str, errors: list[str]) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part for part in (p.strip() for p in value.split(",")) if part]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v for v in value if v.strip()]
+    errors.append(f"{key}: must be a list of names (got {value!r})")
+    return []
+
+
+def _str_value(value: Any, key: str, errors: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        errors.append(f"{key}: must be a non-empty text (got {value!r})")
+        return None
+    return value.strip()
+
+
+def _is_draft(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
+def _stem(rel: str) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def question_summary(question: str, limit: int = LOG_SUMMARY_CHARS) -> str:
+    """The question on one line (first line, `#` and extra spaces dropped), truncated."""
+    first = next((line for line in question.splitlines() if line.strip()), "")
+    flat = " ".join(re.sub(r"^#+\s*", "", first.strip()).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

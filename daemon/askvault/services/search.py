@@ -1,0 +1,220 @@
+"""Hybrid search: words (FTS5 + CJK trigrams) and vectors (vec0), fused or reranked.
+
+When vectors cannot be used (Ollama unreachable, no embedder, no active
+fingerprint, a dimension mismatch), search answers from the word index alone
+and says why in `degraded`; it never fails because of Ollama.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from askvault.adapters import search_store, store
+from askvault.adapters.db import Connection, connect
+from askvault.adapters.ollama import OllamaEmbedder
+from askvault.core import fusion
+from askvault.core.query import (
+    cjk_grams, fts_match_expression, query_terms, snippet, trigram_match_expression,
+)
+from askvault.errors import OllamaError, StoreError
+from askvault.records import Embedder, Hit, SearchFilters
+from askvault.settings import Settings
+
+# rrf and rerank are the configurable designs; the others exist for the benchmarks.
+FUSION_MODES = ("rrf", "rerank", "rerank-local", "words", "vector")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits best first (one per page unless asked otherwise), why vectors were not used,
+    and the per-hit explanation keyed by chunk id."""
+
+    query: str
+    hits: tuple[Hit, ...]
+    degraded: str | None = None
+    fusion: str = "rrf"
+    trace: dict[int, dict[str, Any]] = field(default_factory=dict)
+    wikilinks: dict[int, str] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder | None]]:
+    """The index and the query embedder (None when configuration refuses the Ollama host);
+    both closed on exit. Raises StoreError when the vault has no index yet."""
+    if not settings.db_path.exists():
+        raise StoreError(f"no index for {settings.vault_path}", "run `askvault index` first")
+    conn = connect(settings.db_path)
+    embedder: OllamaEmbedder | None = None
+    try:
+        with contextlib.suppress(OllamaError):
+            embedder = OllamaEmbedder(
+                settings.ollama.host, settings.ollama.embed_model,
+                timeout_s=settings.ollama.timeout_s, batch_size=settings.ollama.embed_batch_size,
+                max_input_tokens=settings.ollama.embed_max_tokens,
+                allow_remote=settings.ollama.allow_remote_ollama,
+            )
+        yield conn, embedder
+    finally:
+        if embedder is not None:
+            embedder.close()
+        conn.close()
+
+
+def _query_vector(
+    conn: Connection, embedder: Embedder | None, query: str
+) -> tuple[store.FingerprintRow | None, list[float] | None, str | None]:
+    """(fingerprint, query vector, degraded reason)."""
+    if embedder is None:
+        return None, None, "no embedding model configured"
+    fp = store.active_fingerprint(conn)
+    if fp is None:
+        return None, None, "no vectors in the index yet (run `askvault index` with Ollama up)"
+    try:
+        vector = embedder.embed_query(query)
+    except OllamaError as exc:
+        return None, None, f"semantic search unavailable: {exc.message}"
+    if len(vector) != fp.fingerprint.dimension:
+        return None, None, (
+            f"the embedding model gives {len(vector)} dimensions but the index holds "
+            f"{fp.fingerprint.dimension} ({fp.fingerprint.model}); run `askvault index`"
+        )
+    return fp, vector, None
+
+
+def search(
+    conn: Connection,
+    settings: Settings,
+    query: str,
+    *,
+    limit: int | None = None,
+    embedder: Embedder | None = None,
+    filters: SearchFilters | None = None,
+    fusion_mode: str | None = None,
+    per_page: bool = True,
+) -> SearchResult:
+    """Search the index for `query`; hits collapsed per page (best chunk) unless `per_page`
+    is False. `fusion_mode` overrides `settings.search.fusion` (see FUSION_MODES)."""
+    mode = fusion_mode or settings.search.fusion
+    if mode not in FUSION_MODES:
+        raise ValueError(f"unknown fusion mode {mode!r}")
+    limit = limit or settings.search.limit
+    depth = max(settings.search.candidates, limit)
+    terms = query_terms(query)
+    fp, vector, degraded = (None, None, None)
+    if mode != "words":
+        fp, vector, degraded = _query_vector(conn, embedder, query)
+    mode_used = "words" if degraded else mode
+
+    words: list[tuple[int, float]] = []
+    if mode_used in ("rrf", "words"):
+        words = _word_ranking(conn, query, depth, filters)
+    vectors: list[tuple[int, float]] = []
+    if fp is not None and vector is not None and mode_used != "words":
+        vectors = search_store.vector_chunks(conn, fp.vec_table, vector, k=depth, filters=filters)
+
+    ids = list(dict.fromkeys([cid for cid, _ in words] + [cid for cid, _ in vectors]))
+    rows = search_store.chunk_rows(conn, ids)
+    word_rank = {cid: (r + 1, raw) for r, (cid, raw) in enumerate(words)}
+    vec_rank = {cid: (r + 1, raw) for r, (cid, raw) in enumerate(vectors)}
+    candidates = [
+        fusion.Candidate(
+            chunk_id=cid, path=row.path, title=row.title, aliases=row.aliases,
+            heading_path=row.heading_path, text=row.text,
+            words_rank=word_rank.get(cid, (None, None))[0],
+            words_raw=_rounded(word_rank.get(cid, (None, None))[1]),
+            vector_rank=vec_rank.get(cid, (None, None))[0],
+            vector_raw=_rounded(vec_rank.get(cid, (None, None))[1]),
+        )
+        for cid in ids if (row := rows.get(cid)) is not None
+    ]
+    if mode_used in ("rerank", "rerank-local"):
+        idf = None
+        if mode_used == "rerank":
+            total, freqs = search_store.document_frequencies(conn, terms)
+            idf = fusion.corpus_idf(total, freqs)
+        scored = fusion.rerank_candidates(candidates, terms, idf=idf)
+    else:
+        scored = fusion.fuse_rankings(candidates, terms)
+    if per_page:
+        scored = fusion.collapse_pages(scored)
+    scored = scored[:limit]
+    duplicates = search_store.duplicate_basenames(conn, [s.candidate.path for s in scored])
+    hits = tuple(_to_hit(s, rows[s.candidate.chunk_id], terms) for s in scored)
+    return SearchResult(
+        query=query, hits=hits, degraded=degraded, fusion=mode_used,
+        trace={s.candidate.chunk_id: s.trace for s in scored},
+        wikilinks={h.chunk_id: wikilink(h.note_path, h.heading, duplicates) for h in hits},
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _word_ranking(
+    conn: Connection, query: str, depth: int, filters: SearchFilters | None
+) -> list[tuple[int, float]]:
+    """Word matches best first: FTS5 words, with CJK trigram matches merged in by score."""
+    ranking: list[tuple[int, float]] = []
+    match = fts_match_expression(query)
+    if match:
+        ranking = search_store.word_chunks(conn, match, limit=depth, filters=filters)
+    trigrams, short = cjk_grams(query)
+    if trigrams or short:
+        cjk = search_store.trigram_chunks(
+            conn, trigram_match_expression(trigrams), short, limit=depth, filters=filters
+        )
+        seen = {cid for cid, _ in ranking}
+        merged = ranking + [(cid, s) for cid, s in cjk if cid not in seen]
+        ranking = sorted(merged, key=lambda item: (item[1], item[0]))[:depth]
+    return ranking
+
+
+def _to_hit(scored: fusion.Scored, row: search_store.ChunkRow, terms: list[str]) -> Hit:
+    return Hit(
+        chunk_id=row.chunk_id, note_path=row.path, title=row.title,
+        heading=row.heading_path[-1] if row.heading_path else None,
+        lines=(row.start_line, row.end_line), text=row.text, score=scored.score,
+        matched=scored.matched, type=row.type,
+    )
+
+
+def wikilink(path: str, heading: str | None, duplicate_basenames: set[str]) -> str:
+    """`[[Name#Heading]]` for a page: its file name, or its path when the name is not unique."""
+    name = path[:-3] if path.lower().endswith(".md") else path
+    base = path.rsplit("/", 1)[-1].lower()
+    if base not in duplicate_basenames:
+        name = name.rsplit("/", 1)[-1]
+    return f"[[{name}#{heading}]]" if heading else f"[[{name}]]"
+
+
+def hit_to_json(hit: Hit, wikilink_text: str, terms: list[str]) -> dict[str, Any]:
+    """One hit as DESIGN §6 prints it."""
+    return {
+        "score": hit.score,
+        "matched": [{"channel": c, "points": p} for c, p in hit.matched],
+        "wikilink": wikilink_text,
+        "type": hit.type,
+        "file": hit.note_path,
+        "heading": hit.heading,
+        "lines": [hit.lines[0], hit.lines[1]],
+        "snippet": snippet(hit.text, terms),
+    }
+
+
+def search_result_to_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
+    """The `askvault search --json` document; with `explain`, each hit's channel trace too."""
+    terms = query_terms(result.query)
+    hits = []
+    for hit in result.hits:
+        doc = hit_to_json(hit, result.wikilinks.get(hit.chunk_id, ""), terms)
+        if explain:
+            doc["explain"] = result.trace.get(hit.chunk_id, {})
+        hits.append(doc)
+    doc: dict[str, Any] = {"query": result.query, "hits": hits, "degraded": result.degraded}
+    if explain:
+        doc["fusion"] = result.fusion
+    return doc

@@ -1,0 +1,53 @@
+"""Fixtures of the end-to-end daemon tests (helpers in daemon_helpers.py)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from daemon_helpers import DaemonProcess, IndexProbe
+
+from support.fake_ollama import FakeOllama
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def probe(vault: Path, state_dir: Path) -> IndexProbe:
+    return IndexProbe(vault, state_dir)
+
+
+@pytest.fixture
+def daemon_factory(
+    vault: Path, state_dir: Path, fake_ollama: FakeOllama, tmp_path: Path
+) -> Iterator[Callable[..., DaemonProcess]]:
+    """Start `askvault run` subprocesses on the temp vault; each is killed at teardown."""
+    started: list[DaemonProcess] = []
+
+    def start(ready: bool = True, **env_extra: str) -> DaemonProcess:
+        daemon = DaemonProcess(vault, state_dir, fake_ollama.url,
+                               tmp_path / f"daemon-{len(started)}.log", env_extra)
+        started.append(daemon)
+        if ready:
+            daemon.wait_ready()
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            if daemon.proc.poll() is None:
+                daemon.signal(signal.SIGKILL)
+            daemon.close()

@@ -1,0 +1,82 @@
+"""`askvault ask`: streamed answer, citation report, log line; --json; --save; Ollama down."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from askvault.cli.main import cli
+from support.fake_ollama import FakeOllama
+from support.settings_factory import cli_env
+from support.vault_factory import make_fixture_vault
+
+REPLY = "An embed shows another note inline [[Embeds]]. Invented [[Nowhere]]."
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return make_fixture_vault(tmp_path / "vault")
+
+
+@pytest.fixture
+def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
+    env = cli_env(vault, tmp_path / "state", fake_ollama.url)
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    return env
+
+
+def test_ask_streams_then_reports_citations_then_logs(
+    env: dict[str, str], vault: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    result = CliRunner().invoke(cli, ["ask", "What does an embed show?"], env=env)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.index(REPLY) < out.index("## Citation report") < out.index("Logged: query |")
+    assert "`Embeds` — **resolved** → `Embeds.md`" in out
+    assert "`Nowhere` — **broken**" in out
+    assert out.rstrip().endswith("Logged: query | What does an embed show?")
+    log = (vault / "queries/log.md").read_text(encoding="utf-8")
+    assert log == f"## [{time.strftime('%Y-%m-%d')}] query | What does an embed show?\n"
+
+
+def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllama) -> None:
+    fake_ollama.chat_script = [REPLY]
+    result = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert {"answer", "status", "citations", "sources", "grounding", "warnings",
+            "timings"} <= set(doc)
+    assert doc["status"] == "answered"
+    first = doc["citations"][0]
+    assert (first["target"], first["state"], first["path"], first["support"]) == (
+        "Embeds", "resolved", "Embeds.md", "supported")
+    assert doc["citations"][1]["state"] == "broken"
+    assert "Invented Nowhere." in doc["answer"]
+
+
+def test_ask_save_writes_the_answer_note(
+    env: dict[str, str], vault: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--save"], env=env)
+        assert result.exit_code == 0, result.output
+    assert (vault / "queries/answers/What does an embed show.md").exists()
+    assert (vault / "queries/answers/What does an embed show (2).md").exists()
+    assert "Saved: queries/answers/What does an embed show (2).md" in result.stdout
+
+
+def test_ask_with_ollama_down_shows_passages_and_exits_1(
+    env: dict[str, str], vault: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    result = CliRunner().invoke(cli, ["ask", "embed another note inline"], env=env)
+    assert result.exit_code == 1
+    assert "extractive, not an answer" in result.stdout
+    assert "askvault: no answer (waiting)" in result.stderr
+    assert not (vault / "queries/log.md").exists()

@@ -1,0 +1,73 @@
+"""The daemon in-process with a Worker: inbox paths are routed to it, index changes reported."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from askvault.app.daemon import Daemon, default_workers
+from support.fake_ollama import FakeOllama
+from support.settings_factory import settings_for
+
+
+class RecordingWorker:
+    def __init__(self) -> None:
+        self.noticed: list[str] = []
+        self.changed: list[str] = []
+        self.deleted: list[str] = []
+        self.ran = threading.Event()
+        self.returned = threading.Event()
+
+    def notice(self, paths: list[str]) -> None:
+        self.noticed += paths
+
+    def on_notes_changed(self, changed: list[str], deleted: list[str]) -> None:
+        self.changed += changed
+        self.deleted += deleted
+
+    def run(self, stop_event: threading.Event) -> None:
+        self.ran.set()
+        stop_event.wait()
+        self.returned.set()
+
+
+def _wait(check, timeout_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not check():
+        time.sleep(0.02)
+    assert check()
+
+
+def test_daemon_routes_inbox_paths_to_workers_and_reports_index_changes(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / "queries" / "inbox").mkdir(parents=True)
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
+                            **{"daemon.debounce_s": 0.05})
+    worker = RecordingWorker()
+    daemon = Daemon(settings, [worker])
+    before = set(threading.enumerate())
+    daemon.start()
+    try:
+        _wait(worker.ran.is_set)
+        (vault / "queries" / "inbox" / "Why.md").write_text("Why is the sky blue?\n")
+        (vault / "Sky.md").write_text("The sky is blue because of scattering.\n")
+        _wait(lambda: "queries/inbox/Why.md" in worker.noticed)
+        _wait(lambda: "Sky.md" in worker.changed)
+        assert "queries/inbox/Why.md" not in worker.changed  # not knowledge by default
+        (vault / "Sky.md").unlink()
+        _wait(lambda: "Sky.md" in worker.deleted)
+    finally:
+        assert daemon.shutdown() == 0
+    assert worker.returned.is_set()
+    _wait(lambda: {t for t in threading.enumerate() if t.is_alive()} - before == set())
+
+
+def test_default_workers_are_empty_until_the_inbox_module_exists(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(tmp_path, tmp_path / "state", fake_ollama.url)
+    workers = default_workers(settings)
+    assert all(hasattr(w, "run") and hasattr(w, "notice") for w in workers)

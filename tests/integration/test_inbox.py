@@ -1,0 +1,341 @@
+"""The inbox protocol: InboxWorker on its own thread, a temp vault, the fake Ollama."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askvault.adapters import store
+from askvault.adapters.db import connect
+from askvault.services.inbox import InboxWorker, parse_question_options, question_summary
+from askvault.services.index_pass import index_vault
+from askvault.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.settings_factory import settings_for
+from support.vault_factory import make_fixture_vault
+
+QUESTION = "What does an embed show?\n"
+REPLY = "An embed shows another note inline [[Embeds]]."
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = make_fixture_vault(tmp_path / "vault")
+    (root / "queries" / "inbox").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+    s = settings_for(vault, tmp_path / "state", fake_ollama.url, **{"queries.settle_s": 0.2})
+    index_vault(s)
+    return s
+
+
+class Running:
+    def __init__(self, worker: InboxWorker) -> None:
+        self.worker = worker
+        self.stop = threading.Event()
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.worker.run(self.stop)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.errors.append(exc)
+
+
+@pytest.fixture
+def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(**kw: Any) -> Running:
+        running = Running(InboxWorker(settings, backoff_first_s=0.2, **kw))
+        running.thread.start()
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.stop.set()
+        running.thread.join(10)
+        assert not running.thread.is_alive(), "the worker must stop promptly"
+        assert not running.errors, running.errors
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def _status(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("status: "):
+            return line.split(": ", 1)[1]
+    return None
+
+
+def test_question_is_answered_archived_byte_for_byte_and_logged(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    data = b"---\nunknown_key: kept\n---\r\nWhat does an embed show?\r\n"
+    question = vault / "queries/inbox/How do embeds work.md"
+    question.write_bytes(data)
+    run_worker()
+    answer = vault / "queries/answers/How do embeds work.md"
+    wait_for(lambda: _status(answer) == "answered")
+    archived = vault / "queries/archive/How do embeds work.md"
+    wait_for(archived.exists)
+    assert archived.read_bytes() == data
+    assert not question.exists()
+    text = answer.read_text(encoding="utf-8")
+    assert "> [!question]\n> What does an embed show?" in text
+    assert "[[Embeds]]" in text and "**resolved** → `Embeds.md`" in text
+    log = wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
+                   if (vault / "queries/log.md").exists() else "")
+    assert log == f"## [{time.strftime('%Y-%m-%d')}] query | What does an embed show?\n"
+
+
+def test_draft_is_left_alone_until_the_key_is_removed(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    question = vault / "queries/inbox/Q.md"
+    question.write_text("---\ndraft: true\n---\nWhat does an embed show?\n", encoding="utf-8")
+    run_worker()
+    time.sleep(1.0)
+    assert not (vault / "queries/answers").exists() or not any((vault / "queries/answers").iterdir())
+    question.write_text(QUESTION, encoding="utf-8")
+    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "answered")
+
+
+def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    question = vault / "queries/inbox/Q.md"
+    question.write_text("---\nfolders: [../outside]\nmax_sources: 0\n---\nWhat?\n", encoding="utf-8")
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "failed")
+    text = answer.read_text(encoding="utf-8")
+    assert "'../outside' is outside the vault" in text and "max_sources" in text
+    assert question.exists(), "a failed question stays in the inbox to be fixed"
+    question.write_text("---\nfolders: [folder]\n---\nWhat does an embed show?\n", encoding="utf-8")
+    wait_for(lambda: _status(answer) == "answered")
+    assert not (vault / "queries/answers/Q (2).md").exists()
+
+
+def test_empty_question_fails(vault: Path, run_worker: Callable[..., Running]) -> None:
+    (vault / "queries/inbox/Empty.md").write_text("---\ntags: [x]\n---\n\n", encoding="utf-8")
+    run_worker()
+    answer = vault / "queries/answers/Empty.md"
+    wait_for(lambda: _status(answer) == "failed")
+    assert "empty" in answer.read_text(encoding="utf-8")
+
+
+def test_ollama_down_then_back_answers_by_itself(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    question = vault / "queries/inbox/Q.md"
+    question.write_text("embed another note inline\n", encoding="utf-8")
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    text = answer.read_text(encoding="utf-8")
+    assert "Waiting for Ollama" in text and "extractive, not an answer" in text
+    assert question.exists()
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    wait_for(lambda: _status(answer) == "answered", timeout=15)
+    assert not (vault / "queries/answers/Q (2).md").exists()
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+
+
+def test_user_edited_answer_is_never_overwritten(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text("embed another note inline\n", encoding="utf-8")
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    answer.write_text("my own notes here\n", encoding="utf-8")
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    assert answer.read_text(encoding="utf-8") == "my own notes here\n"
+
+
+def test_question_edited_mid_answer_is_answered_again_with_the_edit(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    question = vault / "queries/inbox/Q.md"
+    calls: list[int] = []
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            question.write_text("What does an embed show, exactly?\n", encoding="utf-8")
+        return REPLY
+
+    fake_ollama.chat_script = reply
+    question.write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "answered")
+    assert "exactly?" in answer.read_text(encoding="utf-8")
+    assert len(calls) == 2
+    assert (vault / "queries/archive/Q.md").read_text(encoding="utf-8").endswith("exactly?\n")
+    assert not (vault / "queries/answers/Q (2).md").exists()
+
+
+def test_question_deleted_mid_answer_is_handled(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    question = vault / "queries/inbox/Q.md"
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        question.unlink()
+        return REPLY
+
+    fake_ollama.chat_script = reply
+    question.write_text(QUESTION, encoding="utf-8")
+    running = run_worker()
+    wait_for(lambda: fake_ollama.requests_to("/api/chat"))
+    time.sleep(0.8)
+    assert running.thread.is_alive() and not running.errors
+    assert not (vault / "queries/answers/Q.md").exists()
+    assert not (vault / "queries/archive/Q.md").exists()
+
+
+def test_re_asking_gives_a_new_answer_and_keeps_the_first(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    first = (vault / "queries/answers/Q.md").read_bytes()
+    question.write_text(QUESTION, encoding="utf-8")
+    wait_for(lambda: (vault / "queries/archive/Q (2).md").exists())
+    assert _status(vault / "queries/answers/Q (2).md") == "answered"
+    assert (vault / "queries/answers/Q.md").read_bytes() == first
+    log = (vault / "queries/log.md").read_text(encoding="utf-8")
+    assert log.count("query | What does an embed show?") == 2
+
+
+def test_questions_are_answered_oldest_first(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    import os
+
+    asked: list[str] = []
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        asked.append(messages[-1]["content"].rsplit("Question: ", 1)[1].strip())
+        return REPLY
+
+    fake_ollama.chat_script = reply
+    for name, age in (("B", 30), ("A", 10), ("C", 20)):
+        path = vault / f"queries/inbox/{name}.md"
+        path.write_text(f"Question {name}?\n", encoding="utf-8")
+        past = time.time() - age
+        os.utime(path, (past, past))
+    run_worker()
+    wait_for(lambda: len(asked) == 3)
+    assert asked == ["Question B?", "Question C?", "Question A?"]
+
+
+def test_cited_note_change_marks_the_answer_stale(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    running = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "answered")
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    wait_for(lambda: _status(answer) == "stale")
+    text = answer.read_text(encoding="utf-8")
+    assert "> [!warning] Stale answer" in text and "[[Embeds]]" in text
+    running.worker.on_notes_changed(["Links.md"], [])  # not cited: nothing happens
+    time.sleep(0.5)
+    assert text == answer.read_text(encoding="utf-8")
+
+
+def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    running = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "answered")
+    answer.write_text(answer.read_text(encoding="utf-8") + "\nmy note\n", encoding="utf-8")
+    edited = answer.read_bytes()
+    running.worker.on_notes_changed([], ["Embeds.md"])
+
+    def listed() -> list[str]:
+        conn = connect(settings.db_path)
+        try:
+            return json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+        finally:
+            conn.close()
+
+    assert wait_for(listed) == ["queries/answers/Q.md"]
+    assert answer.read_bytes() == edited
+
+
+def test_a_waiting_question_survives_a_restart(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    first.stop.set()
+    first.thread.join(10)
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    run_worker()
+    wait_for(lambda: _status(answer) == "answered")
+    assert not (vault / "queries/answers/Q (2).md").exists()
+
+
+def test_parse_question_options_validates_and_keeps_unknown_keys_out(vault: Path) -> None:
+    options, errors = parse_question_options(
+        {"folders": ["folder", "/etc", "nope"], "tags": "#a, b", "max_sources": 3,
+         "model": "llama3.2", "language": "fr", "whatever": 1}, vault)
+    assert options.folders == ("folder",) and options.tags == ("a", "b")
+    assert (options.max_sources, options.model, options.language) == (3, "llama3.2", "fr")
+    assert errors == ["folders: '/etc' is outside the vault",
+                      "folders: 'nope' is not a folder of the vault"]
+    _, errors = parse_question_options({"max_sources": True, "model": 3, "tags": {"a": 1}}, vault)
+    assert len(errors) == 3
+
+
+def test_question_summary_is_one_truncated_line() -> None:
+    assert question_summary("# How do\n embeds work?") == "How do"
+    long = question_summary("word " * 50)
+    assert len(long) <= 80 and long.endswith("…")

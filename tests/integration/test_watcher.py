@@ -1,0 +1,106 @@
+"""VaultWatcher on a real folder: real inotify (and polling) events to batches."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.batches: list[WatchBatch] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: WatchBatch) -> None:
+        with self.lock:
+            self.batches.append(batch)
+
+    def changed(self) -> list[str]:
+        with self.lock:
+            return sorted({p for b in self.batches for p in b.changed})
+
+    def wait(self, check, timeout_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if check():
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"batches: {self.batches}")
+
+
+@pytest.fixture(params=["events", "polling"])
+def watched(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, Collector]]:
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.1, mode=request.param,
+                           poll_interval_s=0.1)
+    watcher.start()
+    try:
+        yield tmp_path, collector
+    finally:
+        watcher.stop()
+
+
+def test_watcher_reports_an_atomic_save_once_without_the_temp_name(
+    watched: tuple[Path, Collector]
+) -> None:
+    root, collector = watched
+    tmp = root / ".note.md.tmp"
+    tmp.write_text("draft")
+    os.replace(tmp, root / "note.md")
+    collector.wait(lambda: "note.md" in collector.changed())
+    time.sleep(0.3)
+    assert collector.changed() == ["note.md"]
+
+
+def test_watcher_reports_a_deleted_folder(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a.md").write_text("a")
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05)
+    watcher.start()
+    try:
+        (tmp_path / "dir" / "a.md").unlink()
+        (tmp_path / "dir").rmdir()
+        collector.wait(lambda: any("dir" in b.dropped_folders for b in collector.batches))
+    finally:
+        watcher.stop()
+
+
+def test_watcher_threads_end_when_stopped(tmp_path: Path) -> None:
+    before = set(threading.enumerate())
+    watcher = VaultWatcher(tmp_path, lambda batch: None, debounce_s=0.05)
+    watcher.start()
+    watcher.stop()
+    time.sleep(0.1)
+    assert {t for t in threading.enumerate() if t.is_alive()} - before == set()
+
+
+def test_watch_mode_auto_polls_a_network_filesystem(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"srv:/x {tmp_path} nfs4 rw 0 0\n/dev/sda1 / ext4 rw 0 0\n")
+    assert choose_watch_mode("auto", tmp_path / "vault", mounts) == "polling"
+    assert choose_watch_mode("events", tmp_path / "vault", mounts) == "events"
+    mounts.write_text("/dev/sda1 / ext4 rw 0 0\n")
+    assert choose_watch_mode("auto", tmp_path / "vault", mounts) == "events"
+    assert choose_watch_mode("auto", tmp_path, tmp_path / "missing") == "events"
+
+
+def test_watcher_asks_for_a_reconcile_when_inotify_reports_an_overflow(tmp_path: Path) -> None:
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05)
+    watcher.start()
+    try:
+        # watchdog surfaces IN_Q_OVERFLOW only as this warning of its inotify module.
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost")
+        collector.wait(lambda: any(b.events_lost for b in collector.batches))
+    finally:
+        watcher.stop()

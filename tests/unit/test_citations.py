@@ -1,0 +1,152 @@
+"""Citation checking: extraction per DESIGN §4, resolution, headings/blocks, pending, support."""
+
+from __future__ import annotations
+
+from askvault.core.citations import (
+    CitationReport,
+    check_citations,
+    check_support,
+    link_spans,
+    render_broken_as_text,
+    slug,
+)
+from askvault.core.links import build_link_index
+from askvault.core.notes import parse_note
+
+NOTES = {
+    "Embeds.md": (
+        "---\naliases: [Transclusion]\n---\n# Embeds\n\nAn embed shows another note inline "
+        "inside the current note.\n\n## Block references\n\nLink a block with a caret id. "
+        "^block-1\n"
+    ),
+    "folder/Deep Note.md": (
+        "# Deep Note\n\n## Section one\n\nThe first section talks about sourdough bread.\n\n"
+        "## Section two\n\nThe second section explains fermentation of rye.\n"
+    ),
+    "archive/Deep Note.md": "# Another deep note\n\nA longer path loses the tie.\n",
+}
+
+
+def _check(answer: str, pending: set[str] | None = None) -> CitationReport:
+    index = build_link_index(
+        (path, parse_note(path, text).aliases) for path, text in NOTES.items()
+    )
+    notes = {path: parse_note(path, text) for path, text in NOTES.items()}
+    return check_citations(answer, index, notes, pending or set())
+
+
+def test_plain_link_resolves_and_is_supported_by_verbatim_text() -> None:
+    report = _check("An embed shows another note inline inside the current note [[Embeds]].")
+    (c,) = report.citations
+    assert (c.target, c.state, c.path, c.heading) == ("Embeds", "resolved", "Embeds.md", None)
+    assert c.support == "supported"
+    assert c.supports[0].span == "An embed shows another note inline inside the current note"
+
+
+def test_alias_resolves_to_its_note() -> None:
+    (c,) = _check("Transclusion is an embed [[Transclusion]].").citations
+    assert (c.state, c.path) == ("resolved", "Embeds.md")
+
+
+def test_label_reports_the_target_not_the_label() -> None:
+    (c,) = _check("See [[Embeds|the embeds page]].").citations
+    assert c.target == "Embeds" and c.link.label == "the embeds page"
+
+
+def test_heading_is_verified_and_named() -> None:
+    report = _check("Rye ferments [[Deep Note#Section two]]. Nope [[Deep Note#Section nine]].")
+    ok, bad = report.citations
+    assert (ok.state, ok.path, ok.heading) == ("resolved", "folder/Deep Note.md", "Section two")
+    assert bad.state == "broken" and "no heading 'Section nine'" in bad.reason
+
+
+def test_support_is_checked_against_the_cited_section() -> None:
+    (c,) = _check("The first section talks about sourdough bread [[Deep Note#Section two]].").citations
+    assert c.support == "unsupported"
+    (c,) = _check("The first section talks about sourdough bread [[Deep Note#Section one]].").citations
+    assert c.support == "supported"
+
+
+def test_block_is_verified() -> None:
+    ok, bad = _check("Blocks [[Embeds#^block-1]] and [[Embeds#^nope]].").citations
+    assert ok.state == "resolved" and ok.link.block == "block-1"
+    assert bad.state == "broken" and "no block ^nope" in bad.reason
+
+
+def test_missing_note_is_broken_and_rendered_as_plain_text() -> None:
+    answer = "Made up [[Nowhere]] and [[Nowhere|a label]] but real [[Embeds]]."
+    report = _check(answer)
+    assert [c.state for c in report.citations] == ["broken", "resolved"]
+    assert render_broken_as_text(answer, report) == "Made up Nowhere and a label but real [[Embeds]]."
+
+
+def test_pending_when_a_review_candidate_has_the_slug() -> None:
+    (c,) = _check("Asked before [[How do embeds work?]].", pending={slug("How do embeds work.md")}).citations
+    assert c.state == "pending"
+    assert "[[How do embeds work?]]" in render_broken_as_text("[[How do embeds work?]]", CitationReport((c,)))
+
+
+def test_code_spans_fences_escapes_and_markdown_link_text_are_not_citations() -> None:
+    answer = (
+        "Inline `[[Embeds]]` and escaped \\[[Embeds]] and [a [[Embeds]] link](http://x).\n"
+        "```\n[[Embeds]]\n```\n"
+    )
+    report = _check(answer)
+    assert report.citations == ()
+    assert link_spans(answer) == []
+
+
+def test_each_link_reported_once_in_first_occurrence_order() -> None:
+    report = _check("B [[Deep Note]]. A [[Embeds]]. B again [[deep note]]. [[Embeds|x]].")
+    assert [c.target for c in report.citations] == ["Deep Note", "Embeds"]
+
+
+def test_ties_go_to_the_shortest_path() -> None:
+    (c,) = _check("Deep [[Deep Note]].").citations
+    assert c.path == "folder/Deep Note.md"
+    (c,) = _check("Deep [[archive/Deep Note]].").citations
+    assert c.path == "archive/Deep Note.md"
+
+
+def test_unreadable_note_is_broken() -> None:
+    index = build_link_index([("Gone.md", ())])
+    (c,) = check_citations("Fact [[Gone]].", index, {}, set()).citations
+    assert c.state == "broken" and "could not be read" in c.reason
+
+
+def test_same_note_link_in_an_answer_is_broken() -> None:
+    (c,) = _check("See [[#Heading]].").citations
+    assert c.state == "broken"
+
+
+def test_citation_after_the_full_stop_cites_the_sentence_before() -> None:
+    (c,) = _check("An embed shows another note inline inside the current note. [[Embeds]]").citations
+    assert c.support == "supported"
+
+
+def test_support_verdicts_supported_weak_unsupported() -> None:
+    note = "Sourdough bread needs a starter made of flour and water, fed daily for a week."
+    assert check_support("Sourdough bread needs a starter made of flour and water.", note).verdict == "supported"
+    weak = check_support("Bakers say the starter made of flour is fussy in winter months.", note)
+    assert weak.verdict == "weak" and weak.span == "starter made of flour"
+    unsupported = check_support("Rye ferments quickly in warm kitchens.", note)
+    assert unsupported.verdict == "unsupported" and unsupported.span is None
+
+
+def test_support_of_an_empty_sentence_is_unsupported() -> None:
+    assert check_support("", "text").verdict == "unsupported"
+    assert check_support("Some words here.", "").verdict == "unsupported"
+
+
+def test_slug_ignores_case_punctuation_and_extension() -> None:
+    assert slug("queries/answers/How do Embeds work?.md") == slug("how do embeds work")
+
+
+def test_a_mid_sentence_citation_covers_only_its_own_clause() -> None:
+    report = _check(
+        "An embed shows another note inline inside the current note [[Embeds]], "
+        "and rye ferments [[Deep Note#Section two]]."
+    )
+    embeds, deep = report.citations
+    assert embeds.supports[0].sentence == "An embed shows another note inline inside the current note"
+    assert deep.supports[0].sentence == "and rye ferments"
