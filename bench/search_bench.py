@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from askvault.adapters import store
-from askvault.adapters.db import connect, write_transaction
+from askvault.adapters.db import Connection, connect, write_transaction
 from askvault.records import Fingerprint
 from askvault.services.search import search
 from askvault.settings import load_settings
@@ -107,7 +107,8 @@ def build(path: Path, size: int, dim: int, seed: int = 7) -> tuple[np.ndarray, n
     return vectors, centres
 
 
-def quantized_knn(conn, query: np.ndarray, k: int, rescore: int, table: str) -> list[int]:  # type: ignore[no-untyped-def]
+def quantized_knn(conn: Connection, query: np.ndarray, k: int, rescore: int,
+                  table: str) -> list[int]:
     """Hamming top-`rescore` over bit vectors, then exact cosine over those; ids best first."""
     bits = np.packbits(query > 0).tobytes()
     rows = conn.execute(

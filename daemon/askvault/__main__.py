@@ -2,4 +2,6 @@
 
 from askvault.cli.main import main
 
-main()
+# Guarded: worker processes (spawned for parsing) import this module as `__mp_main__`.
+if __name__ == "__main__":
+    main()

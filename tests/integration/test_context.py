@@ -39,7 +39,8 @@ def test_context_takes_a_score_ordered_prefix_within_the_budget(indexed: Indexed
     assert small.used_tokens <= 60
     assert small.used_tokens == sum(estimate_tokens(c.text) for p in small.pages for c in p.chunks)
     # A prefix in score order, not a re-ranked pick.
-    flat_big = sorted(((c.score, c.chunk_id) for p in big.pages for c in p.chunks), key=lambda x: -x[0])
+    flat_big = sorted(((c.score, c.chunk_id) for p in big.pages for c in p.chunks),
+                      key=lambda x: -x[0])
     assert set(small_chunks) == {cid for _, cid in flat_big[:len(small_chunks)]}
     assert set(small_chunks) < set(big_chunks)
     assert any("raise --budget" in a for a in small.actions)
@@ -88,7 +89,8 @@ def test_context_rereads_a_changed_file_and_relocates_the_chunk(indexed: Indexed
 
 def test_context_flags_a_chunk_whose_text_is_gone(indexed: Indexed) -> None:
     note = indexed.vault / "garden/Tomato Growing.md"
-    note.write_text(note.read_text(encoding="utf-8").replace("leathery", "crusty"), encoding="utf-8")
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text.replace("leathery", "crusty"), encoding="utf-8")
     pack = _pack(indexed, "blossom end rot", budget_tokens=60)
     page = pack.pages[0]
     assert not page.fresh and not page.chunks[0].fresh

@@ -42,7 +42,8 @@ def indexed(tmp_path: Path, fake_ollama: FakeOllama) -> Iterator[Indexed]:
 
 
 def _paths(idx: Indexed, query: str, **kwargs: object) -> list[str]:
-    result = search(idx.conn, idx.settings, query, embedder=idx.embedder, **kwargs)  # type: ignore[arg-type]
+    result = search(idx.conn, idx.settings, query, embedder=idx.embedder,
+                    **kwargs)  # type: ignore[arg-type]
     return [hit.note_path for hit in result.hits]
 
 

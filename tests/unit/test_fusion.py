@@ -61,7 +61,8 @@ def test_rank_contribution_gives_full_weight_at_rank_one() -> None:
 def test_rerank_candidates_lets_exact_terms_win_over_vector_rank() -> None:
     cands = [_cand(1, "a.md", "A", "general gardening advice", vector=1),
              _cand(2, "b.md", "B", "blossom end rot comes from uneven watering", vector=2)]
-    cands += [_cand(i, f"{i}.md", "C", "compost and mulch in spring", vector=i) for i in range(3, 7)]
+    cands += [_cand(i, f"{i}.md", "C", "compost and mulch in spring", vector=i)
+              for i in range(3, 7)]
     ranked = rerank_candidates(cands, ["blossom", "rot"])
     assert ranked[0].candidate.chunk_id == 2
     assert dict(ranked[0].matched)["bm25"] == 1.0
@@ -92,5 +93,6 @@ def test_budget_prefix_stops_at_the_first_item_that_does_not_fit() -> None:
 
 
 def test_context_order_puts_a_title_hit_first_among_equal_scores() -> None:
-    keys = [context_order_key(1.0, False, "A", "a.md", 1), context_order_key(1.0, True, "Z", "z.md", 2)]
+    keys = [context_order_key(1.0, False, "A", "a.md", 1),
+            context_order_key(1.0, True, "Z", "z.md", 2)]
     assert sorted(keys)[0][3] == "z.md"

@@ -161,12 +161,14 @@ def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, ChunkRow
 def document_frequencies(conn: Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
     """(chunk count, chunks holding each term) from the FTS5 index, for corpus-wide IDF."""
     conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, 'row')"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab "
+        "USING fts5vocab(main, chunks_fts, 'row')"
     )
     total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
     found = dict(
         conn.execute(
-            "SELECT term, doc FROM temp.chunks_vocab WHERE term IN (SELECT value FROM json_each(?))",
+            "SELECT term, doc FROM temp.chunks_vocab "
+            "WHERE term IN (SELECT value FROM json_each(?))",
             (json.dumps(list(terms)),),
         ).fetchall()
     )

@@ -23,7 +23,9 @@ def _warn_degraded(reason: str | None) -> None:
 @click.option("--explain", is_flag=True, help="Show each channel's raw score, rank and points.")
 @common_options
 @handle_errors
-def search_command(query: str, limit: int | None, as_json: bool, explain: bool, **opts: Any) -> None:
+def search_command(
+    query: str, limit: int | None, as_json: bool, explain: bool, **opts: Any
+) -> None:
     """Search the vault: hybrid words + vectors, one hit per page, best first."""
     settings = build_settings(**opts)
     with open_search(settings) as (conn, embedder):
@@ -71,7 +73,8 @@ def context_command(prompt: str, budget: int, include_sources: bool, as_json: bo
         flag = "" if page["fresh"] else "  (not fresh)"
         click.echo(f"{page['score']:.4f}  {page['wikilink']}{flag}")
         for chunk in page["chunks"]:
-            click.echo(f"        {chunk['citation']}  lines {chunk['lines'][0]}-{chunk['lines'][1]}")
+            lines = chunk["lines"]
+            click.echo(f"        {chunk['citation']}  lines {lines[0]}-{lines[1]}")
     for n in doc["neighbours"]:
         click.echo(f"  near  {n['wikilink']}  ({n['why']})")
     for w in doc["sources"]:

@@ -32,6 +32,9 @@ ALIAS_POINTS = 0.2
 HEADING_POINTS = 0.1
 TITLE_CHANNELS = ("title-phrase", "title-term", "alias")
 
+# Per channel: raw score, rank in its ranking, points.
+Trace = dict[str, dict[str, float | int | None]]
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -56,7 +59,7 @@ class Scored:
     candidate: Candidate
     score: float
     matched: tuple[tuple[str, float], ...]
-    trace: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    trace: Trace = field(default_factory=dict)
 
     @property
     def has_title_channel(self) -> bool:
@@ -92,9 +95,7 @@ def name_bonuses(terms: Sequence[str], candidate: Candidate) -> dict[str, float]
     return bonuses
 
 
-def _finish(
-    candidate: Candidate, points: Mapping[str, float], trace: dict[str, dict[str, float | int | None]]
-) -> Scored:
+def _finish(candidate: Candidate, points: Mapping[str, float], trace: Trace) -> Scored:
     units = {name: round(value * _UNIT) for name, value in points.items()}
     matched = tuple((name, unit / _UNIT) for name, unit in units.items() if unit > 0)
     for name, unit in units.items():
@@ -119,7 +120,7 @@ def fuse_rankings(
     results = []
     for c in candidates:
         points: dict[str, float] = {}
-        trace: dict[str, dict[str, float | int | None]] = {}
+        trace: Trace = {}
         if c.words_rank is not None:
             points["words"] = rank_contribution(c.words_rank, WORDS_WEIGHT, k)
             trace["words"] = {"raw": c.words_raw, "rank": c.words_rank}
@@ -179,7 +180,7 @@ def rerank_candidates(
     results = []
     for i, c in enumerate(candidates):
         points: dict[str, float] = {}
-        trace: dict[str, dict[str, float | int | None]] = {}
+        trace: Trace = {}
         if raw[i] > 0 and top > 0:
             points["bm25"] = BM25_WEIGHT * raw[i] / top
             trace["bm25"] = {"raw": round(raw[i], 6), "rank": ranks[i]}

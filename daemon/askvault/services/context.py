@@ -99,7 +99,8 @@ def _group_pages(
         page = pages.get(hit.note_path)
         if page is None:
             pages[hit.note_path] = EvidencePage(
-                path=hit.note_path, title=hit.title, wikilink=wikilink(hit.note_path, None, duplicates),
+                path=hit.note_path, title=hit.title,
+                wikilink=wikilink(hit.note_path, None, duplicates),
                 score=hit.score, matched=hit.matched, chunks=(chunk,), type=hit.type,
                 sources=row.sources,
             )
