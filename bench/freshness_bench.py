@@ -39,6 +39,7 @@ SOURCE_VAULT = SHARED / "data" / "vaults" / "obsidian-hub"
 STANDIN = SHARED / "tools" / "minilm_ollama" / "server.py"
 EMBED_MODEL = "all-minilm"
 POLL_S = 0.005
+BURST_POLL_S = 0.5
 
 
 def free_port() -> int:
@@ -91,12 +92,12 @@ class Index:
         return store.count_pending(self.conn, store.active_fingerprint(self.conn))
 
 
-def wait_for(check: Any, timeout_s: float) -> float | None:
+def wait_for(check: Any, timeout_s: float, poll_s: float = POLL_S) -> float | None:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         if check():
             return time.monotonic() - started
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
     return None
 
 
@@ -156,8 +157,10 @@ def run(edits: int, burst: int, work: Path) -> dict[str, Any]:
             with open(path, "a", encoding="utf-8") as f:
                 f.write("\n\nburstmarkzz\n")
         write_s = time.monotonic() - t0
-        burst_lex = wait_for(lambda: index.notes_matching("burstmarkzz") == len(burst_paths), 300)
-        burst_total = wait_for(lambda: index.pending() == 0, 1800)
+        # Polled slowly: a reader spinning on a big query would steal the daemon's CPU.
+        burst_lex = wait_for(
+            lambda: index.notes_matching("burstmarkzz") == len(burst_paths), 300, BURST_POLL_S)
+        burst_total = wait_for(lambda: index.pending() == 0, 1800, BURST_POLL_S)
         time.sleep(3.0)
         idle_rss = rss_mb(daemon.pid)
         t0 = time.monotonic()

@@ -26,6 +26,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import DaemonLock
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
+from askvault.app.db_tuning import tune_for_daemon
 from askvault.app.embed_loop import EmbedLoop
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
@@ -197,7 +198,7 @@ class Daemon:
     # -- the indexing thread ----------------------------------------------------------------
 
     def _index_loop(self) -> None:
-        conn = connect(self.settings.db_path)
+        conn = tune_for_daemon(connect(self.settings.db_path))
         try:
             while not self.stop_event.is_set():
                 work = self.work.take(TAKE_TIMEOUT_S)

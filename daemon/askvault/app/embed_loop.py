@@ -18,6 +18,7 @@ from typing import Any
 from askvault.adapters import store
 from askvault.adapters.db import Connection, connect, write_transaction
 from askvault.app.backoff import Backoff
+from askvault.app.db_tuning import tune_for_daemon
 from askvault.errors import OllamaError
 from askvault.services.embedding import drain_backlog, target_fingerprint
 from askvault.services.index_pass import make_embedder
@@ -60,7 +61,7 @@ class EmbedLoop:
 
     def run(self, stop: threading.Event) -> None:
         """Drain whenever woken (and every `idle_check_s`) until `stop` is set."""
-        conn = connect(Path(self.settings.db_path))
+        conn = tune_for_daemon(connect(Path(self.settings.db_path)))
         try:
             self._reason = store.get_meta(conn, WAITING_REASON_KEY) or None
             self._wake.set()  # a backlog may be left from before a restart

@@ -20,6 +20,9 @@ from askvault.records import Heading, Link
 _FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+# The same matches without the optional `!`: a literal first character lets the
+# regex engine skip ahead ten times faster; the `!` is looked up by hand.
+_WIKILINK_BODY = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 # `[text with [[A]] inside](url)`: the wikilink is part of the Markdown link text.
 _MD_LINK_TEXT = re.compile(r"\[((?:[^\[\]\n]|\[\[[^\[\]\n]*\]\])*)\]\([^)\n]*\)")
 _MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
@@ -66,33 +69,48 @@ def code_fence_lines(lines: Sequence[str]) -> list[bool]:
     return flags
 
 
-def mask_code(text: str) -> str:
+def has_fences(text: str) -> bool:
+    """Whether `text` may hold a fenced code block: cheap, so callers skip the line scan."""
+    return "```" in text or "~~~" in text
+
+
+def mask_code(text: str, blocks: Sequence[tuple[int, int]] | None = None) -> str:
     """Return `text` with fenced code blocks and inline code spans blanked out.
 
     Blanking keeps every other character at its offset and every newline, so
-    positions and line numbers found in the result hold for `text`.
+    positions and line numbers found in the result hold for `text`. `blocks`,
+    when given, are `fenced_blocks(text.split("\n"))` already computed by the caller.
     """
+    if "`" not in text and "~~~" not in text:
+        return text
     lines = text.split("\n")
-    flags = code_fence_lines(lines)
-    lines = [" " * len(line) if fenced else line for line, fenced in zip(lines, flags)]
-    return "\n".join(_mask_paragraph_code(part) for part in _split_keep_blank(lines))
-
-
-def _split_keep_blank(lines: list[str]) -> list[str]:
-    """Join lines back into paragraphs (code spans never cross a blank line)."""
-    parts: list[str] = []
-    current: list[str] = []
-    for line in lines:
+    if blocks is None:
+        blocks = fenced_blocks(lines) if has_fences(text) else []
+    if blocks:
+        for first, last in blocks:
+            for row in range(first, last + 1):
+                lines[row] = " " * len(lines[row])
+        text = "\n".join(lines)
+    if "`" not in text:
+        return text
+    # Code spans never cross a blank line: mask paragraph by paragraph, and only
+    # the paragraphs that hold a backtick.
+    start = -1
+    ticked = False
+    lines.append("")  # closes the last paragraph
+    for row, line in enumerate(lines):
         if line.strip():
-            current.append(line)
-        else:
-            if current:
-                parts.append("\n".join(current))
-                current = []
-            parts.append(line)
-    if current:
-        parts.append("\n".join(current))
-    return parts
+            if start < 0:
+                start, ticked = row, False
+            if "`" in line:
+                ticked = True
+        elif start >= 0:
+            if ticked:
+                masked = _mask_paragraph_code("\n".join(lines[start:row]))
+                lines[start:row] = masked.split("\n")
+            start = -1
+    lines.pop()
+    return "\n".join(lines)
 
 
 def _mask_paragraph_code(text: str) -> str:
@@ -116,44 +134,61 @@ def _mask_paragraph_code(text: str) -> str:
     return "".join(out)
 
 
-def extract_links(text: str) -> list[Link]:
+def extract_links(text: str, *, masked: str | None = None, line_offset: int = 0) -> list[Link]:
     """Return every wikilink and embed of `text`, in order of occurrence.
 
     Links inside inline code, fenced code, Markdown link text, and escaped ones
     (`\\[[A]]`) are ignored. `[[A.md]]` reports target `A`; `[[#H]]` reports target "".
+    `masked` is `mask_code(text)` when the caller already has it; `line_offset`
+    is added to every reported line (1-based lines of `text` by default).
     """
-    masked = mask_code(text)
-    masked = _MD_LINK_TEXT.sub(lambda m: " " * len(m.group(0)), masked)
+    if "[[" not in text:
+        return []
+    if masked is None:
+        masked = mask_code(text)
+    if "[[" not in masked:
+        return []
+    if "](" in masked:
+        masked = _MD_LINK_TEXT.sub(_blank, masked)
     links: list[Link] = []
-    line = 1
+    line = 1 + line_offset
     scanned = 0
-    for match in _WIKILINK.finditer(masked):
+    for match in _WIKILINK_BODY.finditer(masked):
         start = match.start()
-        if _is_escaped(masked, start):
+        embed = masked[start - 1 : start] == "!"
+        if embed:
+            start -= 1
+        if masked[start - 1 : start] == "\\" and _is_escaped(masked, start):
             continue
-        link = _parse_inner(match.group(2), embed=match.group(1) == "!")
-        if link is None:
+        parts = _parse_inner(match.group(1))
+        if parts is None:
             continue
         line += masked.count("\n", scanned, start)
         scanned = start
-        raw = text[match.start() : match.end()]
+        target, heading, block, label = parts
         links.append(
             Link(
-                target=link.target,
-                heading=link.heading,
-                block=link.block,
-                label=link.label,
-                embed=link.embed,
+                target=target,
+                heading=heading,
+                block=block,
+                label=label,
+                embed=embed,
                 line=line,
-                raw=raw,
+                raw=text[start : match.end()],
             )
         )
     return links
 
 
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
 def blank_wikilinks(text: str) -> str:
     """Return `text` with every `[[...]]` replaced by spaces of the same length."""
-    return _WIKILINK.sub(lambda m: " " * len(m.group(0)), text)
+    if "[[" not in text:
+        return text
+    return _WIKILINK.sub(_blank, text)
 
 
 def _is_escaped(text: str, pos: int) -> bool:
@@ -166,8 +201,9 @@ def _is_escaped(text: str, pos: int) -> bool:
     return count % 2 == 1
 
 
-def _parse_inner(inner: str, *, embed: bool) -> Link | None:
-    """Split `A#H|label` into its parts; None when there is no target and no subpath."""
+def _parse_inner(inner: str) -> tuple[str, str | None, str | None, str | None] | None:
+    """Split `A#H|label` into (target, heading, block, label); None when there is
+    no target and no subpath."""
     label: str | None = None
     if "|" in inner:
         inner, label = inner.split("|", 1)
@@ -186,7 +222,7 @@ def _parse_inner(inner: str, *, embed: bool) -> Link | None:
     target = _MD_SUFFIX.sub("", target.strip())
     if not target and heading is None and block is None:
         return None
-    return Link(target=target, heading=heading, block=block, label=label, embed=embed)
+    return target, heading, block, label
 
 
 def unique_targets(links: Iterable[Link]) -> list[Link]:

@@ -23,7 +23,6 @@ Decisions (Obsidian is the reference):
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 from typing import Any
@@ -31,7 +30,13 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from askvault.core.links import blank_wikilinks, code_fence_lines, extract_links, mask_code
+from askvault.core.links import (
+    blank_wikilinks,
+    extract_links,
+    fenced_blocks,
+    has_fences,
+    mask_code,
+)
 from askvault.records import Heading, ParsedNote
 
 try:
@@ -41,6 +46,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 _DELIMITER = re.compile(r"---[ \t]*")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
+_ATX_START = re.compile(r"^ {0,3}#", re.MULTILINE)
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 # Obsidian also takes an id glued to an embed: `![[image.png]]^id`.
 _BLOCK_ID = re.compile(r"(?<![A-Za-z0-9])\^([A-Za-z0-9-]+)[ \t]*$")
@@ -69,15 +75,17 @@ def parse_note(path: str, text: str) -> ParsedNote:
     body = "\n".join(body_lines)
     offset = body_index  # body line i (1-based) is file line i + offset
 
-    in_code = code_fence_lines(body_lines)
-    masked_lines = mask_code(body).split("\n")
-    headings = _find_headings(body_lines, in_code, offset)
-    block_ids = _find_block_ids(masked_lines, in_code)
-    links = tuple(
-        dataclasses.replace(link, line=link.line + offset) for link in extract_links(body)
-    )
+    # Fences and the code mask are computed once and shared by every scan below.
+    blocks = fenced_blocks(body_lines) if has_fences(body) else []
+    in_code = _code_flags(blocks, len(body_lines))
+    masked = mask_code(body, blocks)
+    masked_lines = masked.split("\n") if masked is not body else body_lines
+    headings = _find_headings(body, in_code, offset) if "#" in body else ()
+    block_ids = _find_block_ids(masked_lines, in_code) if "^" in masked else ()
+    links = tuple(extract_links(body, masked=masked, line_offset=offset))
     property_tags = [tag.lstrip("#") for tag in _string_list(_get(meta, "tags", "tag"), split=True)]
-    tags = _unique([*property_tags, *_inline_tags(masked_lines, in_code)])
+    inline_tags = _inline_tags(masked_lines, in_code) if "#" in masked else []
+    tags = _unique([*property_tags, *inline_tags])
     note_type = _get(meta, "type")
     return ParsedNote(
         path=path,
@@ -209,17 +217,34 @@ def _unique(values: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _find_headings(lines: list[str], in_code: list[bool], offset: int) -> tuple[Heading, ...]:
+def _code_flags(blocks: list[tuple[int, int]], count: int) -> list[bool]:
+    """For each of `count` lines, whether it lies in one of the fenced `blocks`."""
+    flags = [False] * count
+    for first, last in blocks:
+        flags[first : last + 1] = [True] * (last + 1 - first)
+    return flags
+
+
+def _find_headings(body: str, in_code: list[bool], offset: int) -> tuple[Heading, ...]:
     headings: list[Heading] = []
-    for index, (line, code) in enumerate(zip(lines, in_code)):
-        if code or "#" not in line[:4]:
+    row, scanned = 0, 0
+    # Only lines starting with up to three spaces and a `#` can be headings.
+    for candidate in _ATX_START.finditer(body):
+        start = candidate.start()
+        row += body.count("\n", scanned, start)
+        scanned = start
+        if in_code[row]:
             continue
-        match = _ATX.fullmatch(line)
+        end = body.find("\n", start)
+        match = _ATX.fullmatch(body, start, len(body) if end < 0 else end)
         if match is None:
             continue
-        text = _ATX_CLOSING.sub("", match.group(2) or "").strip()
+        text = match.group(2) or ""
+        if "#" in text:
+            text = _ATX_CLOSING.sub("", text)
+        text = text.strip()
         if text:
-            headings.append(Heading(level=len(match.group(1)), text=text, line=index + 1 + offset))
+            headings.append(Heading(level=len(match.group(1)), text=text, line=row + 1 + offset))
     return tuple(headings)
 
 
