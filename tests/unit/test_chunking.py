@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import random
+import re
 
 import pytest
 
@@ -203,3 +205,50 @@ def test_estimate_tokens_counts_cjk_characters_one_each() -> None:
     # WordPiece gives 14 tokens for this sentence and 49 for the Korean one.
     assert estimate_tokens("北京是中华人民共和国的首都。") >= 14
     assert estimate_tokens("서울은 대한민국의 수도이며 가장 큰 도시입니다.") >= 49
+
+
+def _regex_estimate(text: str) -> float:
+    """The estimate as first written with regexes: the fast path must match it exactly."""
+    cjk_re = re.compile(
+        "[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+        "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0002fa1f]"
+    )
+    hangul_re = re.compile("[\u1100-\u11ff\ua960-\ua97f\uac00-\ud7af]")
+    total = 0.0
+    cjk, hangul = len(cjk_re.findall(text)), len(hangul_re.findall(text))
+    if cjk or hangul:
+        total += cjk + hangul * 2.5
+        text = hangul_re.sub(" ", cjk_re.sub(" ", text))
+    runs = re.findall(r"[^\W_]+", text)
+    total += len(runs) * 1.0 + sum(map(len, runs)) * 0.15
+    return total + len(re.findall(r"[^\w\s]|_", text))
+
+
+def test_estimate_tokens_matches_the_regex_formulation_on_mixed_scripts() -> None:
+    alphabet = (
+        "ab Z09_-.,!?\n\t\u00e9\u4e00\u3002\uac00\u1100\u00a0\u2003"
+        "\U00020001\U0001f600#[]`~\u0301\u0663"
+    )
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert estimate_tokens(text) == math.ceil(_regex_estimate(text)), repr(text)
+
+
+def test_chunk_note_token_sums_match_the_regex_formulation() -> None:
+    # Chunk boundaries depend on exact float sums, so a note mixing scripts must
+    # cut exactly where per-block regex estimates would.
+    mixed = [f"{p} 北京 서울 snake_case ünïcode" for p in paragraphs(40, seed=5, low=20, high=60)]
+    chunks = chunks_of("\n\n".join(mixed), max_tokens=120)
+    assert all(estimate_tokens(chunk.text) <= 120 for chunk in chunks)
+    assert all(math.ceil(_regex_estimate(chunk.text)) <= 120 for chunk in chunks)
+
+
+def test_chunk_note_drops_trailing_blank_lines_of_an_unclosed_fence() -> None:
+    chunks = chunks_of("# H\n```\ncode\n   \n\n")
+    assert chunks[-1].text == "# H\n```\ncode"
+
+
+def test_chunk_note_keeps_trailing_spaces_of_the_last_line() -> None:
+    (chunk,) = chunks_of("text with trailing spaces   ")
+    assert chunk.text == "text with trailing spaces   "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from askvault.core.fusion import (
+    BM25_WEIGHT,
     Candidate, budget_prefix, collapse_pages, context_order_key, corpus_idf, fuse_rankings,
     name_bonuses, rank_contribution, rerank_candidates,
 )
@@ -65,7 +66,7 @@ def test_rerank_candidates_lets_exact_terms_win_over_vector_rank() -> None:
               for i in range(3, 7)]
     ranked = rerank_candidates(cands, ["blossom", "rot"])
     assert ranked[0].candidate.chunk_id == 2
-    assert dict(ranked[0].matched)["bm25"] == 1.0
+    assert dict(ranked[0].matched)["bm25"] == BM25_WEIGHT
     for scored in ranked:
         assert round(sum(p for _, p in scored.matched), 4) == scored.score
 

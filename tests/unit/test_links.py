@@ -8,6 +8,8 @@ import pytest
 
 from askvault.core.links import (
     build_link_index,
+    code_fence_lines,
+    fenced_blocks,
     extract_links,
     heading_matches,
     mask_code,
@@ -206,3 +208,44 @@ def test_heading_matches_nested_path_prefers_heading_under_parent() -> None:
 def test_slugify_heading_collapses_link_punctuation() -> None:
     assert slugify_heading("  Foo: [bar] | ^baz  ") == "foo bar baz"
     assert slugify_heading("Ünïcode Title") == slugify_heading("ünïcode title")
+
+
+def test_mask_code_with_precomputed_fences_matches_plain_call() -> None:
+    text = "a `x` [[A]]\n~~~\n[[B]]\n~~~\n``\n[[C]]\n``\n\n`open\n\nclose`"
+    blocks = fenced_blocks(text.split("\n"))
+    assert mask_code(text, blocks) == mask_code(text)
+    assert "[[B]]" not in mask_code(text) and "[[C]]" not in mask_code(text)
+    assert "open" in mask_code(text) and "close" in mask_code(text)
+
+
+def test_mask_code_returns_text_without_backticks_or_fences_unchanged() -> None:
+    text = "plain [[A]] text ~~ not a fence"
+    assert mask_code(text) is text
+
+
+def test_extract_links_accepts_a_precomputed_mask_and_line_offset() -> None:
+    text = "x\n`[[Hidden]]` [[A]]\n![[B]]"
+    links = extract_links(text, masked=mask_code(text), line_offset=10)
+    assert [(link.target, link.embed, link.line) for link in links] == [
+        ("A", False, 12),
+        ("B", True, 13),
+    ]
+    assert extract_links("no links here") == []
+
+
+def test_extract_links_reads_embeds_next_to_links_and_escapes() -> None:
+    links = extract_links("[[a]]![[b]] \\![[c]] \\\\![[d]] !![[e]]")
+    assert [(link.target, link.embed, link.raw) for link in links] == [
+        ("a", False, "[[a]]"),
+        ("b", True, "![[b]]"),
+        ("d", True, "![[d]]"),
+        ("e", True, "![[e]]"),
+    ]
+
+
+def test_code_fence_lines_accepts_precomputed_blocks() -> None:
+    lines = ["a", "```", "x", "```", "b", "~~~", "open"]
+    blocks = fenced_blocks(lines)
+    assert blocks == [(1, 3), (5, 6)]
+    assert code_fence_lines(lines, blocks) == code_fence_lines(lines)
+    assert code_fence_lines(lines) == [False, True, True, True, False, True, True]

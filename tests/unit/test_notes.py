@@ -184,3 +184,13 @@ def test_parse_note_reads_the_obsidian_help_vault() -> None:
     assert len(links) == 1523
     # Four are the help's own "[[Example]]" samples, one a missing screenshot.
     assert len(unresolved) == 5
+
+
+def test_parse_note_finds_headings_on_the_first_line_and_after_indent() -> None:
+    text = "# First\ntext # not\n   ### Three spaces #\n    # four spaces\n#\n##Glued"
+    note = parse_note("a.md", text)
+    assert [(h.level, h.text, h.line) for h in note.headings] == [
+        (1, "First", 1),
+        (3, "Three spaces", 3),
+    ]
+    assert note.tags == ()

@@ -175,11 +175,13 @@ def delete_notes_under(conn: Connection, folder: str) -> list[str]:
 def _delete_note_rows(conn: Connection, note_id: int, *, keep_note: bool) -> None:
     chunk_ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]
     if chunk_ids:
-        marks = ",".join("?" * len(chunk_ids))
-        conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
-        conn.execute(f"DELETE FROM chunks_trigram WHERE rowid IN ({marks})", chunk_ids)
+        # One statement per row: FTS5 and vec0 plan `rowid IN (...)` as a full scan
+        # (measured: 20 ms per note on 50k chunks), but `rowid = ?` as a point lookup.
+        params = [(cid,) for cid in chunk_ids]
+        conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", params)
+        conn.executemany("DELETE FROM chunks_trigram WHERE rowid = ?", params)
         for fp in live_fingerprints(conn):
-            conn.execute(f"DELETE FROM {fp.vec_table} WHERE chunk_id IN ({marks})", chunk_ids)
+            conn.executemany(f"DELETE FROM {fp.vec_table} WHERE chunk_id = ?", params)
         conn.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
     conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
     if not keep_note:

@@ -61,10 +61,15 @@ def fenced_blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
     return blocks
 
 
-def code_fence_lines(lines: Sequence[str]) -> list[bool]:
-    """For each line, whether it belongs to a fenced code block (fence lines included)."""
+def code_fence_lines(
+    lines: Sequence[str], blocks: Sequence[tuple[int, int]] | None = None
+) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (fence lines included).
+
+    `blocks`, when given, are `fenced_blocks(lines)` already computed by the caller.
+    """
     flags = [False] * len(lines)
-    for first, last in fenced_blocks(lines):
+    for first, last in fenced_blocks(lines) if blocks is None else blocks:
         flags[first : last + 1] = [True] * (last + 1 - first)
     return flags
 

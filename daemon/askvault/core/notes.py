@@ -32,6 +32,7 @@ from frontmatter.default_handlers import YAMLHandler
 
 from askvault.core.links import (
     blank_wikilinks,
+    code_fence_lines,
     extract_links,
     fenced_blocks,
     has_fences,
@@ -46,7 +47,10 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 _DELIMITER = re.compile(r"---[ \t]*")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
-_ATX_START = re.compile(r"^ {0,3}#", re.MULTILINE)
+# Where a heading can start: the first line, or after a newline. A literal first
+# character lets the regex engine skip ahead, unlike `^` with re.MULTILINE.
+_ATX_FIRST = re.compile(r" {0,3}#")
+_ATX_NEXT = re.compile(r"\n {0,3}#")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 # Obsidian also takes an id glued to an embed: `![[image.png]]^id`.
 _BLOCK_ID = re.compile(r"(?<![A-Za-z0-9])\^([A-Za-z0-9-]+)[ \t]*$")
@@ -77,7 +81,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
 
     # Fences and the code mask are computed once and shared by every scan below.
     blocks = fenced_blocks(body_lines) if has_fences(body) else []
-    in_code = _code_flags(blocks, len(body_lines))
+    in_code = code_fence_lines(body_lines, blocks)
     masked = mask_code(body, blocks)
     masked_lines = masked.split("\n") if masked is not body else body_lines
     headings = _find_headings(body, in_code, offset) if "#" in body else ()
@@ -217,20 +221,12 @@ def _unique(values: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _code_flags(blocks: list[tuple[int, int]], count: int) -> list[bool]:
-    """For each of `count` lines, whether it lies in one of the fenced `blocks`."""
-    flags = [False] * count
-    for first, last in blocks:
-        flags[first : last + 1] = [True] * (last + 1 - first)
-    return flags
-
-
 def _find_headings(body: str, in_code: list[bool], offset: int) -> tuple[Heading, ...]:
     headings: list[Heading] = []
     row, scanned = 0, 0
     # Only lines starting with up to three spaces and a `#` can be headings.
-    for candidate in _ATX_START.finditer(body):
-        start = candidate.start()
+    first = [0] if _ATX_FIRST.match(body) else []
+    for start in [*first, *(candidate.start() + 1 for candidate in _ATX_NEXT.finditer(body))]:
         row += body.count("\n", scanned, start)
         scanned = start
         if in_code[row]:

@@ -137,7 +137,11 @@ def search(
             idf = fusion.corpus_idf(total, freqs)
         scored = fusion.rerank_candidates(candidates, terms, idf=idf)
     else:
-        scored = fusion.fuse_rankings(candidates, terms)
+        # Bonuses belong to the hybrid design; the single-channel modes stay pure baselines,
+        # except degraded search, which keeps them (it is the user's words-only answer).
+        scored = fusion.fuse_rankings(
+            candidates, terms, bonuses=mode == "rrf" or degraded is not None
+        )
     if per_page:
         scored = fusion.collapse_pages(scored)
     scored = scored[:limit]
