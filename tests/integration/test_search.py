@@ -4,15 +4,21 @@ determinism and degraded mode."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from integration.retrieval_support import Indexed, indexed_vault
+from integration.retrieval_support import (
+    FIXTURE_VAULT, Indexed, indexed_vault, retrieval_settings,
+)
 
+from askvault.adapters import store
+from askvault.adapters.db import connect
 from askvault.cli.main import cli
 from askvault.records import SearchFilters
+from askvault.services.index_pass import index_vault, make_embedder
 from askvault.services.search import search, search_result_to_json
 from support.fake_ollama import FakeOllama
 
@@ -177,3 +183,38 @@ def test_search_command_without_an_index_says_to_index(tmp_path: Path) -> None:
     code, _, err = _run(["search", "x", "--vault", str(tmp_path / "v")],
                         {"ASKVAULT_STATE_DIR": str(tmp_path / "state")})
     assert code == 1 and "askvault index" in err
+
+
+def test_search_leaves_out_derived_notes_unless_asked(indexed: Indexed) -> None:
+    fp = store.active_fingerprint(indexed.conn)
+    assert fp is not None
+    indexed.conn.execute("UPDATE notes SET derived = 1 WHERE path = 'kitchen/Espresso.md'")
+    ids = [r[0] for r in indexed.conn.execute(
+        "SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
+        "WHERE n.path = 'kitchen/Espresso.md'")]
+    for cid in ids:
+        indexed.conn.execute(f"UPDATE {fp.vec_table} SET derived = 1 WHERE chunk_id = ?", (cid,))
+    for fusion in ("rrf", "rerank", "words", "vector"):
+        assert "kitchen/Espresso.md" not in _paths(indexed, "espresso shot grind",
+                                                   fusion_mode=fusion)
+        assert "kitchen/Espresso.md" in _paths(
+            indexed, "espresso shot grind", fusion_mode=fusion,
+            filters=SearchFilters(include_derived=True))
+
+
+def test_search_degrades_when_the_index_has_no_vectors(tmp_path: Path,
+                                                       fake_ollama: FakeOllama) -> None:
+    shutil.copytree(FIXTURE_VAULT, tmp_path / "vault")
+    settings = retrieval_settings(tmp_path, fake_ollama.url)
+    fake_ollama.set_fault("down")
+    assert index_vault(settings).embed_error is not None
+    fake_ollama.recover()
+    conn = connect(settings.db_path)
+    embedder = make_embedder(settings)
+    try:
+        result = search(conn, settings, "sourdough starter", embedder=embedder)
+    finally:
+        embedder.close()
+        conn.close()
+    assert result.degraded and "no vectors" in result.degraded
+    assert result.hits[0].note_path == "kitchen/Sourdough.md"

@@ -4,7 +4,7 @@ Threads, each with one job:
 - the watcher's flush thread hands debounced batches of paths to the WorkQueue
   (and inbox paths to the workers);
 - the indexing thread (one SQLite connection) takes the queue: reconciles,
-  dropped folders, paths — every note its own transaction;
+  dropped folders, paths — whole notes per transaction (db.WriteBatch);
 - the embedding thread (another connection) drains the backlog with backoff;
 - one thread per Worker (the question inbox);
 - APScheduler's thread only queues the periodic reconcile, so two reconciles
@@ -31,6 +31,7 @@ from askvault.app.embed_loop import EmbedLoop
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
 from askvault.errors import StoreError
+from askvault.services.inbox import InboxWorker
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.services.status import lock_path
 from askvault.settings import Settings
@@ -56,14 +57,7 @@ class Worker(Protocol):
 
 
 def default_workers(settings: Settings) -> list[Worker]:
-    """The workers `askvault run` starts: the question inbox, once that module exists."""
-    try:
-        from askvault.services.inbox import InboxWorker
-    except ModuleNotFoundError as exc:
-        if exc.name != "askvault.services.inbox":
-            raise
-        log.debug("no question inbox worker in this build")
-        return []
+    """The workers `askvault run` starts: the question inbox."""
     return [InboxWorker(settings)]
 
 

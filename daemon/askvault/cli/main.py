@@ -85,13 +85,8 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from askvault.cli import index_cmd  # noqa: F401  (commands register themselves)
-    for name in ("run_cmd", "search_cmd", "ask_cmd"):
-        try:
-            __import__(f"askvault.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"askvault.cli.{name}":
-                raise
+    """Import the command modules; each registers its commands on `cli`."""
+    from askvault.cli import ask_cmd, index_cmd, run_cmd, search_cmd  # noqa: F401
 
 
 _register()
