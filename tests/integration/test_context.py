@@ -14,6 +14,7 @@ from integration.retrieval_support import Indexed, indexed_vault
 from askvault.cli.main import cli
 from askvault.core.chunking import estimate_tokens
 from askvault.services.context import build_context, context_pack_to_json
+from askvault.services.context_graph import best_window, clean_target
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 
@@ -174,3 +175,21 @@ def test_context_with_no_match_suggests_what_to_do(indexed: Indexed) -> None:
     pack = _pack(indexed, "zzzqqq", budget_tokens=200, embedder=None)
     assert not pack.pages
     assert any("no note matches" in a for a in pack.actions)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("[[sources/a#H|label]]", "sources/a"), ("![[raw/b.pdf]]", "raw/b.pdf"),
+     ('"sources/c.md"', "sources/c.md"), ("Page#Heading", "Page"), ("A|label", "A")],
+)
+def test_clean_target_takes_the_page_part_of_a_frontmatter_entry(raw: str, expected: str) -> None:
+    assert clean_target(raw) == expected
+
+
+def test_best_window_picks_the_paragraphs_holding_the_query_terms() -> None:
+    text = "intro words\n\nnothing here\n\nwatering tomatoes deeply\nmore\n\ntail"
+    first, last, window = best_window(text, ["watering", "tomatoes"], 6)
+    assert (first, last) == (5, 6) and window.startswith("watering tomatoes")
+    assert best_window("", ["x"], 10) == (1, 1, "")
+    _, _, cut = best_window("word " * 500, ["word"], 20)
+    assert estimate_tokens(cut) <= 20

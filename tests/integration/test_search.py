@@ -218,3 +218,12 @@ def test_search_degrades_when_the_index_has_no_vectors(tmp_path: Path,
         conn.close()
     assert result.degraded and "no vectors" in result.degraded
     assert result.hits[0].note_path == "kitchen/Sourdough.md"
+
+
+def test_search_degrades_when_the_query_vector_has_another_dimension(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.dimensions["nomic-embed-text"] = 32
+    result = search(indexed.conn, indexed.settings, "sourdough", embedder=indexed.embedder)
+    assert result.degraded and "dimensions" in result.degraded
+    assert result.hits[0].note_path == "kitchen/Sourdough.md"

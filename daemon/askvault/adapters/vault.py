@@ -152,7 +152,8 @@ def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
             rel = rel_dir + "/" + entry.name if rel_dir else entry.name
             if not _valid_name(entry.name):
                 if is_note_path(entry.name) or entry.is_dir():
-                    result.skipped.append(Skipped(rel, "file name is not valid UTF-8"))
+                    # Shown with U+FFFD: the raw name cannot be stored as UTF-8 text.
+                    result.skipped.append(Skipped(_printable(rel), "file name is not valid UTF-8"))
             elif entry.is_symlink():
                 _scan_symlink(entry.path, rel, root_real, rules, result)
             elif entry.is_dir(follow_symlinks=False):
@@ -240,6 +241,11 @@ def _valid_name(name: str) -> bool:
     except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
         return False
     return True
+
+
+def _printable(rel: str) -> str:
+    """`rel` with each undecodable byte (a lone surrogate) shown as U+FFFD."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _oversized_reason(size: int, cap: int) -> str:

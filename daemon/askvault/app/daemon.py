@@ -23,9 +23,10 @@ from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from askvault.adapters.db import Connection, connect
+from askvault.adapters.db import Connection, connect, is_disk_full
 from askvault.adapters.lockfile import DaemonLock
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
+from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import tune_for_daemon
 from askvault.app.embed_loop import EmbedLoop
 from askvault.app.signals import install_signal_handlers
@@ -75,6 +76,8 @@ class Daemon:
         self._watcher: VaultWatcher | None = None
         self._scheduler: BackgroundScheduler | None = None
         self._queries_prefix = settings.queries.folder.strip("/") + "/"
+        self._retry_at: float | None = None
+        self._retry_backoff = Backoff()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -195,6 +198,9 @@ class Daemon:
         conn = tune_for_daemon(connect(self.settings.db_path))
         try:
             while not self.stop_event.is_set():
+                if self._retry_at is not None and time.monotonic() >= self._retry_at:
+                    self._retry_at = None
+                    self.request_reconcile("retry after a failed batch")
                 work = self.work.take(TAKE_TIMEOUT_S)
                 if work is not None and not self.stop_event.is_set():
                     self._do_work(conn, work)
@@ -212,10 +218,15 @@ class Daemon:
                 _log_report("indexed", report)
         except StoreError:
             raise  # the database is unusable: the daemon stops (exit 1)
-        except Exception:
+        except Exception as exc:
             # One bad batch must not stop the daemon; the next reconcile retries it.
             log.exception("indexing a batch of %d paths failed", len(work.paths))
+            if is_disk_full(exc):
+                # Its transaction rolled back: redo the work soon, not at the next
+                # periodic reconcile, backing off while the disk stays full.
+                self._retry_at = time.monotonic() + self._retry_backoff.failed()
             return
+        self._retry_backoff.succeeded()
         if report.chunks_written or report.added or report.changed:
             self.embed.wake()
         changed = sorted(set(report.added) | set(report.changed))

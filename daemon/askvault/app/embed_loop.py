@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import Connection, connect, write_transaction
+from askvault.adapters.db import Connection, connect, is_disk_full, write_transaction
 from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import tune_for_daemon
 from askvault.errors import OllamaError
@@ -89,26 +89,37 @@ class EmbedLoop:
         try:
             if self._embedder is None:
                 self._embedder = self.make(self.settings)
-            if self._fp is None:
-                self._fp = target_fingerprint(conn, self._embedder)
+            # A local: forget_fingerprint() (the indexing thread) may clear self._fp
+            # at any moment, and a drain must not see it turn None half-way.
+            fp = self._fp
+            if fp is None:
+                fp = self._fp = target_fingerprint(conn, self._embedder)
             while not stop.is_set():
                 report = drain_backlog(
-                    conn, self._embedder, self._fp,
+                    conn, self._embedder, fp,
                     batch_size=self.settings.ollama.embed_batch_size,
                     should_stop=stop.is_set, max_batches=1,
                 )
-                if report.promoted:
-                    self._fp = None
-                if report.batches == 0:
-                    break
                 texts += report.texts_embedded
                 batches += report.batches
+                if report.promoted:
+                    self._fp = None  # the next drain asks for the new active row
+                    break
+                if report.batches == 0:
+                    break
                 if time.monotonic() - last_log >= PROGRESS_LOG_S:
                     last_log = time.monotonic()
                     log.info("embedding: %d texts so far, %d chunks waiting", texts,
                              self._pending(conn))
         except OllamaError as exc:
             return self._failed(conn, exc, texts)
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            # The batch rolled back; the backlog is intact: retry once space returns.
+            delay = self.backoff.failed()
+            log.warning("embedding waits: the disk is full (%s); retrying in %.0f s", exc, delay)
+            return delay
         self.backoff.succeeded()
         if self._reason:
             self._set_reason(conn, None)
@@ -138,4 +149,5 @@ class EmbedLoop:
         self._reason = reason
 
     def _pending(self, conn: Connection) -> int:
-        return store.count_pending(conn, self._fp) if self._fp else 0
+        fp = self._fp
+        return store.count_pending(conn, fp) if fp else 0

@@ -104,7 +104,7 @@ def mask_code(text: str, blocks: Sequence[tuple[int, int]] | None = None) -> str
     ticked = False
     lines.append("")  # closes the last paragraph
     for row, line in enumerate(lines):
-        if line.strip():
+        if line and not line.isspace():  # `line.strip()` without building a string
             if start < 0:
                 start, ticked = row, False
             if "`" in line:

@@ -43,7 +43,7 @@ from askvault.records import Heading, ParsedNote
 try:
     from yaml import CSafeLoader as _SafeLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
 _DELIMITER = re.compile(r"---[ \t]*")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
@@ -87,19 +87,22 @@ def parse_note(path: str, text: str) -> ParsedNote:
     headings = _find_headings(body, in_code, offset) if "#" in body else ()
     block_ids = _find_block_ids(masked_lines, in_code) if "^" in masked else ()
     links = tuple(extract_links(body, masked=masked, line_offset=offset))
-    property_tags = [tag.lstrip("#") for tag in _string_list(_get(meta, "tags", "tag"), split=True)]
+    props = _fold(meta)
+    property_tags = [
+        tag.lstrip("#") for tag in _string_list(_get(props, "tags", "tag"), split=True)
+    ]
     inline_tags = _inline_tags(masked_lines, in_code) if "#" in masked else []
     tags = _unique([*property_tags, *inline_tags])
-    note_type = _get(meta, "type")
+    note_type = _get(props, "type")
     return ParsedNote(
         path=path,
         title=_MD_SUFFIX.sub("", path.rsplit("/", 1)[-1]),
         frontmatter=meta,
-        aliases=_unique(_string_list(_get(meta, "aliases", "alias"), split=True, sep=",")),
+        aliases=_unique(_string_list(_get(props, "aliases", "alias"), split=True, sep=",")),
         tags=tags,
         type=str(note_type) if isinstance(note_type, (str, int, float)) else None,
-        sources=_unique(_string_list(_get(meta, "sources", "source"))),
-        related=_unique(_string_list(_get(meta, "related"))),
+        sources=_unique(_string_list(_get(props, "sources", "source"))),
+        related=_unique(_string_list(_get(props, "related"))),
         body=body,
         body_start_line=body_index + 1,
         headings=headings,
@@ -167,9 +170,13 @@ def _json_safe(value: Any, budget: list[int], depth: int) -> Any:
     return str(value)
 
 
-def _get(meta: dict[str, Any], *keys: str) -> Any:
-    """The first of `keys` present, compared case-insensitively as Obsidian does."""
-    folded = {key.casefold(): value for key, value in reversed(meta.items())}
+def _fold(meta: dict[str, Any]) -> dict[str, Any]:
+    """Properties by casefolded key, as Obsidian compares them; the first spelling wins."""
+    return {key.casefold(): value for key, value in reversed(meta.items())}
+
+
+def _get(folded: dict[str, Any], *keys: str) -> Any:
+    """The first of `keys` present (and not null) in `_fold(meta)`."""
     for key in keys:
         if key in folded and folded[key] is not None:
             return folded[key]

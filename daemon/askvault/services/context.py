@@ -19,7 +19,8 @@ from askvault.core.chunking import estimate_tokens
 from askvault.core.query import query_terms
 from askvault.errors import VaultError
 from askvault.records import (
-    ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, SearchFilters,
+    ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, Neighbour, SearchFilters,
+    SourceWindow,
 )
 from askvault.services.context_graph import find_neighbours, source_windows
 from askvault.services.search import search, wikilink
@@ -67,7 +68,7 @@ def build_context(
     primary = [p.path for p in pages]
     neighbours = find_neighbours(conn, primary, duplicates)
 
-    windows = ()
+    windows: list[SourceWindow] = []
     if include_sources and pages:
         windows, used, source_warnings = source_windows(
             conn, vault, pages, query_terms(prompt), budget_tokens=budget_tokens, used=used,
@@ -159,7 +160,7 @@ def _relocate(chunk: EvidenceChunk, text: str) -> EvidenceChunk:
 
 def _actions(
     degraded: str | None, pages: list[EvidencePage], left: list[Hit], left_costs: list[int],
-    used: int, neighbours: list[Any], include_sources: bool,
+    used: int, neighbours: list[Neighbour], include_sources: bool,
 ) -> list[str]:
     actions: list[str] = []
     if not pages:

@@ -146,7 +146,7 @@ def search(
         scored = fusion.collapse_pages(scored)
     scored = scored[:limit]
     duplicates = search_store.duplicate_basenames(conn, [s.candidate.path for s in scored])
-    hits = tuple(_to_hit(s, rows[s.candidate.chunk_id], terms) for s in scored)
+    hits = tuple(_to_hit(s, rows[s.candidate.chunk_id]) for s in scored)
     return SearchResult(
         query=query, hits=hits, degraded=degraded, fusion=mode_used,
         trace={s.candidate.chunk_id: s.trace for s in scored},
@@ -177,7 +177,7 @@ def _word_ranking(
     return ranking
 
 
-def _to_hit(scored: fusion.Scored, row: search_store.ChunkRow, terms: list[str]) -> Hit:
+def _to_hit(scored: fusion.Scored, row: search_store.ChunkRow) -> Hit:
     return Hit(
         chunk_id=row.chunk_id, note_path=row.path, title=row.title,
         heading=row.heading_path[-1] if row.heading_path else None,

@@ -1,0 +1,93 @@
+"""Fixtures of the fault drills: a FaultWorld, `askvault run` subprocesses, in-process daemons."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from invariants import FaultWorld
+
+from askvault.app.daemon import Daemon, default_workers
+from support.fake_ollama import FakeOllama
+from e2e.daemon_helpers import DaemonProcess
+
+# Small batches, fast settle and debounce: the drills stay quick at small sizes.
+DRILL_ENV = {
+    "ASKVAULT_DAEMON__DEBOUNCE_S": "0.05",
+    "ASKVAULT_QUERIES__SETTLE_S": "0.2",
+    "ASKVAULT_OLLAMA__EMBED_BATCH_SIZE": "8",
+    "ASKVAULT_OLLAMA__TIMEOUT_S": "5",
+}
+
+
+@pytest.fixture
+def world(tmp_path: Path, fake_ollama: FakeOllama) -> FaultWorld:
+    return FaultWorld(tmp_path, fake_ollama.url).create()
+
+
+@pytest.fixture
+def daemons(world: FaultWorld, fake_ollama: FakeOllama) -> Iterator[Callable[..., DaemonProcess]]:
+    """Start `askvault run` subprocesses on the world's vault; killed and reaped at teardown."""
+    started: list[DaemonProcess] = []
+
+    def start(ready: bool = True, **env_extra: str) -> DaemonProcess:
+        daemon = DaemonProcess(world.vault, world.state, fake_ollama.url,
+                               world.root / f"daemon-{len(started)}.log",
+                               {**DRILL_ENV, **env_extra})
+        started.append(daemon)
+        if ready:
+            daemon.wait_ready()
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            if daemon.proc.poll() is None:
+                daemon.signal(signal.SIGKILL)
+            daemon.close()
+
+
+class InProcessDaemon:
+    """`Daemon.run()` on a thread of the test process (so the socket guard sees it)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.exit_code: int | None = None
+        self.thread = threading.Thread(target=self._run, name="drill-daemon")
+
+    def _run(self) -> None:
+        self.exit_code = self.daemon.run()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive() and self.daemon.failure is None
+
+    def stop(self) -> int | None:
+        self.daemon.stop()
+        self.thread.join(10)
+        assert not self.thread.is_alive(), "the daemon did not stop"
+        return self.exit_code
+
+
+@pytest.fixture
+def inproc(world: FaultWorld) -> Iterator[Callable[..., InProcessDaemon]]:
+    """Start `Daemon`s in this process with the drill settings; stopped at teardown."""
+    started: list[InProcessDaemon] = []
+
+    def start(**flags: object) -> InProcessDaemon:
+        settings = world.settings(**{"daemon.debounce_s": 0.05, "queries.settle_s": 0.2,
+                                     "ollama.embed_batch_size": 8, **flags})
+        runner = InProcessDaemon(Daemon(settings, default_workers(settings)))
+        started.append(runner)
+        runner.thread.start()
+        return runner
+
+    try:
+        yield start
+    finally:
+        for runner in started:
+            if runner.thread.is_alive():
+                runner.stop()

@@ -1,0 +1,113 @@
+"""Drill 5: bad input is handled or skipped with a recorded reason; never a crash, never a
+read outside the vault, never code execution."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+from conftest import InProcessDaemon
+from invariants import (
+    CANARY_TEXT,
+    FaultWorld,
+    answer_notes,
+    check_invariants,
+    index_state,
+    wait_until,
+)
+
+from askvault.adapters.db import connect
+from support.fake_ollama import FakeOllama
+
+pytestmark = pytest.mark.faults
+
+BIG_NOTE_BYTES = 50 * 1024 * 1024
+FRONTMATTER_BYTES = 4_900_000  # just under the 5 MB note cap, so it is parsed
+
+
+def _write_bad_vault(world: FaultWorld) -> None:
+    w = world.write
+    w("latin1.md", "# Caf\xe9\n\nNot UTF-8 at all: cr\xe8me br\xfbl\xe9e.\n".encode("latin-1"))
+    w("utf16.md", "\ufeff# UTF-16\n\nA note saved as UTF-16 with rhododendron.\n".encode("utf-16-le"))
+    w("binary.md", bytes(range(256)) * 64)
+    big = world.vault / "big.md"
+    with open(big, "wb") as fh:  # sparse: fast to make, 50 MB by its size
+        fh.truncate(BIG_NOTE_BYTES)
+    w("frontmatter.md", b"---\njunk: " + b"ab " * (FRONTMATTER_BYTES // 3)
+      + b"\n---\n# Big frontmatter\n\nbody after a huge frontmatter\n")
+    pwned = world.root / "pwned"
+    w("yaml-tags.md", "---\ntitle: !!python/object/apply:os.system [\"touch "
+      f"{pwned}\"]\nother: !!python/object:builtins.dict {{}}\n---\n# Tags\n\nyaml body\n")
+    w("brace.md", "{\nnot json either\n# Brace\n\nfirst line is a brace\n")
+    w("empty.md", b"")
+    w("crlf.md", b"# CRLF\r\n\r\nWindows line endings here.\r\n")
+    w("bom.md", "\ufeff---\ntitle: bom\n---\nByte order mark note.\n".encode())
+    w("\U0001F331 garden \U0001F33B.md", "# Emoji\n\nAn emoji name.\n")
+    w("a" * 252 + ".md", "# Long\n\nA 255-byte file name.\n")
+    os.symlink(".", world.vault / "loop")
+    os.symlink("ring-b.md", world.vault / "ring-a.md")
+    os.symlink("ring-a.md", world.vault / "ring-b.md")
+    os.symlink(str(world.outside / "canary.md"), world.vault / "outside-file.md")
+    os.symlink("../outside/folder", world.vault / "outside-folder")
+    with open(os.path.join(os.fsencode(world.vault), b"bad-name-\xff.md"), "wb") as fh:
+        fh.write(b"# Bad name\n\nnot a UTF-8 file name\n")
+    w("Sources demo.md", "---\nsources:\n  - ../outside/canary.md\n"
+      f"  - {world.outside / 'canary.md'}\n  - \"[[../outside/canary]]\"\n---\n"
+      "# Sources demo\n\nThe sources demo note holds the hydrangea fact.\n")
+
+
+def _skip_reasons(world: FaultWorld) -> dict[str, str]:
+    conn = connect(world.db_path, readonly=True)
+    try:
+        return dict(conn.execute("SELECT path, reason FROM skipped").fetchall())
+    finally:
+        conn.close()
+
+
+def _answer(world: FaultWorld, stem: str) -> str:
+    notes = answer_notes(world, stem)
+    return notes[0].read_text(encoding="utf-8") if notes else ""
+
+
+def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
+    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+) -> None:
+    _write_bad_vault(world)
+    questions = {
+        "Up and out": b"---\nfolders: [\"../outside\"]\n---\nWhat is the canary?\n",
+        "Absolute": f"---\nfolders: [\"{world.outside}\"]\n---\nWhat is secret?\n".encode(),
+        "Hydrangea": b"What does the sources demo note hold about hydrangea?\n",
+    }
+    for stem, data in questions.items():
+        world.write(f"queries/inbox/{stem}.md", data)
+    world.freeze()
+    fake_ollama.chat_script = lambda messages: (
+        "The sources demo note holds the hydrangea fact [[Sources demo]]."
+        if "hydrangea" in str(messages) else "No idea.")
+    daemon = inproc()
+    wait_until(lambda: all((world.vault / "queries/archive" / f"{s}.md").exists()
+                           or "status: failed" in _answer(world, s) for s in questions),
+               30, "every question answered or failed")
+
+    check_invariants(world, alive=daemon.alive, questions=questions, fake=fake_ollama)
+    assert not (world.root / "pwned").exists(), "a YAML tag ran code"
+    reasons = _skip_reasons(world)
+    assert reasons["binary.md"] == "binary file"
+    assert reasons["big.md"].startswith("oversized")
+    assert reasons["outside-file.md"] == "symlink outside vault"
+    assert reasons["outside-folder/"] == "symlink outside vault"
+    assert "symlink loop" in reasons.get("loop/", "") and "ring-a.md" in reasons
+    assert any("UTF-8" in r for p, r in reasons.items() if p.startswith("bad-name-"))
+    paths, _, _ = index_state(world.db_path)
+    for name in ("latin1.md", "utf16.md", "frontmatter.md", "yaml-tags.md", "brace.md",
+                 "empty.md", "crlf.md", "bom.md", "a" * 252 + ".md",
+                 "\U0001F331 garden \U0001F33B.md"):
+        assert name in paths, f"{name} should be indexed (with its problems recorded)"
+    for stem in ("Up and out", "Absolute"):
+        text = _answer(world, stem)
+        assert "status: failed" in text and "outside the vault" in text, text
+    hydrangea = _answer(world, "Hydrangea")
+    assert "status: answered" in hydrangea and "(no raw source resolved)" in hydrangea
+    assert CANARY_TEXT not in hydrangea and "canary.md" not in hydrangea.split("## Sources")[1]
+    assert daemon.stop() == 0
