@@ -26,12 +26,14 @@ REFERENCE = Path(__file__).resolve().parent / "reference"
 def cli_reference() -> str:
     lines = ["# Command-line reference", "",
              "Generated from `--help` by `docs/gen_reference.py`; do not edit by hand.", ""]
-    ctx = click.Context(cli, info_name="askvault", terminal_width=100, max_content_width=100)
+    ctx = click.Context(cli, info_name="askvault", terminal_width=100, max_content_width=100,
+                        help_option_names=["-h", "--help"])
     lines += ["## askvault", "", "```", cli.get_help(ctx), "```", ""]
     for name in sorted(cli.commands):
         command = cli.commands[name]
         sub = click.Context(command, info_name=f"askvault {name}", parent=ctx,
-                            terminal_width=100, max_content_width=100)
+                            terminal_width=100, max_content_width=100,
+                            help_option_names=["-h", "--help"])
         lines += [f"## askvault {name}", "", "```", command.get_help(sub), "```", ""]
     return "\n".join(lines)
 

@@ -56,7 +56,7 @@ def fill(folder: Path) -> Path:
 def test_disk_full_under_the_index_rolls_back_and_recovers_when_space_returns(
     world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
 ) -> None:
-    with tmpfs(world.state, 4096):
+    with tmpfs(world.state, 16384):
         write_notes(world.vault, 10, folder="first")
         daemon = inproc()
         wait_converged(world)

@@ -120,13 +120,26 @@ class InboxWorker:
                 self.apply_stale_marks(conn)
                 candidate = self._next_question()
                 if candidate is not None:
-                    self.process(conn, candidate, stop_event)
+                    try:
+                        self.process(conn, candidate, stop_event)
+                    except Exception as exc:  # noqa: BLE001 - one question never stops the worker
+                        self._defer(candidate.rel, exc)
                     continue
                 if not self._wake.is_set():
                     stop_event.wait(POLL_S)
                 self._wake.clear()
         finally:
             conn.close()
+
+    def _defer(self, rel: str, exc: Exception) -> None:
+        """A write failed (disk full, permissions): keep the question, retry with backoff."""
+        delay = min(self.backoff_max_s, self._delay.get(rel, self.backoff_first_s / 2) * 2)
+        self._delay[rel] = delay
+        self._retry_at[rel] = time.monotonic() + delay
+        if isinstance(exc, OSError):
+            log.warning("question %s stays in the inbox, retried in %.0f s: %s", rel, delay, exc)
+        else:
+            log.exception("question %s failed unexpectedly; retried in %.0f s", rel, delay)
 
     # -- choosing a question -------------------------------------------------------------
 
