@@ -28,6 +28,7 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
 ) -> None:
     seed = int(os.environ.get("ASKVAULT_DRILL_SEED", str(int(time.time()))))
     rng = random.Random(seed)
+    print(f"kill drill seed {seed} (ASKVAULT_DRILL_SEED replays it)")
     write_notes(world.vault, NOTES, paragraphs=4)
     world.freeze()
     fake_ollama.set_fault("slow", delay_s=EMBED_DELAY_S, paths=("/api/embed",))
@@ -45,7 +46,7 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
         assert not again, f"seed {seed}, kills at {moments}: stored texts re-embedded: {again[:3]}"
     stored = stored_text_hashes(world.db_path)
     seen = len(fake_ollama.embedded_inputs)
-    final = daemons(ready=False)
+    final = daemons()  # ready: its handlers are installed before the SIGTERM below
     check_invariants(world, alive=lambda: final.proc.poll() is None, fake=fake_ollama)
     again = [t for t in fake_ollama.embedded_inputs[seen:] if input_hash(t) in stored]
     assert not again, f"seed {seed}: the final run re-embedded stored texts"
