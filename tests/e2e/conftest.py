@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import DaemonProcess, IndexProbe
+from daemon_helpers import DaemonProcess, IndexProbe, launched_daemons
 
 from support.fake_ollama import FakeOllama
 
@@ -34,20 +33,5 @@ def daemon_factory(
     vault: Path, state_dir: Path, fake_ollama: FakeOllama, tmp_path: Path
 ) -> Iterator[Callable[..., DaemonProcess]]:
     """Start `askvault run` subprocesses on the temp vault; each is killed at teardown."""
-    started: list[DaemonProcess] = []
-
-    def start(ready: bool = True, **env_extra: str) -> DaemonProcess:
-        daemon = DaemonProcess(vault, state_dir, fake_ollama.url,
-                               tmp_path / f"daemon-{len(started)}.log", env_extra)
-        started.append(daemon)
-        if ready:
-            daemon.wait_ready()
-        return daemon
-
-    try:
+    with launched_daemons(vault, state_dir, fake_ollama.url, tmp_path) as start:
         yield start
-    finally:
-        for daemon in started:
-            if daemon.proc.poll() is None:
-                daemon.signal(signal.SIGKILL)
-            daemon.close()

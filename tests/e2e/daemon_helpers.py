@@ -7,13 +7,14 @@ what the index holds. The probe reads the index database read-only for now;
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,30 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> float:
     raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
+
+
+@contextlib.contextmanager
+def launched_daemons(
+    vault: Path, state_dir: Path, ollama_url: str, log_dir: Path,
+    base_env: dict[str, str] | None = None,
+) -> Iterator[Callable[..., DaemonProcess]]:
+    """A `start(ready=True, **env)` function for `askvault run` subprocesses; every daemon
+    it started is killed and reaped on exit, whatever the test did."""
+    started: list[DaemonProcess] = []
+
+    def start(ready: bool = True, **env_extra: str) -> DaemonProcess:
+        daemon = DaemonProcess(vault, state_dir, ollama_url,
+                               log_dir / f"daemon-{len(started)}.log",
+                               {**(base_env or {}), **env_extra})
+        started.append(daemon)
+        if ready:
+            daemon.wait_ready()
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            if daemon.proc.poll() is None:
+                daemon.signal(signal.SIGKILL)
+            daemon.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from invariants import FaultWorld
 
 from askvault.app.daemon import Daemon, default_workers
 from support.fake_ollama import FakeOllama
-from e2e.daemon_helpers import DaemonProcess
+from e2e.daemon_helpers import DaemonProcess, launched_daemons
 
 # Small batches, fast settle and debounce: the drills stay quick at small sizes.
 DRILL_ENV = {
@@ -31,24 +30,9 @@ def world(tmp_path: Path, fake_ollama: FakeOllama) -> FaultWorld:
 @pytest.fixture
 def daemons(world: FaultWorld, fake_ollama: FakeOllama) -> Iterator[Callable[..., DaemonProcess]]:
     """Start `askvault run` subprocesses on the world's vault; killed and reaped at teardown."""
-    started: list[DaemonProcess] = []
-
-    def start(ready: bool = True, **env_extra: str) -> DaemonProcess:
-        daemon = DaemonProcess(world.vault, world.state, fake_ollama.url,
-                               world.root / f"daemon-{len(started)}.log",
-                               {**DRILL_ENV, **env_extra})
-        started.append(daemon)
-        if ready:
-            daemon.wait_ready()
-        return daemon
-
-    try:
+    with launched_daemons(world.vault, world.state, fake_ollama.url, world.root,
+                          DRILL_ENV) as start:
         yield start
-    finally:
-        for daemon in started:
-            if daemon.proc.poll() is None:
-                daemon.signal(signal.SIGKILL)
-            daemon.close()
 
 
 class InProcessDaemon:
