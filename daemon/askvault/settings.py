@@ -54,6 +54,9 @@ class IndexSettings:
     index_queries: bool = _opt(
         False, "Index the queries/ folder (answers) as knowledge. Off: only moved-out answers count."
     )
+    parse_workers: int = _opt(
+        2, "Processes that read and parse notes when many changed at once (1: no pool).", min=1
+    )
 
 
 @dataclass(frozen=True)

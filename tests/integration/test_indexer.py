@@ -220,3 +220,28 @@ def test_one_note_is_one_transaction_and_rolls_back_whole(
         raise RuntimeError("crash mid-note")
     assert store.counts(conn) == before
     conn.close()
+
+
+def test_parsing_pool_and_single_process_index_the_same_rows(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    vault = tmp_path / "vault"
+    for i in range(450):  # above POOL_MIN_NOTES: the pool is used
+        folder = vault / f"f{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note {i}.md").write_text(
+            f"---\naliases: [n{i}]\n---\n# Note {i}\n\nLinks to [[note {i + 1}]].\n\n"
+            f"Paragraph about topic {i}.\n"
+        )
+    rows = []
+    for workers in (2, 1):
+        settings = settings_for(vault, tmp_path / f"state{workers}", fake_ollama.url,
+                                **{"index.parse_workers": workers})
+        conn = connect(settings.db_path)
+        report = reconcile(conn, settings)
+        assert len(report.added) == 450
+        rows.append(conn.execute(
+            "SELECT n.path, n.aliases, c.text_hash, c.start_line, c.end_line FROM chunks c "
+            "JOIN notes n ON n.id = c.note_id ORDER BY n.path, c.position").fetchall())
+        conn.close()
+    assert rows[0] == rows[1]

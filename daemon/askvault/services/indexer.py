@@ -35,7 +35,6 @@ Progress = Callable[[int, int], None]
 
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
-POOL_MAX_WORKERS = 2
 
 
 @dataclass
@@ -107,7 +106,8 @@ def reconcile(
     done = report.unchanged
     if progress:
         progress(done, total)
-    with WriteBatch(conn) as batch, _preparer(len(to_read)) as prepare_all:
+    workers = settings.index.parse_workers
+    with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
             _prepare_note,
             [(str(root), stamp.path, settings.index.max_note_bytes,
@@ -160,7 +160,8 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
             report.unchanged += 1
             continue
         to_read.append((stamp, stored_note))
-    with WriteBatch(conn) as batch, _preparer(len(to_read)) as prepare_all:
+    workers = settings.index.parse_workers
+    with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
             _prepare_note,
             [(str(root), stamp.path, settings.index.max_note_bytes,
@@ -222,14 +223,15 @@ def _prepare_note(root: str, path: str, max_bytes: int, max_tokens: int) -> _Pre
 
 
 @contextlib.contextmanager
-def _preparer(count: int) -> Iterator[Callable[..., Iterable[_Prepared]]]:
+def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_Prepared]]]:
     """`map` in this process, or over a pool of worker processes for a large batch.
 
-    Reading, parsing and chunking are about half of a cold index (measured on the hub
-    vault); a second core halves that part. The pool costs ~0.5 s to start (spawned,
-    not forked: the daemon has threads), so small batches stay in this process.
+    Reading, parsing and chunking are about half of a cold index; on the hub vault a pool
+    of two took the reconcile from 4.3-5.1 s to 3.3-3.4 s (bench/index_bench.py). The pool
+    costs ~0.5 s to start (spawned, not forked: the daemon has threads), so small batches
+    stay in this process; `index.parse_workers = 1` turns it off.
     """
-    workers = min(POOL_MAX_WORKERS, os.cpu_count() or 1)
+    workers = min(max_workers, os.cpu_count() or 1)
     if count < POOL_MIN_NOTES or workers < 2:
         yield lambda fn, args: (fn(*a) for a in args)
         return
