@@ -3,7 +3,10 @@
 Callers wrap writes in `db.write_transaction`; functions here never commit on
 their own, so one note is always one transaction. Vectors live twice: in the
 content-addressed cache `embeddings` (fingerprint, text hash) and in one vec0
-table per fingerprint keyed by chunk id, with metadata columns for filters.
+table per fingerprint keyed by chunk id, with metadata columns for filters; a
+second vec0 table holds their sign bits (`bit[D]`) for the quantized search of
+large indexes (see search_store.vector_chunks). Indexes made before the bit table
+existed get it created and back-filled by the first write that touches vectors.
 """
 
 from __future__ import annotations
@@ -45,9 +48,18 @@ class FingerprintRow:
     def vec_table(self) -> str:
         return vec_table_name(self.id)
 
+    @property
+    def bits_table(self) -> str:
+        return bits_table_name(self.id)
+
 
 def vec_table_name(fingerprint_id: int) -> str:
     return f"vec_fp{int(fingerprint_id)}"
+
+
+def bits_table_name(fingerprint_id: int) -> str:
+    """The vec0 table of sign bits beside `vec_table_name(fingerprint_id)`."""
+    return f"vecbits_fp{int(fingerprint_id)}"
 
 
 def get_meta(conn: Connection, key: str, default: str | None = None) -> str | None:
@@ -182,6 +194,8 @@ def _delete_note_rows(conn: Connection, note_id: int, *, keep_note: bool) -> Non
         conn.executemany("DELETE FROM chunks_trigram WHERE rowid = ?", params)
         for fp in live_fingerprints(conn):
             conn.executemany(f"DELETE FROM {fp.vec_table} WHERE chunk_id = ?", params)
+            if ensure_bits_table(conn, fp):
+                conn.executemany(f"DELETE FROM {fp.bits_table} WHERE chunk_id = ?", params)
         conn.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
     conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
     if not keep_note:
@@ -233,7 +247,9 @@ def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -
         "SELECT id, state FROM fingerprints WHERE key = ?", (fingerprint.key,)
     ).fetchone()
     if row and row[1] != "retired":
-        return FingerprintRow(row[0], fingerprint, row[1])
+        fp = FingerprintRow(row[0], fingerprint, row[1])
+        ensure_bits_table(conn, fp)  # upgrades an index made before the bit tables
+        return fp
     state = "building" if active_fingerprint(conn) else "active"
     if row:
         conn.execute("UPDATE fingerprints SET state = ? WHERE id = ?", (state, row[0]))
@@ -261,9 +277,39 @@ def _create_vec_table(conn: Connection, fp: FingerprintRow) -> None:
         f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(fp.fingerprint.dimension)}] "
         "distance_metric=cosine, folder TEXT, top_folder TEXT, note_type TEXT, derived INTEGER)"
     )
+    ensure_bits_table(conn, fp)
+    _drop_retired(conn)
+
+
+def ensure_bits_table(conn: Connection, fp: FingerprintRow) -> bool:
+    """Create the sign-bit table of `fp` if missing, back-filled from its float table;
+    False when the dimension is not a multiple of 8 (bit[D] refuses it: no bit table)."""
+    dim = int(fp.fingerprint.dimension)
+    if dim % 8:
+        return False
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fp.bits_table,)
+    ).fetchone()
+    if not exists:
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {fp.bits_table} USING vec0("
+            f"chunk_id INTEGER PRIMARY KEY, embedding bit[{dim}])"
+        )
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fp.vec_table,)
+        ).fetchone():
+            conn.execute(
+                f"INSERT INTO {fp.bits_table}(chunk_id, embedding) "
+                f"SELECT chunk_id, vec_quantize_binary(embedding) FROM {fp.vec_table}"
+            )
+    return True
+
+
+def _drop_retired(conn: Connection) -> None:
     for stale in fingerprint_rows(conn):
         if stale.state == "retired":
             conn.execute(f"DROP TABLE IF EXISTS {stale.vec_table}")
+            conn.execute(f"DROP TABLE IF EXISTS {stale.bits_table}")
 
 
 def promote_fingerprint(conn: Connection, fp: FingerprintRow) -> None:
@@ -271,9 +317,7 @@ def promote_fingerprint(conn: Connection, fp: FingerprintRow) -> None:
     conn.execute("UPDATE fingerprints SET state = 'retired' WHERE state = 'active' AND id != ?",
                  (fp.id,))
     conn.execute("UPDATE fingerprints SET state = 'active' WHERE id = ?", (fp.id,))
-    for stale in fingerprint_rows(conn):
-        if stale.state == "retired":
-            conn.execute(f"DROP TABLE IF EXISTS {stale.vec_table}")
+    _drop_retired(conn)
 
 
 def copy_cached_vectors(
@@ -298,12 +342,18 @@ def copy_cached_vectors(
         f"LEFT JOIN {fp.vec_table} v ON v.chunk_id = c.id WHERE {' AND '.join(where)}",
         params,
     ).fetchall()
+    has_bits = ensure_bits_table(conn, fp)
     conn.executemany(
         f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder, note_type, derived)"
         " VALUES (?,?,?,?,?,?)",
         [(cid, vec, folder, folder.split("/", 1)[0], ntype or "", derived)
          for cid, vec, folder, ntype, derived in rows],
     )
+    if has_bits and rows:
+        conn.executemany(
+            f"INSERT INTO {fp.bits_table}(chunk_id, embedding) VALUES (?, vec_quantize_binary(?))",
+            [(r[0], r[1]) for r in rows],
+        )
     return len(rows)
 
 

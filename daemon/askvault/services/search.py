@@ -113,7 +113,10 @@ def search(
         words = _word_ranking(conn, query, depth, filters)
     vectors: list[tuple[int, float]] = []
     if fp is not None and vector is not None and mode_used != "words":
-        vectors = search_store.vector_chunks(conn, fp.vec_table, vector, k=depth, filters=filters)
+        vectors = search_store.vector_chunks(
+            conn, fp.vec_table, vector, k=depth, filters=filters, bits_table=fp.bits_table,
+            fingerprint_id=fp.id,
+        )
 
     ids = list(dict.fromkeys([cid for cid, _ in words] + [cid for cid, _ in vectors]))
     rows = search_store.chunk_rows(conn, ids)
