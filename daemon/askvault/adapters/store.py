@@ -357,33 +357,38 @@ def copy_cached_vectors(
     return len(rows)
 
 
-def pending_texts(
-    conn: Connection, fp: FingerprintRow, limit: int, now: float, *, after_id: int = 0
-) -> tuple[list[tuple[str, str]], int]:
-    """Up to `limit` distinct (text_hash, text) with no cached vector for `fp`, scanning chunks
-    by id from `after_id`; also the last chunk id scanned (the cursor for the next call).
+def pending_hashes(conn: Connection, fp: FingerprintRow, now: float) -> list[str]:
+    """Every chunk-text hash with no cached vector for `fp` (the backlog), minus texts whose
+    last failure asks to wait until later.
 
-    A cursor instead of one GROUP BY over all chunks: the GROUP BY cost 0.2 s per batch on
-    50k chunks (measured), i.e. minutes for a cold index.
+    One `EXCEPT` over the covering hash index: 44 ms on the hub vault's 52k chunks, against
+    260 ms for a scan of the chunks table by id (measured), and run once per drain rather
+    than once per batch.
     """
     rows = conn.execute(
-        "SELECT c.id, c.text_hash, c.text FROM chunks c WHERE c.id > ? "
-        "AND NOT EXISTS (SELECT 1 FROM embeddings e "
-        "  WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash) "
-        "AND NOT EXISTS (SELECT 1 FROM embed_failures f WHERE f.fingerprint_id = ? "
-        "  AND f.text_hash = c.text_hash AND f.next_try_at > ?) "
-        "ORDER BY c.id LIMIT ?",
-        (after_id, fp.id, fp.id, now, limit * 4),
+        "SELECT text_hash FROM chunks EXCEPT "
+        "SELECT text_hash FROM embeddings WHERE fingerprint_id = ?",
+        (fp.id,),
     ).fetchall()
-    seen: dict[str, str] = {}
-    last_id = after_id
-    for chunk_id, text_hash, text in rows:
-        if text_hash not in seen:
-            if len(seen) == limit:
-                break
-            seen[text_hash] = text
-        last_id = chunk_id
-    return list(seen.items()), last_id
+    waiting = {
+        h for (h,) in conn.execute(
+            "SELECT text_hash FROM embed_failures WHERE fingerprint_id = ? AND next_try_at > ?",
+            (fp.id, now),
+        )
+    }
+    return [h for (h,) in rows if h not in waiting]
+
+
+def texts_of(conn: Connection, hashes: Sequence[str]) -> list[tuple[str, str]]:
+    """(hash, text) for the hashes still held by some chunk (a note may have changed since)."""
+    out = []
+    for text_hash in hashes:
+        row = conn.execute(
+            "SELECT text FROM chunks WHERE text_hash = ? LIMIT 1", (text_hash,)
+        ).fetchone()
+        if row:
+            out.append((text_hash, row[0]))
+    return out
 
 
 def count_pending(conn: Connection, fp: FingerprintRow | None) -> int:

@@ -94,23 +94,25 @@ class EmbedLoop:
             fp = self._fp
             if fp is None:
                 fp = self._fp = target_fingerprint(conn, self._embedder)
-            while not stop.is_set():
-                report = drain_backlog(
-                    conn, self._embedder, fp,
-                    batch_size=self.settings.ollama.embed_batch_size,
-                    should_stop=stop.is_set, max_batches=1,
-                )
-                texts += report.texts_embedded
-                batches += report.batches
-                if report.promoted:
-                    self._fp = None  # the next drain asks for the new active row
-                    break
-                if report.batches == 0:
-                    break
+
+            def on_stored(count: int) -> None:
+                nonlocal texts, last_log
+                texts += count
                 if time.monotonic() - last_log >= PROGRESS_LOG_S:
                     last_log = time.monotonic()
                     log.info("embedding: %d texts so far, %d chunks waiting", texts,
                              self._pending(conn))
+
+            # One drain per wake-up: it reads the backlog once and rescans only when it
+            # has emptied it, so a one-note edit costs one embed call and two scans.
+            report = drain_backlog(
+                conn, self._embedder, fp,
+                batch_size=self.settings.ollama.embed_batch_size,
+                should_stop=stop.is_set, progress=on_stored,
+            )
+            texts, batches = report.texts_embedded, report.batches
+            if report.promoted:
+                self._fp = None  # the next drain asks for the new active row
         except OllamaError as exc:
             return self._failed(conn, exc, texts)
         except Exception as exc:

@@ -59,7 +59,7 @@ def drain_backlog(
     before that stays stored.
     """
     report = EmbedReport()
-    cursor, rescanned = 0, False
+    queue: list[str] = []
     held: list[tuple[str, list[float]]] = []
     last_flush = time.monotonic()
 
@@ -75,15 +75,15 @@ def drain_backlog(
 
     try:
         while not should_stop() and (max_batches is None or report.batches < max_batches):
-            pending, cursor = store.pending_texts(
-                conn, fp, batch_size, time.time(), after_id=cursor
-            )
-            if not pending:
+            if not queue:
+                # Flush first: held vectors would otherwise look pending again.
                 flush()
-                if cursor == 0 or rescanned:
+                queue = store.pending_hashes(conn, fp, time.time())
+                if not queue:
                     break
-                # Chunks written behind the cursor meanwhile (a reused id): one more pass.
-                cursor, rescanned = 0, True
+            pending = store.texts_of(conn, queue[:batch_size])
+            del queue[:batch_size]
+            if not pending:
                 continue
             started = time.monotonic()
             vectors = embedder.embed_documents([text for _, text in pending])
