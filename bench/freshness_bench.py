@@ -39,6 +39,7 @@ SOURCE_VAULT = SHARED / "data" / "vaults" / "obsidian-hub"
 STANDIN = SHARED / "tools" / "minilm_ollama" / "server.py"
 EMBED_MODEL = "all-minilm"
 POLL_S = 0.005
+LOG_LEVEL = os.environ.get("FRESHNESS_LOG_LEVEL", "info")
 BURST_POLL_S = 0.5
 
 
@@ -126,7 +127,8 @@ def run(edits: int, burst: int, work: Path) -> dict[str, Any]:
         started = time.monotonic()
         with open(log_path, "wb") as log_file:
             daemon = subprocess.Popen(
-                [sys.executable, "-m", "askvault", "run", "--vault", str(vault)],
+                [sys.executable, "-m", "askvault", "run", "--vault", str(vault),
+                 "--log-level", LOG_LEVEL],
                 stdout=subprocess.DEVNULL, stderr=log_file, env=env,
             )
         db_path = state / vault_id(vault.resolve()) / "index.sqlite"
@@ -202,12 +204,17 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=60)
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep-log", type=Path, help="copy the daemon's log here")
     args = parser.parse_args()
     if not SOURCE_VAULT.is_dir() or not STANDIN.is_file():
         print(f"skipped: {SOURCE_VAULT} or {STANDIN} is absent")
         return
     with tempfile.TemporaryDirectory(prefix="askvault-fresh-") as tmp:
-        result = run(args.edits, args.burst, Path(tmp))
+        try:
+            result = run(args.edits, args.burst, Path(tmp))
+        finally:
+            if args.keep_log and (Path(tmp) / "daemon.log").exists():
+                shutil.copy(Path(tmp) / "daemon.log", args.keep_log)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

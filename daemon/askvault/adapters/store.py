@@ -392,9 +392,26 @@ def texts_of(conn: Connection, hashes: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def count_pending(conn: Connection, fp: FingerprintRow | None) -> int:
-    """Chunks (not texts) still waiting for a vector of `fp` (all chunks when no fp)."""
+    """Chunks (not texts) still waiting for a vector of `fp` (all chunks when no fp).
+
+    Counted against the embedding cache (B-tree lookups, ~50 ms on 52k chunks) rather than
+    the vec0 table: a vec0 row lookup per chunk took seconds (measured). The two agree
+    because a vec row is written in the same transaction as the cache row it copies;
+    `count_missing_vectors` checks that invariant itself (doctor).
+    """
     if fp is None:
         return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash)",
+            (fp.id,),
+        ).fetchone()[0]
+    )
+
+
+def count_missing_vectors(conn: Connection, fp: FingerprintRow) -> int:
+    """Chunks with no row in `fp`'s vec0 table: the exact check, slow on large indexes."""
     return int(
         conn.execute(
             f"SELECT count(*) FROM chunks c LEFT JOIN {fp.vec_table} v ON v.chunk_id = c.id "

@@ -84,6 +84,7 @@ class EmbedLoop:
         if stop.is_set():
             return None
         started = time.monotonic()
+        log.debug("embedding: draining the backlog")
         texts = batches = 0
         last_log = started
         try:

@@ -72,7 +72,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
         out.append(Check("vectors", ok, "no embedding model has stored vectors yet",
                          "" if ok else "make Ollama reachable and run `askvault index`"))
         return out
-    missing = store.count_pending(conn, active)
+    missing = store.count_missing_vectors(conn, active)
     extra = conn.execute(
         f"SELECT count(*) FROM {active.vec_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
     ).fetchone()[0]
