@@ -245,3 +245,49 @@ def test_parsing_pool_and_single_process_index_the_same_rows(
             "JOIN notes n ON n.id = c.note_id ORDER BY n.path, c.position").fetchall())
         conn.close()
     assert rows[0] == rows[1]
+
+
+def test_an_edit_keeps_the_rows_of_untouched_chunks(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    conn = connect(settings.db_path)
+    query = ("SELECT c.id, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id "
+             "WHERE n.path = 'Garden log.md' ORDER BY c.position")
+    before = conn.execute(query).fetchall()
+    conn.close()
+    with open(vault / "Garden log.md", "a", encoding="utf-8") as f:
+        f.write("\nA new closing paragraph about autumn mulch.\n")
+    report = index_vault(settings)
+    assert report.index.changed == ["Garden log.md"]
+    conn = connect(settings.db_path)
+    after = conn.execute(query).fetchall()
+    fp = store.active_fingerprint(conn)
+    assert fp is not None
+    assert store.count_missing_vectors(conn, fp) == 0
+    fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
+    assert fts == conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    conn.close()
+    kept = set(before) & set(after)
+    assert len(kept) >= len(before) - 1  # only the last chunk may change
+    assert report.embed.texts_embedded <= 2
+
+
+def test_a_new_alias_rewrites_the_notes_search_rows(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    text = (vault / "Embeds.md").read_text()
+    (vault / "Embeds.md").write_text(text.replace("[Transclusion]", "[Transclusion, Zettelpull]"))
+    index_vault(settings)
+    conn = connect(settings.db_path)
+    hits = conn.execute(
+        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'aliases:zettelpull'"
+    ).fetchone()[0]
+    chunks = conn.execute(
+        "SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.path = 'Embeds.md'"
+    ).fetchone()[0]
+    conn.close()
+    assert hits == chunks > 0
