@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from invariants import FaultWorld
 
 from askvault.app.daemon import Daemon, default_workers
 from support.fake_ollama import FakeOllama
+from in_process import InProcessDaemon
 from e2e.daemon_helpers import DaemonProcess, launched_daemons
 
 # Small batches, fast settle and debounce: the drills stay quick at small sizes.
@@ -33,27 +33,6 @@ def daemons(world: FaultWorld, fake_ollama: FakeOllama) -> Iterator[Callable[...
     with launched_daemons(world.vault, world.state, fake_ollama.url, world.root,
                           DRILL_ENV) as start:
         yield start
-
-
-class InProcessDaemon:
-    """`Daemon.run()` on a thread of the test process (so the socket guard sees it)."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.exit_code: int | None = None
-        self.thread = threading.Thread(target=self._run, name="drill-daemon")
-
-    def _run(self) -> None:
-        self.exit_code = self.daemon.run()
-
-    def alive(self) -> bool:
-        return self.thread.is_alive() and self.daemon.failure is None
-
-    def stop(self) -> int | None:
-        self.daemon.stop()
-        self.thread.join(10)
-        assert not self.thread.is_alive(), "the daemon did not stop"
-        return self.exit_code
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 import pytest
-from conftest import InProcessDaemon
+from in_process import InProcessDaemon
 from invariants import (
     CANARY_TEXT,
     FaultWorld,

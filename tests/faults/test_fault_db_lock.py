@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from conftest import InProcessDaemon
+from in_process import InProcessDaemon
 from drill_vault import write_notes
 from invariants import FaultWorld, check_invariants, index_state, wait_converged, wait_until
 

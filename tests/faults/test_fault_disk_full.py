@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import InProcessDaemon
+from in_process import InProcessDaemon
 from drill_vault import write_notes
 from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 

@@ -10,12 +10,12 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from conftest import InProcessDaemon
-from invariants import FaultWorld, wait_converged, wait_until
+from in_process import InProcessDaemon
+from invariants import FaultWorld, wait_until
 
 from askvault.adapters.ollama import check_host_allowed
 from askvault.services.doctor import run_checks
-from askvault.services.inbox import ask_question
+from askvault.services.ask import ask_question
 from askvault.errors import RemoteHostRefused
 from e2e.daemon_helpers import DaemonProcess
 from support.fake_ollama import FakeOllama

@@ -13,7 +13,8 @@ import pytest
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
-from askvault.services.inbox import InboxWorker, parse_question_options, question_summary
+from askvault.services.inbox import InboxWorker
+from askvault.services.question_options import parse_question_options, question_summary
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama

@@ -10,7 +10,7 @@ import click
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
 from askvault.core.answer_note import render_citation_report
 from askvault.errors import AskvaultError
-from askvault.services.inbox import ask_question
+from askvault.services.ask import ask_question
 
 
 @cli.command()

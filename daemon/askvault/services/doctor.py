@@ -57,7 +57,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
             out.append(Check(f"fts5 integrity ({table})", True, "ok"))
         except Exception as exc:  # noqa: BLE001 - any failure here is the finding
             out.append(Check(f"fts5 integrity ({table})", False, str(exc),
-                             f"run `askvault index --rebuild-fts` or delete the index"))
+                             "delete the index file and run `askvault index` to rebuild it"))
     orphans = conn.execute(
         "SELECT (SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts))"
         " + (SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks))"

@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +51,11 @@ from askvault.services.answering import (
     page_wikilink,
 )
 from askvault.services.index_pass import make_embedder
+from askvault.services.question_options import (
+    is_draft,
+    parse_question_options,
+    question_summary,
+)
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,8 +64,6 @@ POLL_S = 0.25
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 STOP_CHECK_EVERY_S = 0.1
-LOG_SUMMARY_CHARS = 80
-KNOWN_OPTIONS = ("folders", "tags", "max_sources", "model", "language")
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ class InboxWorker:
             self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
             return
         parsed = parse_note(cand.rel, note.text)
-        if _is_draft(parsed.frontmatter.get("draft")):
+        if is_draft(parsed.frontmatter.get("draft")):
             self._skip_sig[cand.rel] = cand.sig
             return
         row = answer_store.get_question(conn, cand.rel)
@@ -428,55 +430,6 @@ class InboxWorker:
                                                     hashlib.sha256(new).hexdigest(), row.cited))
 
 
-@dataclass
-class AskOutcome:
-    """What `askvault ask` shows: the result, the note written (with --save), the log line."""
-
-    result: AnswerResult
-    saved: str | None
-    logged: str | None
-
-
-def ask_question(
-    settings: Settings, question: str, *, on_token: Callable[[str], None] | None = None,
-    save: bool = False,
-) -> AskOutcome:
-    """The inbox pipeline for one question from the terminal (`askvault ask`)."""
-    worker = InboxWorker(settings)
-    conn = connect(settings.db_path)
-    try:
-        ollama = settings.ollama
-        generator = OllamaGenerator(ollama.host, timeout_s=ollama.timeout_s,
-                                    allow_remote=ollama.allow_remote_ollama)
-        embedder: Any = None
-        with contextlib.suppress(OllamaError):
-            embedder = make_embedder(settings)
-        try:
-            result = answer_question(conn, settings, question, QuestionOptions(),
-                                     embedder=embedder, generator=generator, on_token=on_token)
-        finally:
-            generator.close()
-            if embedder is not None:
-                embedder.close()
-        saved = None
-        if save:
-            stem = _safe_stem(question)
-            saved = worker.write_answer(conn, None, render_answer_note(result.note), "",
-                                        result.status, tuple(result.cited_paths), stem)
-        logged = None
-        if result.status in ("answered", "no-answer") and worker.append_log(question):
-            logged = f"query | {question_summary(question)}"
-        return AskOutcome(result, saved, logged)
-    finally:
-        conn.close()
-
-
-def _safe_stem(question: str) -> str:
-    """A file name for a question asked on the command line."""
-    name = re.sub(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+', " ", question_summary(question, 60))
-    return " ".join(name.split()).strip(" .") or "question"
-
-
 class _QuestionWatch:
     """`changed()` is true once shutdown began or the question file changed or vanished."""
 
@@ -512,71 +465,6 @@ class _Unavailable:
         raise self.exc
 
 
-def parse_question_options(
-    frontmatter: dict[str, Any], vault: Path
-) -> tuple[QuestionOptions, list[str]]:
-    """The known options of a question's frontmatter, and one message per invalid value.
-
-    Unknown keys are ignored (and kept in the archived note, which is never rewritten).
-    """
-    errors: list[str] = []
-    folders = []
-    for folder in _str_list(frontmatter.get("folders"), "folders", errors):
-        clean = folder.strip().rstrip("/")
-        try:
-            resolved = resolve_inside(vault, clean)
-        except PathOutsideVault:
-            errors.append(f"folders: {folder!r} is outside the vault")
-            continue
-        if not clean or not resolved.is_dir():
-            errors.append(f"folders: {folder!r} is not a folder of the vault")
-            continue
-        folders.append(clean)
-    tags = [t.strip().lstrip("#") for t in _str_list(frontmatter.get("tags"), "tags", errors)]
-    max_sources = frontmatter.get("max_sources")
-    if max_sources is not None and (
-        isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1
-    ):
-        errors.append(f"max_sources: must be a whole number >= 1 (got {max_sources!r})")
-        max_sources = None
-    model = _str_value(frontmatter.get("model"), "model", errors)
-    language = _str_value(frontmatter.get("language"), "language", errors)
-    options = QuestionOptions(tuple(folders), tuple(t for t in tags if t), max_sources, model,
-                              language)
-    return options, errors
-
-
-def _str_list(value: Any, key: str, errors: list[str]) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [part for part in (p.strip() for p in value.split(",")) if part]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return [v for v in value if v.strip()]
-    errors.append(f"{key}: must be a list of names (got {value!r})")
-    return []
-
-
-def _str_value(value: Any, key: str, errors: list[str]) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        errors.append(f"{key}: must be a non-empty text (got {value!r})")
-        return None
-    return value.strip()
-
-
-def _is_draft(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
-
-
 def _stem(rel: str) -> str:
     name = rel.rsplit("/", 1)[-1]
     return name[:-3] if name.lower().endswith(".md") else name
-
-
-def question_summary(question: str, limit: int = LOG_SUMMARY_CHARS) -> str:
-    """The question on one line (first line, `#` and extra spaces dropped), truncated."""
-    first = next((line for line in question.splitlines() if line.strip()), "")
-    flat = " ".join(re.sub(r"^#+\s*", "", first.strip()).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
