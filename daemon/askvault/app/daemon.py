@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -85,7 +86,7 @@ class Daemon:
         """Hold the vault's lock, run until stopped, shut down within 5 s; 0 or 1."""
         lock = DaemonLock(lock_path(self.settings))
         lock.acquire()  # DaemonAlreadyRunning: the CLI prints it and exits 1
-        restore: Callable[[], None] = lambda: None
+        restore: Callable[[], None] = _nothing_to_restore
         try:
             if threading.current_thread() is threading.main_thread():
                 restore = install_signal_handlers(self._on_stop_signal,
@@ -108,9 +109,9 @@ class Daemon:
         mode = choose_watch_mode(self.settings.daemon.watch_mode, self.settings.vault_path)
         self.work.request_reconcile("start-up")
         self._spawn("askvault-index", self._index_loop)
-        self._spawn("askvault-embed", lambda: self.embed.run(self.stop_event))
+        self._spawn("askvault-embed", partial(self.embed.run, self.stop_event))
         for i, worker in enumerate(self.workers):
-            self._spawn(f"askvault-worker-{i}", lambda w=worker: w.run(self.stop_event),
+            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event),
                         fatal=False)
         self._watcher = VaultWatcher(
             self.settings.vault_path, self._on_batch,
@@ -271,3 +272,7 @@ def _log_report(what: str, report: IndexReport, *, always: bool = False) -> None
         len(report.deleted), len(report.renamed), report.unchanged + report.touched,
         len(report.skipped), report.chunks_written, report.seconds,
     )
+
+
+def _nothing_to_restore() -> None:
+    """No signal handlers were installed (the daemon runs off the main thread, in tests)."""

@@ -21,7 +21,7 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 @handle_errors
 def run(log_format: str | None, log_level: str | None, **opts: Any) -> None:
     """Keep the index fresh and answer inbox questions until SIGTERM/SIGINT (SIGHUP: reconcile)."""
-    settings = build_settings(**opts, **{"daemon.log_format": log_format,
-                                         "daemon.log_level": log_level})
+    extra: dict[str, Any] = {"daemon.log_format": log_format, "daemon.log_level": log_level}
+    settings = build_settings(**opts, **extra)
     configure_logging(settings.daemon.log_format, settings.daemon.log_level)
     sys.exit(Daemon(settings, default_workers(settings)).run())

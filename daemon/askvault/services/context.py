@@ -135,13 +135,13 @@ def _check_freshness(
             return page
         text = note.text if note is not None else None
     if text is None:
-        warning = f"{page.path} was deleted or cannot be read since it was indexed"
-        warnings.append(warning)
+        gone = f"{page.path} was deleted or cannot be read since it was indexed"
+        warnings.append(gone)
         chunks = tuple(replace(c, fresh=False) for c in page.chunks)
-        return replace(page, chunks=chunks, fresh=False, warning=warning)
+        return replace(page, chunks=chunks, fresh=False, warning=gone)
     chunks = tuple(_relocate(c, text) for c in page.chunks)
     stale = [c for c in chunks if not c.fresh]
-    warning = None
+    warning: str | None = None
     if stale:
         warning = (f"{page.path} changed since it was indexed; {len(stale)} chunk(s) no longer "
                    "match the file and may be out of date")

@@ -217,10 +217,10 @@ def search_result_to_json(result: SearchResult, *, explain: bool = False) -> dic
     terms = query_terms(result.query)
     hits = []
     for hit in result.hits:
-        doc = hit_to_json(hit, result.wikilinks.get(hit.chunk_id, ""), terms)
+        item = hit_to_json(hit, result.wikilinks.get(hit.chunk_id, ""), terms)
         if explain:
-            doc["explain"] = result.trace.get(hit.chunk_id, {})
-        hits.append(doc)
+            item["explain"] = result.trace.get(hit.chunk_id, {})
+        hits.append(item)
     doc: dict[str, Any] = {"query": result.query, "hits": hits, "degraded": result.degraded}
     if explain:
         doc["fusion"] = result.fusion
