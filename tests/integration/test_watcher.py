@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
+from askvault.adapters.watcher import (
+    VaultWatcher,
+    WatchBatch,
+    choose_watch_mode,
+    default_observer,
+)
 
 
 class Collector:
@@ -102,5 +107,26 @@ def test_watcher_asks_for_a_reconcile_when_inotify_reports_an_overflow(tmp_path:
         logging.getLogger("watchdog.observers.inotify_c").warning(
             "Inotify queue overflowed; filesystem events were lost")
         collector.wait(lambda: any(b.events_lost for b in collector.batches))
+    finally:
+        watcher.stop()
+
+
+def test_watcher_falls_back_to_polling_and_reconciles_when_inotify_refuses(
+    tmp_path: Path,
+) -> None:
+    def make_observer(mode: str, poll_interval_s: float):  # type: ignore[no-untyped-def]
+        if mode == "events":
+            raise OSError(28, "inotify watch limit reached")
+        return default_observer(mode, poll_interval_s)
+
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05, poll_interval_s=0.1,
+                           make_observer=make_observer)
+    watcher.start()
+    try:
+        assert watcher.mode == "polling"
+        collector.wait(lambda: any(b.events_lost for b in collector.batches))
+        (tmp_path / "late.md").write_text("written after the fallback")
+        collector.wait(lambda: "late.md" in collector.changed())
     finally:
         watcher.stop()

@@ -244,6 +244,11 @@ class _OverflowListener(logging.Handler):
             self.on_overflow()
 
 
+def default_observer(mode: str, poll_interval_s: float) -> BaseObserver:
+    """watchdog's polling observer, or its native one (inotify on Linux)."""
+    return PollingObserver(timeout=poll_interval_s) if mode == "polling" else Observer()
+
+
 class VaultWatcher:
     """Watches a vault recursively and calls `on_batch(WatchBatch)` from its own thread."""
 
@@ -255,8 +260,12 @@ class VaultWatcher:
         debounce_s: float = 0.3,
         mode: str = "events",
         poll_interval_s: float = 2.0,
+        make_observer: Callable[[str, float], BaseObserver] | None = None,
     ) -> None:
+        """`make_observer(mode, poll_interval_s)` builds watchdog's observer (a parameter so
+        that a test can stand in for an inotify that refuses to watch)."""
         self.root = Path(os.path.realpath(root))
+        self._make_observer = make_observer or default_observer
         self.on_batch = on_batch
         self.mode = mode
         self.poll_interval_s = poll_interval_s
@@ -289,9 +298,7 @@ class VaultWatcher:
         self._thread.start()
 
     def _start_observer(self, mode: str) -> BaseObserver:
-        observer: BaseObserver = (
-            PollingObserver(timeout=self.poll_interval_s) if mode == "polling" else Observer()
-        )
+        observer = self._make_observer(mode, self.poll_interval_s)
         try:
             observer.schedule(self.router, str(self.root), recursive=True)
             observer.start()
