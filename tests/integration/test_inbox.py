@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from askvault.adapters import store
+from askvault.adapters import answer_store, store
 from askvault.adapters.db import connect
+from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.inbox import InboxWorker
-from askvault.services.question_options import parse_question_options, question_summary
 from askvault.services.index_pass import index_vault
+from askvault.services.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
@@ -340,3 +341,46 @@ def test_question_summary_is_one_truncated_line() -> None:
     assert question_summary("# How do\n embeds work?") == "How do"
     long = question_summary("word " * 50)
     assert len(long) <= 80 and long.endswith("…")
+
+
+def test_a_crash_right_after_the_answering_note_is_written_resumes_that_note(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    # The state a kill -9 leaves between writing the `answering` note and recording the
+    # question: the note and its row exist, the question row does not.
+    (vault / "queries/inbox").mkdir(parents=True, exist_ok=True)
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        placeholder = render_answer_note(AnswerNote(question=QUESTION.strip(),
+                                                    status="answering", asked="2026-01-01"))
+        written = InboxWorker(settings).write_answer(
+            conn, None, placeholder, "queries/inbox/Q.md", "answering", (), "Q")
+    finally:
+        conn.close()
+    assert written == "queries/answers/Q.md"
+    fake_ollama.chat_script = [REPLY]
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "answered")
+    assert not (vault / "queries/answers/Q (2).md").exists()
+
+
+def test_write_answer_records_the_name_before_the_file_exists(
+    vault: Path, settings: Settings
+) -> None:
+    folder = vault / "queries/answers"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "Q.md").write_text("the user's own note", encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        rel = InboxWorker(settings).write_answer(conn, None, "text", "queries/inbox/Q.md",
+                                                 "answering", (), "Q")
+        row = answer_store.get_answer(conn, rel)
+        stale = answer_store.get_answer(conn, "queries/answers/Q.md")
+    finally:
+        conn.close()
+    assert rel == "queries/answers/Q (2).md"
+    assert row is not None and row.status == "answering"
+    assert stale is None  # the user's Q.md was never claimed
+    assert (folder / "Q.md").read_text(encoding="utf-8") == "the user's own note"

@@ -34,6 +34,7 @@ import os
 import secrets
 import stat as stat_mod
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 from askvault.adapters.ignore import (
@@ -358,16 +359,22 @@ def write_atomic(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-def write_new_file(path: Path, data: bytes) -> Path:
+def write_new_file(
+    path: Path, data: bytes, claim: Callable[[Path], None] | None = None
+) -> Path:
     """Write `data` to `path`, or `<stem> (2)<suffix>`, `(3)`, ... if taken; return the path used.
 
     Never overwrites: the finished temp file is hard-linked to the free name,
-    which fails rather than replacing a file created in the meantime.
+    which fails rather than replacing a file created in the meantime. `claim(candidate)`
+    runs just before each link attempt, so a caller can record the name first: a crash
+    then never leaves a file it does not know about.
     """
     tmp = _write_temp(path.parent, data, None)
     try:
         for n in range(1, 10_000):
             candidate = path if n == 1 else _numbered(path, n)
+            if claim is not None and not candidate.exists():
+                claim(candidate)
             try:
                 _link_exclusive(tmp, candidate)
             except FileExistsError:

@@ -210,7 +210,11 @@ class InboxWorker:
                        note.content_hash)
             return
         asked = row.asked if row else iso_now()
-        answer_path = self._own_answer(conn, row.answer_path) if row else None
+        if row:
+            answer_path = self._own_answer(conn, row.answer_path)
+        else:
+            orphan = answer_store.answering_note_of(conn, cand.rel)
+            answer_path = self._own_answer(conn, orphan.path) if orphan else None
         placeholder = AnswerNote(question=question, status="answering", asked=asked,
                                  model=options.model or self.settings.ollama.chat_model,
                                  embed_model=self.settings.ollama.embed_model)
@@ -337,15 +341,27 @@ class InboxWorker:
         data = text.encode("utf-8")
         folder = resolve_inside(self.root, self.answers_rel)
         folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(data).hexdigest()
         if own_path is not None:
             write_atomic(resolve_inside(self.root, own_path), data)
             rel = own_path
         else:
-            written = write_new_file(folder / f"{stem}.md", data)
+            claimed: list[str] = []
+
+            def claim(candidate: Path) -> None:
+                # Recorded before the file exists: after a crash right behind the link, the
+                # restart finds this row and rewrites the note instead of adding `(2)`.
+                with write_transaction(conn):
+                    for previous in claimed:
+                        answer_store.delete_answer(conn, previous)
+                    claimed[:] = [f"{self.answers_rel}/{candidate.name}"]
+                    answer_store.put_answer(conn, AnswerRow(
+                        claimed[0], question_rel, status, digest, cited))
+
+            written = write_new_file(folder / f"{stem}.md", data, claim=claim)
             rel = f"{self.answers_rel}/{written.name}"
         with write_transaction(conn):
-            answer_store.put_answer(conn, AnswerRow(
-                rel, question_rel, status, hashlib.sha256(data).hexdigest(), cited))
+            answer_store.put_answer(conn, AnswerRow(rel, question_rel, status, digest, cited))
         return rel
 
     def archive_question(self, cand: _Candidate) -> str | None:
