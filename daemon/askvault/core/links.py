@@ -33,6 +33,11 @@ _HEADING_PUNCT = re.compile(r"[^\w\s]|_")
 _SPACES = re.compile(r"\s+")
 
 
+
+def strip_md_suffix(name: str) -> str:
+    """`Note.md` -> `Note` (any letter case); other names unchanged."""
+    return _MD_SUFFIX.sub("", name)
+
 def fenced_blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
     """The fenced code blocks of `lines` as (first, last) 0-based rows, fences included.
 

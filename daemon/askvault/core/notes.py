@@ -37,6 +37,7 @@ from askvault.core.links import (
     fenced_blocks,
     has_fences,
     mask_code,
+    strip_md_suffix,
 )
 from askvault.records import Heading, ParsedNote
 
@@ -57,7 +58,6 @@ _BLOCK_ID = re.compile(r"(?<![A-Za-z0-9])\^([A-Za-z0-9-]+)[ \t]*$")
 # Tag characters: anything but whitespace and ASCII punctuation other than _ - /.
 _INLINE_TAG = re.compile(r"(?<!\S)#([^\s!\"#$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
 _LIST_SPLIT = re.compile(r"[,\s]+")
-_MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
 _MAX_FRONTMATTER_NODES = 10_000
 _MAX_FRONTMATTER_DEPTH = 40
 
@@ -96,7 +96,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
     note_type = _get(props, "type")
     return ParsedNote(
         path=path,
-        title=_MD_SUFFIX.sub("", path.rsplit("/", 1)[-1]),
+        title=strip_md_suffix(path.rsplit("/", 1)[-1]),
         frontmatter=meta,
         aliases=_unique(_string_list(_get(props, "aliases", "alias"), split=True, sep=",")),
         tags=tags,
