@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from askvault.adapters import answer_store, store
-from askvault.adapters.db import connect
+from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.inbox import InboxWorker
 from askvault.services.index_pass import index_vault
@@ -384,3 +385,38 @@ def test_write_answer_records_the_name_before_the_file_exists(
     assert row is not None and row.status == "answering"
     assert stale is None  # the user's Q.md was never claimed
     assert (folder / "Q.md").read_text(encoding="utf-8") == "the user's own note"
+
+
+@pytest.mark.parametrize("renamed", [False, True])
+def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    renamed: bool,
+) -> None:
+    # The state a kill -9 leaves inside a rewrite of the `answering` note: the new hash is
+    # recorded beside the old one, and the file holds the old bytes or (renamed) the new.
+    (vault / "queries/inbox").mkdir(parents=True, exist_ok=True)
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    worker = InboxWorker(settings)
+    old = render_answer_note(AnswerNote(question=QUESTION.strip(), status="answering",
+                                        asked="2026-01-01")).encode("utf-8")
+    new = old.replace(b"status: answering", b"status: waiting")
+    conn = connect(settings.db_path)
+    try:
+        rel = worker.write_answer(conn, None, old.decode("utf-8"), "queries/inbox/Q.md",
+                                  "answering", (), "Q")
+        with write_transaction(conn):
+            answer_store.put_answer(conn, answer_store.AnswerRow(
+                rel, "queries/inbox/Q.md", "waiting", hashlib.sha256(new).hexdigest(), (),
+                previous_sha256=hashlib.sha256(old).hexdigest()))
+            answer_store.put_question(conn, answer_store.QuestionRow(
+                "queries/inbox/Q.md", rel, "answering",
+                hashlib.sha256(QUESTION.encode("utf-8")).hexdigest(), "2026-01-01"))
+    finally:
+        conn.close()
+    if renamed:
+        (vault / rel).write_bytes(new)
+    fake_ollama.chat_script = [REPLY]
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "answered")
+    assert not (vault / "queries/answers/Q (2).md").exists()

@@ -5,6 +5,7 @@ Callers wrap writes in `db.write_transaction`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -21,6 +22,13 @@ class AnswerRow:
     status: str
     written_sha256: str
     cited: tuple[str, ...]
+    # Set only while a rewrite is in flight: the bytes before it are still askvault's.
+    previous_sha256: str = ""
+
+    def holds(self, data: bytes) -> bool:
+        """True if `data` is what askvault wrote here (before or after a pending rewrite)."""
+        digest = hashlib.sha256(data).hexdigest()
+        return digest == self.written_sha256 or digest == self.previous_sha256 != ""
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ class QuestionRow:
 def get_answer(conn: Connection, path: str) -> AnswerRow | None:
     """The row of the answer note at `path`, if askvault wrote it."""
     row = conn.execute(
-        "SELECT path, question_path, status, written_sha256, cited FROM answers WHERE path = ?",
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers WHERE path = ?",
         (path,),
     ).fetchone()
     return _answer(row) if row else None
@@ -47,9 +55,9 @@ def put_answer(conn: Connection, row: AnswerRow) -> None:
     """Record (or replace) what askvault wrote at `row.path`."""
     conn.execute(
         "INSERT OR REPLACE INTO answers(path, question_path, status, written_sha256, cited,"
-        " updated_at) VALUES (?,?,?,?,?,?)",
+        " updated_at, previous_sha256) VALUES (?,?,?,?,?,?,?)",
         (row.path, row.question_path, row.status, row.written_sha256,
-         json.dumps(list(row.cited), ensure_ascii=False), time.time()),
+         json.dumps(list(row.cited), ensure_ascii=False), time.time(), row.previous_sha256),
     )
 
 
@@ -60,7 +68,7 @@ def delete_answer(conn: Connection, path: str) -> None:
 def answers_citing(conn: Connection, paths: set[str]) -> list[AnswerRow]:
     """Answers (answered, no-answer or stale) that cite any of `paths`."""
     rows = conn.execute(
-        "SELECT path, question_path, status, written_sha256, cited FROM answers "
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
         "WHERE status IN ('answered', 'no-answer', 'stale') ORDER BY path"
     ).fetchall()
     return [a for a in map(_answer, rows) if paths.intersection(a.cited)]
@@ -86,15 +94,15 @@ def delete_question(conn: Connection, path: str) -> None:
     conn.execute("DELETE FROM inbox_questions WHERE path = ?", (path,))
 
 
-def _answer(row: tuple[str, str, str, str, str]) -> AnswerRow:
-    return AnswerRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4] or "[]")))
+def _answer(row: tuple[str, str, str, str, str, str]) -> AnswerRow:
+    return AnswerRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4] or "[]")), row[5])
 
 
 def answering_note_of(conn: Connection, question_path: str) -> AnswerRow | None:
     """The `answering` note written for a question whose own row was never saved (a crash
     between writing the note and recording the question): it is resumed, not duplicated."""
     row = conn.execute(
-        "SELECT path, question_path, status, written_sha256, cited FROM answers "
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
         "WHERE question_path = ? AND status = 'answering' ORDER BY path LIMIT 1",
         (question_path,),
     ).fetchone()

@@ -123,6 +123,13 @@ CREATE TABLE inbox_questions (
 );
 """
 
+# A rewrite of an answer note records its new hash before the rename and keeps the old
+# one until the rename is done: a crash on either side of the rename still finds the
+# note askvault's own (a kill -9 drill caught a `(2)` duplicate without it).
+M031_ANSWER_PREVIOUS_HASH = """
+ALTER TABLE answers ADD COLUMN previous_sha256 TEXT NOT NULL DEFAULT '';
+"""
+
 # Chunks of derived notes (answers) are excluded from the quantized vector scan by id:
 # a partial index finds those few without scanning every note. Search looks up its
 # hits' titles case-blind (duplicate file names need the path in a wikilink): at 200k
@@ -138,4 +145,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m020_search_indexes", M020_SEARCH_INDEXES),
     ("m030_answers", M030_ANSWERS),
+    ("m031_answer_previous_hash", M031_ANSWER_PREVIOUS_HASH),
 ]

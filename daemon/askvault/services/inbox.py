@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -331,7 +331,18 @@ class InboxWorker:
             data = resolve_inside(self.root, rel).read_bytes()
         except (OSError, AskvaultError):
             return None
-        return rel if hashlib.sha256(data).hexdigest() == row.written_sha256 else None
+        return rel if row.holds(data) else None
+
+    def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> None:
+        """Replace our own note's bytes: the new hash is recorded beside the old one before
+        the rename and alone after it, so a crash anywhere leaves a note we still know."""
+        old = answer_store.get_answer(conn, row.path)
+        with write_transaction(conn):
+            answer_store.put_answer(conn, replace(
+                row, previous_sha256=old.written_sha256 if old else ""))
+        write_atomic(path, data)
+        with write_transaction(conn):
+            answer_store.put_answer(conn, replace(row, previous_sha256=""))
 
     def write_answer(
         self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
@@ -343,8 +354,9 @@ class InboxWorker:
         folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(data).hexdigest()
         if own_path is not None:
-            write_atomic(resolve_inside(self.root, own_path), data)
-            rel = own_path
+            self._rewrite_own(conn, resolve_inside(self.root, own_path), data,
+                              AnswerRow(own_path, question_rel, status, digest, cited))
+            return own_path
         else:
             claimed: list[str] = []
 
@@ -430,7 +442,7 @@ class InboxWorker:
             with write_transaction(conn):
                 answer_store.delete_answer(conn, row.path)  # moved out or deleted by the user
             return
-        if hashlib.sha256(data).hexdigest() != row.written_sha256:
+        if not row.holds(data):
             with write_transaction(conn):
                 listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
                 if row.path not in listed:
@@ -440,10 +452,8 @@ class InboxWorker:
         text = data.decode("utf-8")
         names = list(dict.fromkeys(stale_pages_of(text) + [page_wikilink(p) for p in pages]))
         new = mark_stale(text, names).encode("utf-8")
-        write_atomic(path, new)
-        with write_transaction(conn):
-            answer_store.put_answer(conn, AnswerRow(row.path, row.question_path, "stale",
-                                                    hashlib.sha256(new).hexdigest(), row.cited))
+        self._rewrite_own(conn, path, new, AnswerRow(
+            row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(), row.cited))
 
 
 class _QuestionWatch:
