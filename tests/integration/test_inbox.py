@@ -207,6 +207,8 @@ def test_question_edited_mid_answer_is_answered_again_with_the_edit(
     wait_for(lambda: _status(answer) == "answered")
     assert "exactly?" in answer.read_text(encoding="utf-8")
     assert len(calls) == 2
+    # The answer note lands before the question is archived: wait for the archive too.
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
     assert (vault / "queries/archive/Q.md").read_text(encoding="utf-8").endswith("exactly?\n")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
