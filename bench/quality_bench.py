@@ -31,7 +31,7 @@ from scifact_vault import DEFAULT_DATA, write_vault  # noqa: E402
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 HELP_VAULT = SHARED / "vaults" / "obsidian-help-en"
 HELP_QUESTIONS = Path(__file__).resolve().parent / "data" / "help_questions.json"
-MODES = ("words", "vector", "rrf", "rerank", "rerank-local")
+MODES = ("words", "vector", "convex", "rrf", "rerank", "rerank-local")
 DEPTH = 100
 
 

@@ -79,8 +79,10 @@ class DaemonSettings:
 @dataclass(frozen=True)
 class SearchSettings:
     fusion: str = _opt(
-        "rrf", "rrf (rank fusion of words and vectors) | rerank (vector top-K, then BM25).",
-        choices=("rrf", "rerank"),
+        "convex",
+        "convex (words and vector scores scaled and mixed) | rrf (rank fusion of words and"
+        " vectors) | rerank (vector top-K, then BM25).",
+        choices=("convex", "rrf", "rerank"),
     )
     limit: int = _opt(10, "Default number of hits.", min=1)
     candidates: int = _opt(100, "Candidates taken from each channel before fusion.", min=1)

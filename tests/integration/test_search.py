@@ -53,7 +53,7 @@ def _paths(idx: Indexed, query: str, **kwargs: object) -> list[str]:
     return [hit.note_path for hit in result.hits]
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "rerank"])
+@pytest.mark.parametrize("fusion", ["convex", "rrf", "rerank"])
 def test_search_finds_known_answers_in_the_top_hits(indexed: Indexed, fusion: str) -> None:
     ranks = []
     for question, expected in KNOWN_ANSWERS:
@@ -94,7 +94,7 @@ def test_search_folds_diacritics(indexed: Indexed) -> None:
     assert _paths(indexed, "creme brulee", fusion_mode="words")[0] == "Café Notes.md"
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "rerank", "vector", "words"])
+@pytest.mark.parametrize("fusion", ["convex", "rrf", "rerank", "vector", "words"])
 def test_search_filters_by_folder_without_losing_hits(indexed: Indexed, fusion: str) -> None:
     filters = SearchFilters(folders=("garden",))
     paths = _paths(indexed, "water", filters=filters, fusion_mode=fusion, limit=10)
@@ -194,7 +194,7 @@ def test_search_leaves_out_derived_notes_unless_asked(indexed: Indexed) -> None:
         "WHERE n.path = 'kitchen/Espresso.md'")]
     for cid in ids:
         indexed.conn.execute(f"UPDATE {fp.vec_table} SET derived = 1 WHERE chunk_id = ?", (cid,))
-    for fusion in ("rrf", "rerank", "words", "vector"):
+    for fusion in ("convex", "rrf", "rerank", "words", "vector"):
         assert "kitchen/Espresso.md" not in _paths(indexed, "espresso shot grind",
                                                    fusion_mode=fusion)
         assert "kitchen/Espresso.md" in _paths(

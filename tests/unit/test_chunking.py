@@ -60,6 +60,21 @@ def test_chunk_note_starts_a_chunk_at_every_heading() -> None:
     assert [chunk.position for chunk in chunks] == [0, 1, 2, 3]
 
 
+def test_a_heading_before_an_over_long_paragraph_stays_with_its_first_piece() -> None:
+    long_paragraph = " ".join(paragraphs(12, seed=5)).replace("\n", " ")
+    assert estimate_tokens(long_paragraph) > 400
+    text = f"Intro.\n\n# Title of the abstract\n\n{long_paragraph}\n"
+    chunks = chunks_of(text)
+    assert chunks[0].text == "Intro."
+    assert chunks[1].text.startswith("# Title of the abstract\n\n")
+    assert len(chunks[1].text) > len("# Title of the abstract") + 50
+    assert all(not re.fullmatch(r"#+ [^\n]*", c.text) for c in chunks)
+    assert all(estimate_tokens(c.text) <= 400 for c in chunks)
+    assert "".join(c.text for c in chunks).replace("\n", "").replace(" ", "") == (
+        text.replace("\n", "").replace(" ", "")
+    )
+
+
 def test_chunk_note_line_ranges_refer_to_the_file_with_frontmatter() -> None:
     text = "---\ntitle: x\ntags: [a]\n---\n\n# Head\n\nFirst para\nsecond line\n\n\n"
     (chunk,) = chunks_of(text)
@@ -150,8 +165,10 @@ def test_chunk_note_splits_an_overlong_paragraph_without_losing_text() -> None:
     chunks = chunks_of(text, max_tokens=100)
     assert len(chunks) > 3
     assert all(estimate_tokens(chunk.text) <= 100 for chunk in chunks)
-    pieces = [c.text for c in chunks if c.start_line == c.end_line == 3]
-    assert "".join(pieces).replace(" ", "") == (sentence * 60).replace(" ", "")
+    pieces = [c.text for c in chunks if c.end_line == 3]
+    assert pieces[0].startswith("# H\n\nThis sentence")  # the heading leads the first piece
+    joined = "".join(pieces).removeprefix("# H\n\n")
+    assert joined.replace(" ", "") == (sentence * 60).replace(" ", "")
     assert chunks[-1].text == "After." and chunks[-1].start_line == 5
 
 

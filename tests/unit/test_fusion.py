@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from askvault.core.fusion import (
     BM25_WEIGHT,
+    VECTOR_SHARE,
     Candidate, budget_prefix, collapse_pages, context_order_key, corpus_idf, fuse_rankings,
-    name_bonuses, rank_contribution, rerank_candidates,
+    fuse_scores, min_max, name_bonuses, rank_contribution, rerank_candidates,
 )
 
 
@@ -45,6 +46,60 @@ def test_fuse_rankings_is_independent_of_input_order() -> None:
     assert fuse_rankings(cands, ["t1"]) == fuse_rankings(list(reversed(cands)), ["t1"])
 
 
+def _scored(cid: int, *, words: float | None = None, vector: float | None = None,
+            title: str = "T") -> Candidate:
+    """A candidate with raw channel scores: bm25 (negative, lower is better), cosine distance."""
+    return Candidate(cid, f"{cid}.md", title, (), (), "", words_rank=None if words is None else 1,
+                     words_raw=words, vector_rank=None if vector is None else 1,
+                     vector_raw=vector)
+
+
+def test_min_max_scales_to_zero_one_and_handles_equal_values() -> None:
+    assert min_max({1: 2.0, 2: 4.0, 3: 3.0}) == {1: 0.0, 2: 1.0, 3: 0.5}
+    assert min_max({1: 5.0, 2: 5.0}) == {1: 1.0, 2: 1.0}
+    assert min_max({}) == {}
+
+
+def test_fuse_scores_mixes_scaled_scores_by_the_vector_share() -> None:
+    cands = [_scored(1, words=-10.0, vector=0.2), _scored(2, words=-5.0, vector=0.1),
+             _scored(3, words=-1.0, vector=0.6)]
+    by_id = {s.candidate.chunk_id: s for s in fuse_scores(cands, [])}
+    # words: 1 -> 1.0, 2 -> 4/9, 3 -> 0; vector similarity: 1 -> 0.8, 2 -> 1.0, 3 -> 0.4
+    assert dict(by_id[1].matched) == {"words": round(1 - VECTOR_SHARE, 4),
+                                      "vector": round(VECTOR_SHARE * 0.8, 4)}
+    assert dict(by_id[2].matched)["vector"] == round(VECTOR_SHARE, 4)
+    assert "words" not in dict(by_id[3].matched) and "vector" not in dict(by_id[3].matched)
+    assert by_id[3].score == 0.0
+    for scored in by_id.values():
+        assert round(sum(p for _, p in scored.matched), 4) == scored.score
+
+
+def test_fuse_scores_counts_how_far_ahead_a_hit_is_not_only_its_place() -> None:
+    # Rank fusion sees two rankings in which 1 and 2 swap places, a tie it settles by title;
+    # scores show that 1 leads the words channel by far and trails the vectors by a hair.
+    cands = [_scored(1, words=-20.0, vector=0.30, title="B"),
+             _scored(2, words=-2.0, vector=0.29, title="A"),
+             _scored(3, words=-1.0, vector=0.9, title="C")]
+    assert fuse_scores(cands, [])[0].candidate.chunk_id == 1
+
+
+def test_fuse_scores_gives_nothing_from_a_channel_that_missed_the_chunk() -> None:
+    only_words = _scored(1, words=-3.0)
+    only_vector = _scored(2, vector=0.1)
+    ranked = fuse_scores([only_words, only_vector, _scored(3, words=-1.0, vector=0.5)], [])
+    by_id = {s.candidate.chunk_id: dict(s.matched) for s in ranked}
+    assert set(by_id[1]) == {"words"} and set(by_id[2]) == {"vector"}
+    assert ranked == fuse_scores(list(reversed([only_words, only_vector,
+                                                _scored(3, words=-1.0, vector=0.5)])), [])
+
+
+def test_fuse_scores_explains_raw_rank_and_scaled_values() -> None:
+    scored = fuse_scores([_scored(1, words=-4.0, vector=0.2), _scored(2, words=-2.0)], [])[0]
+    assert scored.trace["words"] == {"raw": -4.0, "rank": 1, "scaled": 1.0,
+                                     "points": round(1 - VECTOR_SHARE, 4)}
+    assert scored.trace["vector"]["scaled"] == 1.0
+
+
 def test_name_bonuses_name_the_channels_that_matched() -> None:
     cand = _cand(1, "t.md", "Tomato Growing", aliases=("tomatoes",),
                  headings=("Tomato Growing", "Blossom end rot"))
@@ -69,6 +124,19 @@ def test_rerank_candidates_lets_exact_terms_win_over_vector_rank() -> None:
     assert dict(ranked[0].matched)["bm25"] == BM25_WEIGHT
     for scored in ranked:
         assert round(sum(p for _, p in scored.matched), 4) == scored.score
+
+
+def test_rerank_candidates_scores_the_tokens_it_is_given() -> None:
+    cands = [_cand(1, "a.md", "A", "effects of drugs", vector=3),
+             _cand(2, "b.md", "B", "nothing relevant", vector=1),
+             _cand(3, "c.md", "C", "other words", vector=2)]
+    # Stemmed tokens (as the word index makes them) match a query worded differently.
+    ranked = rerank_candidates(cands, ["effect"], tokens=[["effect", "of", "drug"],
+                                                          ["noth", "relev"], ["other", "word"]],
+                               query_tokens=["effect"])
+    assert "bm25" in dict(next(s for s in ranked if s.candidate.chunk_id == 1).matched)
+    unstemmed = rerank_candidates(cands, ["effect"])
+    assert "bm25" not in dict(unstemmed[0].matched)
 
 
 def test_rerank_candidates_uses_corpus_idf_when_given() -> None:

@@ -22,6 +22,8 @@ from askvault.records import SearchFilters
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
+# The word index's tokenizer (migration m004_fts_porter); `word_tokens` uses the same one.
+WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # sqlite-vec refuses k above this in one KNN query.
 VEC_MAX_K = 4096
 
@@ -205,8 +207,38 @@ def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, ChunkRow
     }
 
 
+def word_tokens(conn: Connection, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's tokens exactly as the word index makes them (folded, stemmed), in order.
+
+    SQLite is the tokenizer: the texts go through a scratch FTS5 table in the
+    connection's temp schema, so BM25 over these tokens and the index's statistics
+    always agree on what a term is.
+    """
+    if not texts:
+        return []
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scratch_tokens USING fts5("
+        f"t, tokenize = '{WORD_TOKENIZER}')"
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scratch_tokens_vocab "
+        "USING fts5vocab(temp, scratch_tokens, 'instance')"
+    )
+    conn.execute("DELETE FROM temp.scratch_tokens")
+    conn.executemany("INSERT INTO temp.scratch_tokens(rowid, t) VALUES (?, ?)",
+                     [(i + 1, text) for i, text in enumerate(texts)])
+    out: list[list[str]] = [[] for _ in texts]
+    for term, doc in conn.execute(
+        "SELECT term, doc FROM temp.scratch_tokens_vocab ORDER BY doc, offset"
+    ):
+        out[int(doc) - 1].append(term)
+    conn.execute("DELETE FROM temp.scratch_tokens")
+    return out
+
+
 def document_frequencies(conn: Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-    """(chunk count, chunks holding each term) from the FTS5 index, for corpus-wide IDF."""
+    """(chunk count, chunks holding each term) from the FTS5 index, for corpus-wide IDF;
+    `terms` are index tokens (see `word_tokens`)."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab "
         "USING fts5vocab(main, chunks_fts, 'row')"

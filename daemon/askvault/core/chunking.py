@@ -291,10 +291,14 @@ def _group(body: _Body, units: list[_Unit], max_tokens: int) -> Iterator[list[_U
     run: list[_Unit] = []
     for unit in units:
         if unit.tokens > max_tokens:
-            if run:
-                yield from _cut(run, max_tokens, 0)
-                run = []
-            yield from _group(body, _split(body, unit, max_tokens), max_tokens)
+            # Headings just before the long unit go with its first piece, not alone.
+            lead = len(run)
+            while lead and run[lead - 1].heading:
+                lead -= 1
+            if lead:
+                yield from _cut(run[:lead], max_tokens, 0)
+            yield from _group(body, run[lead:] + _split(body, unit, max_tokens), max_tokens)
+            run = []
         else:
             run.append(unit)
     if len(run) == 1:  # a lone unit under the cap is its own chunk, cut or not

@@ -1,4 +1,5 @@
-"""Scoring: rank fusion of the word and vector rankings, or the seed's rerank pipeline.
+"""Scoring: fusion of the word and vector channels (by score or by rank), or the seed's
+rerank pipeline.
 
 Both produce one deterministic score object per chunk: `matched` lists the
 channels that contributed and their points, rounded to `DECIMALS`, and `score`
@@ -27,6 +28,10 @@ RRF_K = 10
 WORDS_WEIGHT = 0.5
 VECTOR_WEIGHT = 1.0
 BM25_WEIGHT = 0.5
+# Score fusion (the default, docs/decisions.md): each channel's raw scores are scaled to
+# 0..1 over its ranking (min-max), then mixed: VECTOR_SHARE for the vector channel, the rest
+# for words. Chosen on half of the SciFact train queries and the Help questions together.
+VECTOR_SHARE = 0.6
 # Small bonuses from what the query has in common with the page's names: they order
 # near-equal hits so that the page a question names wins.
 TITLE_PHRASE_POINTS = 0.3
@@ -140,22 +145,65 @@ def fuse_rankings(
     return sorted(results, key=order_key)
 
 
-def bm25_scores(
-    texts: Sequence[str], terms: Sequence[str], idf: Mapping[str, float] | None = None
-) -> list[float]:
-    """Okapi BM25 (rank-bm25) of each text for the query terms.
+def min_max(values: Mapping[int, float]) -> dict[int, float]:
+    """Each value scaled to 0..1 between the smallest and the largest (all 1.0 when equal)."""
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    if high <= low:
+        return {key: 1.0 for key in values}
+    return {key: (value - low) / (high - low) for key, value in values.items()}
 
-    With `idf` None the inverse document frequencies come from `texts` alone
-    (candidate-local); otherwise from `idf` (corpus-wide, from the FTS5 index),
-    where a term missing from the mapping counts as absent from the corpus.
+
+def fuse_scores(
+    candidates: Sequence[Candidate], terms: Sequence[str], *, vector_share: float | None = None,
+    bonuses: bool = True,
+) -> list[Scored]:
+    """Convex combination of the channels' min-max scaled scores, plus name bonuses.
+
+    Words: bm25 (lower is better, so negated); vector: cosine similarity (1 - distance).
+    A chunk a channel did not return gets nothing from it. Unlike rank fusion, how far
+    ahead a hit is in a channel counts, not only its place.
     """
-    if not texts or not terms:
-        return [0.0] * len(texts)
-    corpus = [bm25_tokens(text) or [""] for text in texts]
-    model = BM25Okapi(corpus)
+    share = VECTOR_SHARE if vector_share is None else vector_share
+    words = min_max({c.chunk_id: -c.words_raw for c in candidates if c.words_raw is not None})
+    vector = min_max({c.chunk_id: 1.0 - c.vector_raw for c in candidates
+                      if c.vector_raw is not None})
+    results = []
+    for c in candidates:
+        points: dict[str, float] = {}
+        trace: Trace = {}
+        if c.chunk_id in words:
+            points["words"] = (1.0 - share) * words[c.chunk_id]
+            trace["words"] = {"raw": c.words_raw, "rank": c.words_rank,
+                              "scaled": round(words[c.chunk_id], 6)}
+        if c.chunk_id in vector:
+            points["vector"] = share * vector[c.chunk_id]
+            trace["vector"] = {"raw": c.vector_raw, "rank": c.vector_rank,
+                               "scaled": round(vector[c.chunk_id], 6)}
+        for name, value in (name_bonuses(terms, c) if bonuses else {}).items():
+            points[name] = value
+            trace[name] = {"raw": value, "rank": None}
+        results.append(_finish(c, points, trace))
+    return sorted(results, key=order_key)
+
+
+def bm25_scores(
+    documents: Sequence[Sequence[str]], query: Sequence[str],
+    idf: Mapping[str, float] | None = None,
+) -> list[float]:
+    """Okapi BM25 (rank-bm25) of each tokenized document for the query tokens.
+
+    With `idf` None the inverse document frequencies come from `documents` alone
+    (candidate-local); otherwise from `idf` (corpus-wide, from the FTS5 index),
+    where a token missing from the mapping counts as absent from the corpus.
+    """
+    if not documents or not query:
+        return [0.0] * len(documents)
+    model = BM25Okapi([list(tokens) or [""] for tokens in documents])
     if idf is not None:
-        model.idf = {term: float(idf.get(term, 0.0)) for term in terms}
-    return [float(score) for score in model.get_scores(list(terms))]
+        model.idf = {token: float(idf.get(token, 0.0)) for token in query}
+    return [float(score) for score in model.get_scores(list(query))]
 
 
 def corpus_idf(document_count: int, frequencies: Mapping[str, int]) -> dict[str, float]:
@@ -166,20 +214,31 @@ def corpus_idf(document_count: int, frequencies: Mapping[str, int]) -> dict[str,
     }
 
 
+def rerank_text(candidate: Candidate) -> str:
+    """What BM25 reads of a candidate: its names, then its text."""
+    return "\n".join([candidate.title, " ".join(candidate.aliases),
+                      " ".join(candidate.heading_path), candidate.text])
+
+
 def rerank_candidates(
     candidates: Sequence[Candidate],
     terms: Sequence[str],
     *,
     idf: Mapping[str, float] | None = None,
     k: int | None = None,
+    tokens: Sequence[Sequence[str]] | None = None,
+    query_tokens: Sequence[str] | None = None,
 ) -> list[Scored]:
     """The seed pipeline: vector top-K candidates, then BM25 over them so that chunks
-    where the query's exact terms stand out win; the vector rank still counts."""
-    texts = [
-        "\n".join([c.title, " ".join(c.aliases), " ".join(c.heading_path), c.text])
-        for c in candidates
-    ]
-    raw = bm25_scores(texts, terms, idf)
+    where the query's exact terms stand out win; the vector rank still counts.
+
+    `tokens` (one list per candidate, of `rerank_text`) and `query_tokens` should be
+    tokenized as the word index does (stemmed), so that `idf` lookups match; without
+    them `bm25_tokens` of the text and `terms` are used.
+    """
+    if tokens is None:
+        tokens = [bm25_tokens(rerank_text(c)) for c in candidates]
+    raw = bm25_scores(tokens, list(terms) if query_tokens is None else query_tokens, idf)
     top = max(raw, default=0.0)
     order = sorted(range(len(raw)), key=lambda i: -raw[i])
     ranks = {i: r + 1 for r, i in enumerate(order)}

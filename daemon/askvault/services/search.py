@@ -23,8 +23,8 @@ from askvault.errors import OllamaError, StoreError
 from askvault.records import Embedder, Hit, SearchFilters
 from askvault.settings import Settings
 
-# rrf and rerank are the configurable designs; the others exist for the benchmarks.
-FUSION_MODES = ("rrf", "rerank", "rerank-local", "words", "vector")
+# convex, rrf and rerank are the configurable designs; the others exist for the benchmarks.
+FUSION_MODES = ("convex", "rrf", "rerank", "rerank-local", "words", "vector")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class SearchResult:
     query: str
     hits: tuple[Hit, ...]
     degraded: str | None = None
-    fusion: str = "rrf"
+    fusion: str = "convex"
     trace: dict[int, dict[str, Any]] = field(default_factory=dict)
     wikilinks: dict[int, str] = field(default_factory=dict)
 
@@ -109,7 +109,7 @@ def search(
     mode_used = "words" if degraded else mode
 
     words: list[tuple[int, float]] = []
-    if mode_used in ("rrf", "words"):
+    if mode_used in ("convex", "rrf", "words"):
         words = _word_ranking(conn, query, depth, filters)
     vectors: list[tuple[int, float]] = []
     if fp is not None and vector is not None and mode_used != "words":
@@ -134,16 +134,14 @@ def search(
         for cid in ids if (row := rows.get(cid)) is not None
     ]
     if mode_used in ("rerank", "rerank-local"):
-        idf = None
-        if mode_used == "rerank":
-            total, freqs = search_store.document_frequencies(conn, terms)
-            idf = fusion.corpus_idf(total, freqs)
-        scored = fusion.rerank_candidates(candidates, terms, idf=idf)
+        scored = _rerank(conn, candidates, terms, corpus=mode_used == "rerank")
+    elif mode_used == "convex":
+        scored = fusion.fuse_scores(candidates, terms)
     else:
         # Bonuses belong to the hybrid design; the single-channel modes stay pure baselines,
         # except degraded search, which keeps them (it is the user's words-only answer).
         scored = fusion.fuse_rankings(
-            candidates, terms, bonuses=mode == "rrf" or degraded is not None
+            candidates, terms, bonuses=mode in ("rrf", "convex") or degraded is not None
         )
     if per_page:
         scored = fusion.collapse_pages(scored)
@@ -155,6 +153,22 @@ def search(
         trace={s.candidate.chunk_id: s.trace for s in scored},
         wikilinks={h.chunk_id: wikilink(h.note_path, h.heading, duplicates) for h in hits},
     )
+
+
+def _rerank(
+    conn: Connection, candidates: list[fusion.Candidate], terms: list[str], *, corpus: bool
+) -> list[fusion.Scored]:
+    """The seed pipeline with the word index's own tokens; IDF from the whole index
+    (`corpus`) or from the candidates alone."""
+    tokens = search_store.word_tokens(conn, [fusion.rerank_text(c) for c in candidates])
+    query_tokens = list(dict.fromkeys(t for ts in search_store.word_tokens(conn, terms)
+                                      for t in ts))
+    idf = None
+    if corpus:
+        total, freqs = search_store.document_frequencies(conn, query_tokens)
+        idf = fusion.corpus_idf(total, freqs)
+    return fusion.rerank_candidates(candidates, terms, idf=idf, tokens=tokens,
+                                    query_tokens=query_tokens)
 
 
 def _rounded(value: float | None) -> float | None:

@@ -1,0 +1,88 @@
+"""The word index stems (Porter) and `word_tokens` tokenizes exactly as it does; an index
+made before stemming is converted in place by its migration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from askvault.adapters import search_store
+from askvault.adapters.db import _split_sql, connect
+from askvault.adapters.migrations import MIGRATIONS
+
+
+def _fts_sql(conn: object) -> str:
+    return conn.execute(  # type: ignore[attr-defined,no-any-return]
+        "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'"
+    ).fetchone()[0]
+
+
+def test_word_index_and_word_tokens_use_the_same_tokenizer(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "index.sqlite")
+    try:
+        assert f"tokenize = '{search_store.WORD_TOKENIZER}'" in _fts_sql(conn)
+    finally:
+        conn.close()
+
+
+def test_word_tokens_are_folded_stemmed_and_in_order(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "index.sqlite")
+    try:
+        tokens = search_store.word_tokens(
+            conn, ["Effects of Running", "", 'Crème "brûlée" NEAR( AND title:x', "C++"]
+        )
+        assert tokens[0] == ["effect", "of", "run"]
+        assert tokens[1] == []
+        assert tokens[2] == ["creme", "brule", "near", "and", "titl", "x"]
+        assert tokens[3] == ["c"]
+        assert search_store.word_tokens(conn, []) == []
+        # The scratch table is emptied after each call: a second call sees only its own texts.
+        assert search_store.word_tokens(conn, ["indexing"]) == [["index"]]
+    finally:
+        conn.close()
+
+
+def test_stemmed_query_finds_other_forms_of_a_word(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "index.sqlite")
+    try:
+        conn.execute("INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
+                     "VALUES (1, 'Notes', '', '', 'The effect of indexing on speed')")
+        assert [cid for cid, _ in search_store.word_chunks(conn, '"effects"', limit=5)] == [1]
+        assert [cid for cid, _ in search_store.word_chunks(conn, '"indexed"', limit=5)] == [1]
+        total, freqs = search_store.document_frequencies(conn, ["effect", "effects"])
+        assert freqs == {"effect": 1, "effects": 0}  # the vocabulary holds stems only
+    finally:
+        conn.close()
+
+
+def test_an_index_made_before_stemming_is_converted_keeping_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    old = connect(path, migrate=False)
+    old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    for name, sql in MIGRATIONS:
+        if name == "m004_fts_porter":
+            continue
+        for statement in _split_sql(sql):
+            old.execute(statement)
+        old.execute("INSERT INTO migrations VALUES (?, 0)", (name,))
+    assert "porter" not in _fts_sql(old)
+    old.executemany(
+        "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) VALUES (?,?,?,?,?)",
+        [(7, "Running", "jogging", "Plans", "Weekly mileage increases"),
+         (9, "Café", "", "", "Espresso shots")],
+    )
+    old.close()
+
+    conn = connect(path)
+    try:
+        assert search_store.WORD_TOKENIZER in _fts_sql(conn)
+        rows = conn.execute(
+            "SELECT rowid, title, aliases, headings, body FROM chunks_fts ORDER BY rowid"
+        ).fetchall()
+        assert rows == [(7, "Running", "jogging", "Plans", "Weekly mileage increases"),
+                        (9, "Café", "", "", "Espresso shots")]
+        assert [c for c, _ in search_store.word_chunks(conn, '"increase"', limit=5)] == [7]
+        assert [c for c, _ in search_store.word_chunks(conn, '"cafe"', limit=5)] == [9]
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE "
+                            "'chunks_fts_porter%'").fetchone()[0] == 0
+    finally:
+        conn.close()
