@@ -53,10 +53,11 @@ def standin_ollama(*, hashed: bool = True, cache: Path | None = None,
             try:
                 urllib.request.urlopen(url + "/api/version", timeout=1).read()
                 break
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the Ollama stand-in did not start: "
-                                       + (proc.stderr.read().decode() if proc.stderr else ""))
+                                       + (proc.stderr.read().decode() if proc.stderr else "")
+                                       ) from exc
                 time.sleep(0.1)
         yield url
     finally:

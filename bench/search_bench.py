@@ -8,9 +8,10 @@ queries are the cached SciFact query vectors. Without it, clustered random unit
 vectors (on which sign-bit quantization is known to do badly). Text: Zipf words.
 
 Reports p50/p95 (median over `--runs` runs of `--queries` queries) of
-`services.search.search` in words, vector and rrf modes, of the vector channel alone
-(top 100, as search asks for) exactly by vec0 and quantized (sign-bit scan + exact
-rescoring), and the recall@10 / recall@100 of the quantized channel against exact.
+`services.search.search` in words, vector, convex, rrf and rerank modes, of the vector
+channel alone (top 100, as search asks for) exactly by vec0 and quantized (sign-bit scan +
+exact rescoring), and the recall@10 / recall@100 of the quantized channel against exact.
+`--widen 2` turns the real 384-dim vectors into 768-dim ones with the same geometry.
 Indexes are built once into `--work` and reused.
 
     .venv/bin/python bench/search_bench.py --sizes 10000 100000 1000000 \\
@@ -74,6 +75,23 @@ def real_vectors(cache: Path, queries_file: Path) -> tuple[np.ndarray, np.ndarra
         (queries if h in query_hashes else docs).append(np.frombuffer(v, dtype=np.float32))
     conn.close()
     return np.stack(docs), np.stack(queries)
+
+
+def widen(vectors: np.ndarray, factor: int, seed: int = 5) -> np.ndarray:
+    """Real vectors made `factor` times wider without changing their cosine geometry:
+    [x, R1 x, ...] / sqrt(factor) with fixed random rotations R. Every dot product is
+    unchanged, so exact rankings are those of the real vectors; the new sign bits are
+    random projections of them. A stand-in for a 768-dim model's latency when no such
+    vectors are cached (recall of the sign-bit scan is, if anything, flattered)."""
+    if factor == 1:
+        return vectors
+    rng = np.random.default_rng(seed)
+    dim = vectors.shape[1]
+    parts = [vectors]
+    for _ in range(factor - 1):
+        rotation, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
+        parts.append(vectors @ rotation.astype(np.float32))
+    return (np.concatenate(parts, axis=1) / np.sqrt(factor)).astype(np.float32)
 
 
 def vector_source(
@@ -212,7 +230,8 @@ def bench_size(size: int, dim: int, args: argparse.Namespace,
         return run
 
     for name, fn in (("words", service("words")), ("vector", service("vector")),
-                     ("rrf", service("rrf")), ("vector_knn_exact", channel(False)),
+                     ("convex", service("convex")), ("rrf", service("rrf")),
+                     ("rerank", service("rerank")), ("vector_knn_exact", channel(False)),
                      ("vector_knn_quantized", channel(True))):
         out[name] = timed(fn, args.queries, args.runs)
         print(size, name, out[name], flush=True)
@@ -241,10 +260,14 @@ def main() -> None:
     parser.add_argument("--real-queries", type=Path,
                         default=Path(__file__).resolve().parents[2] / "shared/data/scifact"
                         / "queries.jsonl")
+    parser.add_argument("--widen", type=int, default=1,
+                        help="with --real-vectors: make them this many times wider (see widen)")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--work", type=Path, default=Path("/tmp/askvault-search-bench"))
     args = parser.parse_args()
     real = real_vectors(args.real_vectors, args.real_queries) if args.real_vectors else None
+    if real is not None and args.widen > 1:
+        real = (widen(real[0], args.widen), widen(real[1], args.widen))
     dim = real[0].shape[1] if real is not None else args.dim
     results = [bench_size(n, dim, args, real) for n in args.sizes]
     print(json.dumps(results, indent=2))
