@@ -245,8 +245,9 @@ def test_re_asking_gives_a_new_answer_and_keeps_the_first(
     wait_for(lambda: (vault / "queries/archive/Q (2).md").exists())
     assert _status(vault / "queries/answers/Q (2).md") == "answered"
     assert (vault / "queries/answers/Q.md").read_bytes() == first
-    log = (vault / "queries/log.md").read_text(encoding="utf-8")
-    assert log.count("query | What does an embed show?") == 2
+    # The log line is appended after the archive: wait for it rather than read at once.
+    wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
+             .count("query | What does an embed show?") == 2)
 
 
 def test_questions_are_answered_oldest_first(

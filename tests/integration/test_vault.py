@@ -22,6 +22,7 @@ from askvault.adapters.vault import (
     scan_vault,
     stat_note,
     write_atomic,
+    move_to_free_name,
     write_new_file,
 )
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
@@ -464,6 +465,32 @@ def test_write_new_file_under_concurrent_writers_gives_each_its_own_file(vault: 
         t.join()
     assert len({p.name for p in results}) == 8
     assert sorted(p.read_text() for p in results) == [f"writer {i}" for i in range(8)]
+
+
+def test_move_to_free_name_moves_bytes_and_numbers_around_existing_files(vault: Path) -> None:
+    (vault / "archive").mkdir()
+    existing = put(vault, "archive/Q.md", "an older archived question")
+    source = put(vault, "Q.md", "the question\r\n\xa0bytes as they were")
+    data = source.read_bytes()
+    moved = move_to_free_name(source, vault / "archive" / "Q.md")
+    assert moved == vault / "archive" / "Q (2).md" and moved.read_bytes() == data
+    assert not source.exists()
+    assert existing.read_text() == "an older archived question"
+
+
+def test_move_to_free_name_of_a_vanished_file_is_none(vault: Path) -> None:
+    assert move_to_free_name(vault / "gone.md", vault / "target.md") is None
+    assert not (vault / "target.md").exists()
+
+
+def test_move_to_free_name_moves_a_symlink_itself_never_its_target(vault: Path,
+                                                                  tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("not the vault's")
+    (vault / "link.md").symlink_to(outside)
+    moved = move_to_free_name(vault / "link.md", vault / "moved.md")
+    assert moved is not None and moved.is_symlink()
+    assert outside.read_text() == "not the vault's"
 
 
 def test_cleanup_temp_files_removes_only_askvault_temp_files(vault: Path) -> None:

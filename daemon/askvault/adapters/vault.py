@@ -386,6 +386,27 @@ def write_new_file(
         _unlink_quietly(tmp)
 
 
+def move_to_free_name(src: Path, path: Path) -> Path | None:
+    """Move `src` (never following a symlink) to `path`, or `<stem> (2)<suffix>`, `(3)`, ...
+    if taken; return the path used, or None if `src` is gone.
+
+    Never overwrites: the file is hard-linked to the free name (which fails rather than
+    replacing a file created in the meantime), then its old name is removed.
+    """
+    for n in range(1, 10_000):
+        candidate = path if n == 1 else _numbered(path, n)
+        try:
+            _link_exclusive(src, candidate)
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            return None
+        _unlink_quietly(src)
+        _fsync_dir(path.parent)
+        return candidate
+    raise VaultError(f"no free name for {path} after 9999 tries")
+
+
 def cleanup_temp_files(folder: Path) -> int:
     """Remove leftover askvault temp files (from a crash mid-write) in `folder`; return how many."""
     removed = 0
@@ -420,7 +441,7 @@ def _write_temp(folder: Path, data: bytes, mode: int | None) -> Path:
 
 def _link_exclusive(tmp: Path, target: Path) -> None:
     try:
-        os.link(tmp, target)
+        os.link(tmp, target, follow_symlinks=False)
     except FileExistsError:
         raise
     except OSError as exc:
@@ -436,7 +457,11 @@ def _link_exclusive(tmp: Path, target: Path) -> None:
         # No hard links on this file system: reserve the name with O_EXCL, then
         # rename the finished temp file onto our own empty placeholder.
         os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            _unlink_quietly(target)  # our empty placeholder, not a user's file
+            raise
 
 
 def _numbered(path: Path, n: int) -> Path:

@@ -34,6 +34,7 @@ from askvault.adapters.ollama import OllamaGenerator
 from askvault.adapters.vault import (
     TEMP_PREFIX,
     cleanup_temp_files,
+    move_to_free_name,
     read_note,
     resolve_inside,
     write_atomic,
@@ -384,26 +385,12 @@ class InboxWorker:
         except (OSError, AskvaultError) as exc:
             log.warning("cannot archive %s: %s", cand.rel, exc)
             return None
-        stem = _stem(cand.rel)
-        for n in range(1, 10_000):
-            name = f"{stem}.md" if n == 1 else f"{stem} ({n}).md"
-            target = folder / name
-            try:
-                os.link(cand.abs_path, target, follow_symlinks=False)
-            except FileExistsError:
-                continue
-            except FileNotFoundError:
-                return None
-            except OSError:
-                # No hard links here: rename, having checked the name is free.
-                if os.path.lexists(target):
-                    continue
-                os.rename(cand.abs_path, target)
-                return f"{self.archive_rel}/{name}"
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(cand.abs_path)
-            return f"{self.archive_rel}/{name}"
-        return None
+        try:
+            moved = move_to_free_name(cand.abs_path, folder / f"{_stem(cand.rel)}.md")
+        except (OSError, AskvaultError) as exc:
+            log.warning("cannot archive %s: %s", cand.rel, exc)
+            return None
+        return None if moved is None else f"{self.archive_rel}/{moved.name}"
 
     def append_log(self, question: str) -> bool:
         """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
