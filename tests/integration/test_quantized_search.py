@@ -148,3 +148,22 @@ def test_a_dimension_not_divisible_by_eight_has_no_bit_table(tmp_path: Path) -> 
         ) == []
     finally:
         conn.close()
+
+
+def test_storing_an_already_cached_text_again_adds_only_missing_vec_rows(
+    index: tuple[Connection, store.FingerprintRow, np.ndarray],
+) -> None:
+    conn, fp, vectors = index
+    with write_transaction(conn):
+        # A second chunk with the text of chunk 1 (copied in the same note), no vec row yet.
+        conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+                     " start_line, end_line, text) VALUES (9001, 1, 99, 'h1', '[]', 1, 2, 'x')")
+        added = store.store_vectors(conn, fp, [("h1", vectors[0].tolist()),
+                                               ("fresh", vectors[1].tolist())])
+    assert added == 1  # chunk 9001 only; chunk 1 kept its row, 'fresh' has no chunk
+    assert store.count_missing_vectors(conn, fp) == 0
+    rows = conn.execute(f"SELECT count(*) FROM {fp.vec_table} WHERE chunk_id IN (1, 9001)")
+    assert rows.fetchone()[0] == 2
+    bits = conn.execute(f"SELECT count(*) FROM {fp.bits_table}").fetchone()[0]
+    assert bits == CHUNKS + 1
+    assert store.store_vectors(conn, fp, []) == 0
