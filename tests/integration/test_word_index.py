@@ -86,3 +86,19 @@ def test_an_index_made_before_stemming_is_converted_keeping_every_row(tmp_path: 
                             "'chunks_fts_porter%'").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_stemming_never_stops_a_word_of_another_language_finding_itself(tmp_path: Path) -> None:
+    # Porter's English rules also cut other languages' words; query and notes are cut
+    # alike, so each word still finds the note that holds it.
+    words = ["Häuser", "nationales", "Katzen", "cuisiner", "läuft", "mañana", "Gebäude"]
+    conn = connect(tmp_path / "index.sqlite")
+    try:
+        conn.executemany("INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
+                         "VALUES (?, '', '', '', ?)",
+                         [(i + 1, f"ein Satz mit {w} darin") for i, w in enumerate(words)])
+        for i, word in enumerate(words):
+            hits = [c for c, _ in search_store.word_chunks(conn, f'"{word}"', limit=10)]
+            assert i + 1 in hits, word
+    finally:
+        conn.close()
