@@ -1,0 +1,36 @@
+"""systemd/askvault.service is a unit systemd accepts (systemd-analyze verify, when present)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+UNIT = Path(__file__).resolve().parents[2] / "systemd" / "askvault.service"
+
+
+def test_the_unit_file_names_the_command_and_restarts_only_on_failure() -> None:
+    text = UNIT.read_text(encoding="utf-8")
+    assert "ExecStart=%h/.local/bin/askvault run" in text
+    assert "Restart=on-failure" in text
+    assert "ExecReload=/bin/kill -HUP $MAINPID" in text
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
+def test_systemd_analyze_verify_accepts_the_unit(tmp_path: Path) -> None:
+    # %h is the home folder: give the unit an askvault to point at, as an install would.
+    script = tmp_path / ".local" / "bin" / "askvault"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    script.chmod(0o755)
+    done = subprocess.run(
+        ["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)}, check=False,
+    )
+    if "Failed to initialize manager" in done.stderr:
+        pytest.skip(f"systemd-analyze cannot run here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "", done.stderr
