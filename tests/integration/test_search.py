@@ -176,6 +176,7 @@ def test_search_command_explain_prints_each_channel(indexed: Indexed,
                          str(indexed.vault)], env)
     assert code == 0
     assert "words" in out and "vector" in out and "rank=" in out and "points=" in out
+    assert "scaled=" in out  # the default (convex) fusion shows each channel's scaled score
 
 
 def test_search_command_without_an_index_says_to_index(tmp_path: Path) -> None:

@@ -41,8 +41,9 @@ def search_command(
         click.echo(f"        {hit['snippet']}")
         if explain:
             for channel, info in hit["explain"].items():
+                scaled = f" scaled={info['scaled']}" if "scaled" in info else ""
                 click.echo(f"        {channel:<13} raw={info.get('raw')} rank={info.get('rank')}"
-                           f" points={info.get('points')}")
+                           f"{scaled} points={info.get('points')}")
     if not doc["hits"]:
         click.echo("no hits")
 
