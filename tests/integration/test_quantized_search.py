@@ -167,3 +167,25 @@ def test_storing_an_already_cached_text_again_adds_only_missing_vec_rows(
     bits = conn.execute(f"SELECT count(*) FROM {fp.bits_table}").fetchone()[0]
     assert bits == CHUNKS + 1
     assert store.store_vectors(conn, fp, []) == 0
+
+
+def test_a_zero_or_nan_vector_is_left_out_of_both_vector_paths(
+    index: tuple[Connection, store.FingerprintRow, np.ndarray],
+) -> None:
+    conn, fp, vectors = index
+    zero, nan = np.zeros(DIM, dtype=np.float32), np.full(DIM, np.nan, dtype=np.float32)
+    with write_transaction(conn):
+        for cid, vec in ((7, zero), (8, nan)):
+            conn.execute(f"DELETE FROM {fp.vec_table} WHERE chunk_id = ?", (cid,))
+            conn.execute(f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder,"
+                         " note_type, derived) VALUES (?, ?, 'f1', 'f1', '', 0)",
+                         (cid, vec.tobytes()))
+            conn.execute("UPDATE embeddings SET vector = ? WHERE text_hash = ?",
+                         (vec.tobytes(), f"h{cid}"))
+    query = vectors[7]
+    exact = search_store.vector_chunks(conn, fp.vec_table, query.tolist(), k=CHUNKS)
+    assert 8 not in {cid for cid, _ in exact}
+    assert all(np.isfinite(d) for _, d in exact)
+    found = _quantized(conn, fp, query, k=CHUNKS)
+    assert found is not None and 8 not in {cid for cid, _ in found}
+    assert all(np.isfinite(d) for _, d in found)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -491,6 +492,59 @@ def test_move_to_free_name_moves_a_symlink_itself_never_its_target(vault: Path,
     moved = move_to_free_name(vault / "link.md", vault / "moved.md")
     assert moved is not None and moved.is_symlink()
     assert outside.read_text() == "not the vault's"
+
+
+def _refuse_hard_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported here")
+    monkeypatch.setattr(os, "link", refuse)
+
+
+def test_without_hard_links_write_new_file_still_never_overwrites(
+    vault: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _refuse_hard_links(monkeypatch)
+    existing = put(vault, "Q.md", "user bytes")
+    out = write_new_file(vault / "Q.md", b"answer")
+    assert (out.name, out.read_bytes()) == ("Q (2).md", b"answer")
+    assert existing.read_bytes() == b"user bytes"
+    assert leftovers(vault) == []
+
+
+def test_without_hard_links_a_file_saved_at_the_old_name_after_the_move_is_kept(
+    vault: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _refuse_hard_links(monkeypatch)
+    real_replace = os.replace
+
+    def replace_then_user_saves(src: str | Path, dst: str | Path) -> None:
+        real_replace(src, dst)
+        if Path(src).name == "Q.md":
+            Path(src).write_text("written by the user just after the move")
+    monkeypatch.setattr(os, "replace", replace_then_user_saves)
+    source = put(vault, "Q.md", "the question")
+    (vault / "archive").mkdir()
+    moved = move_to_free_name(source, vault / "archive" / "Q.md")
+    assert moved is not None and moved.read_text() == "the question"
+    assert source.read_text() == "written by the user just after the move"
+    assert leftovers(vault) == []
+
+
+def test_a_new_version_saved_between_link_and_unlink_is_kept(
+    vault: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_link = os.link
+
+    def link_then_app_saves_atomically(src: str | Path, dst: str | Path, **kw: object) -> None:
+        real_link(src, dst, **kw)  # type: ignore[arg-type]
+        fresh = Path(src).with_name("fresh.tmp")
+        fresh.write_text("version 2")
+        os.replace(fresh, src)
+    monkeypatch.setattr(os, "link", link_then_app_saves_atomically)
+    source = put(vault, "Q.md", "version 1")
+    moved = move_to_free_name(source, vault / "archived.md")
+    assert moved is not None and moved.read_text() == "version 1"
+    assert source.read_text() == "version 2"
 
 
 def test_cleanup_temp_files_removes_only_askvault_temp_files(vault: Path) -> None:

@@ -3,7 +3,11 @@ made before stemming is converted in place by its migration."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from pathlib import Path
+
+import pytest
 
 from askvault.adapters import search_store
 from askvault.adapters.db import _split_sql, connect
@@ -102,3 +106,48 @@ def test_stemming_never_stops_a_word_of_another_language_finding_itself(tmp_path
             assert i + 1 in hits, word
     finally:
         conn.close()
+
+
+def test_word_tokens_on_one_connection_shared_by_threads_keep_their_own_texts(
+    tmp_path: Path,
+) -> None:
+    conn = connect(tmp_path / "index.sqlite")
+    errors: list[str] = []
+
+    def worker(word: str) -> None:
+        for _ in range(100):
+            got = search_store.word_tokens(conn, [f"{word} {word}s", word])
+            if got != [[word, word], [word]]:
+                errors.append(f"{word}: {got}")
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in ("river", "stone", "cloud")]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        conn.close()
+    assert errors == []
+
+
+def test_upgrading_an_old_index_says_so_once(tmp_path: Path,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "index.sqlite"
+    old = connect(path, migrate=False)
+    old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    for name, sql in MIGRATIONS:
+        if name != "m004_fts_porter":
+            for statement in _split_sql(sql):
+                old.execute(statement)
+            old.execute("INSERT INTO migrations VALUES (?, 0)", (name,))
+    old.close()
+    with caplog.at_level(logging.WARNING, logger="askvault.adapters.db"):
+        connect(path).close()
+        connect(path).close()
+    upgrades = [r.getMessage() for r in caplog.records if "upgrading the index" in r.getMessage()]
+    assert len(upgrades) == 1 and "stemming" in upgrades[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="askvault.adapters.db"):
+        connect(tmp_path / "fresh.sqlite").close()  # a new index is not an upgrade
+    assert not [r for r in caplog.records if "upgrading" in r.getMessage()]

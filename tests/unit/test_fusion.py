@@ -93,6 +93,37 @@ def test_fuse_scores_gives_nothing_from_a_channel_that_missed_the_chunk() -> Non
                                                 _scored(3, words=-1.0, vector=0.5)])), [])
 
 
+def test_min_max_leaves_out_non_finite_values_and_clamps_to_a_reference() -> None:
+    nan, inf = float("nan"), float("inf")
+    assert min_max({1: 1.0, 2: nan, 3: 3.0, 4: -inf}) == {1: 0.0, 3: 1.0}
+    assert min_max({1: nan}) == {}
+    assert min_max({1: 0.0, 2: 5.0, 3: 10.0}, reference=[5.0, 10.0]) == {1: 0.0, 2: 0.0, 3: 1.0}
+
+
+def test_fuse_scores_gives_no_points_for_a_non_finite_score_and_does_not_fail() -> None:
+    cands = [_scored(1, words=-3.0, vector=float("nan")), _scored(2, words=float("-inf"),
+                                                                  vector=0.2),
+             _scored(3, words=-1.0, vector=0.4)]
+    by_id = {s.candidate.chunk_id: dict(s.matched) for s in fuse_scores(cands, [])}
+    assert "vector" not in by_id[1] and "words" in by_id[1]
+    assert "words" not in by_id[2] and "vector" in by_id[2]
+
+
+def test_fuse_scores_with_a_scale_depth_is_not_moved_by_weaker_extra_candidates() -> None:
+    def ranked(cands: list[Candidate]) -> list[Candidate]:
+        return [Candidate(c.chunk_id, c.path, c.title, (), (), "", words_rank=i + 1,
+                          words_raw=c.words_raw, vector_rank=i + 1, vector_raw=c.vector_raw)
+                for i, c in enumerate(cands)]
+    head = [_scored(1, words=-9.0, vector=0.10), _scored(2, words=-8.0, vector=0.30),
+            _scored(3, words=-2.0, vector=0.12), _scored(4, words=-1.0, vector=0.20)]
+    tail = [_scored(10 + i, words=-0.1, vector=1.9) for i in range(6)]
+    short = fuse_scores(ranked(head), [], scale_depth=4)
+    long = fuse_scores(ranked(head + tail), [], scale_depth=4)
+    assert [(s.candidate.chunk_id, s.score) for s in long[:4]] == [
+        (s.candidate.chunk_id, s.score) for s in short]
+    assert all(s.score == 0.0 for s in long[4:])
+
+
 def test_fuse_scores_explains_raw_rank_and_scaled_values() -> None:
     scored = fuse_scores([_scored(1, words=-4.0, vector=0.2), _scored(2, words=-2.0)], [])[0]
     assert scored.trace["words"] == {"raw": -4.0, "rank": 1, "scaled": 1.0,

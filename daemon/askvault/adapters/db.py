@@ -7,6 +7,7 @@ pyenv and macOS Pythons cannot, and sqlite-vec is an extension.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
-from askvault.adapters.migrations import MIGRATIONS
+from askvault.adapters.migrations import MIGRATIONS, SLOW_MIGRATIONS
 from askvault.errors import StoreError
 
 BUSY_TIMEOUT_MS = 15_000
@@ -24,6 +25,8 @@ CACHE_SIZE_KIB = 65_536
 MMAP_SIZE_BYTES = 268_435_456
 
 Connection = Any  # sqlean.Connection; sqlean ships no type stubs
+
+log = logging.getLogger(__name__)
 
 
 def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Connection:
@@ -49,6 +52,9 @@ def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Conn
         if migrate and not readonly:
             apply_migrations(conn)
     except sqlean.DatabaseError as exc:
+        if is_disk_full(exc):
+            raise StoreError(f"cannot open the index {path}: {exc}",
+                             "free some disk space and try again") from exc
         raise StoreError(
             f"cannot open the index {path}: {exc}",
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
@@ -88,6 +94,11 @@ def apply_migrations(conn: Connection) -> list[str]:
     for name, sql in MIGRATIONS:
         if name in done:
             continue
+        if name in SLOW_MIGRATIONS and done:
+            # Rewrites every row of a table: seconds per 100k chunks, one time, and other
+            # openers wait (or report the index busy) until it is done.
+            log.warning("upgrading the index (%s: %s); this happens once",
+                        name, SLOW_MIGRATIONS[name])
         with write_transaction(conn):
             # Re-check inside the write lock: another process may have migrated meanwhile.
             if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():

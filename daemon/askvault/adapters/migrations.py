@@ -153,6 +153,9 @@ DROP TABLE chunks_fts;
 ALTER TABLE chunks_fts_porter RENAME TO chunks_fts;
 """
 
+# Migrations that rewrite a whole table of an existing index, and what they do (logged).
+SLOW_MIGRATIONS = {"m004_fts_porter": "rebuilding the word index with stemming"}
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_notes", M001_NOTES),
     ("m002_fts", M002_FTS),

@@ -130,5 +130,7 @@ def _rescore(
     norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
     similarity = (matrix @ query) / np.where(norms == 0, 1.0, norms)
     distance = (1.0 - similarity).astype(np.float32)
+    ranked = np.isfinite(distance)  # a NaN vector cannot be ranked (as in exact search)
+    found, distance = found[ranked], distance[ranked]
     order = np.lexsort((found, distance))[:k]
     return [(int(found[i]), float(distance[i])) for i in order]

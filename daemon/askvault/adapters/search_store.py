@@ -9,6 +9,8 @@ returns fewer hits than asked for.
 from __future__ import annotations
 
 import json
+import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,7 @@ from askvault.records import SearchFilters
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
 # The word index's tokenizer (migration m004_fts_porter); `word_tokens` uses the same one.
 WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_SCRATCH_LOCK = threading.Lock()
 # sqlite-vec refuses k above this in one KNN query.
 VEC_MAX_K = 4096
 
@@ -164,7 +167,9 @@ def vector_chunks(
         params.extend(note_params)
     rows = conn.execute(sql, params).fetchall()
     # vec0 allows no second ORDER BY term; equal distances are ordered here by chunk id.
-    return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda r: (r[1], r[0]))
+    # A zero or NaN vector has no distance (NULL or NaN): it cannot be ranked, so it is left out.
+    return sorted(((int(r[0]), float(r[1])) for r in rows
+                   if r[1] is not None and math.isfinite(r[1])), key=lambda r: (r[1], r[0]))
 
 
 def _derived_chunk_ids(conn: Connection, filters: SearchFilters) -> list[int] | None:
@@ -212,10 +217,16 @@ def word_tokens(conn: Connection, texts: Sequence[str]) -> list[list[str]]:
 
     SQLite is the tokenizer: the texts go through a scratch FTS5 table in the
     connection's temp schema, so BM25 over these tokens and the index's statistics
-    always agree on what a term is.
+    always agree on what a term is. One scratch table per connection: calls are serialised
+    (a connection shared by threads would otherwise mix their texts).
     """
     if not texts:
         return []
+    with _SCRATCH_LOCK:
+        return _word_tokens(conn, texts)
+
+
+def _word_tokens(conn: Connection, texts: Sequence[str]) -> list[list[str]]:
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scratch_tokens USING fts5("
         f"t, tokenize = '{WORD_TOKENIZER}')"

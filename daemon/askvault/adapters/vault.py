@@ -396,12 +396,16 @@ def move_to_free_name(src: Path, path: Path) -> Path | None:
     for n in range(1, 10_000):
         candidate = path if n == 1 else _numbered(path, n)
         try:
-            _link_exclusive(src, candidate)
+            linked = _link_exclusive(src, candidate)
         except FileExistsError:
             continue
         except FileNotFoundError:
             return None
-        _unlink_quietly(src)
+        # After a rename (no hard links here) `src` is already gone: whatever is there now
+        # is a new file. After a link, remove `src` only if it is still the file we linked
+        # (an app's atomic save may have put a new version there meanwhile).
+        if linked and _same_file(src, candidate):
+            _unlink_quietly(src)
         _fsync_dir(path.parent)
         return candidate
     raise VaultError(f"no free name for {path} after 9999 tries")
@@ -439,9 +443,21 @@ def _write_temp(folder: Path, data: bytes, mode: int | None) -> Path:
     return tmp
 
 
-def _link_exclusive(tmp: Path, target: Path) -> None:
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        first, second = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def _link_exclusive(tmp: Path, target: Path) -> bool:
+    """Give `tmp` the new name `target`, failing if `target` exists: a hard link (True; `tmp`
+    keeps its name too), or where links are refused, a rename onto a placeholder reserved
+    with O_EXCL (False; `tmp` is gone)."""
     try:
         os.link(tmp, target, follow_symlinks=False)
+        return True
     except FileExistsError:
         raise
     except OSError as exc:
@@ -462,6 +478,7 @@ def _link_exclusive(tmp: Path, target: Path) -> None:
         except OSError:
             _unlink_quietly(target)  # our empty placeholder, not a user's file
             raise
+        return False
 
 
 def _numbered(path: Path, n: int) -> Path:

@@ -145,30 +145,41 @@ def fuse_rankings(
     return sorted(results, key=order_key)
 
 
-def min_max(values: Mapping[int, float]) -> dict[int, float]:
-    """Each value scaled to 0..1 between the smallest and the largest (all 1.0 when equal)."""
-    if not values:
+def min_max(values: Mapping[int, float], reference: Sequence[float] | None = None
+            ) -> dict[int, float]:
+    """Each finite value scaled to 0..1 between the smallest and the largest of
+    `reference` (default: the values themselves), clamped; all 1.0 when those are equal.
+    Non-finite values (NaN, inf) are left out."""
+    finite = {key: value for key, value in values.items() if math.isfinite(value)}
+    bounds = [v for v in (finite.values() if reference is None else reference)
+              if math.isfinite(v)]
+    if not finite or not bounds:
         return {}
-    low, high = min(values.values()), max(values.values())
+    low, high = min(bounds), max(bounds)
     if high <= low:
-        return {key: 1.0 for key in values}
-    return {key: (value - low) / (high - low) for key, value in values.items()}
+        return {key: 1.0 for key in finite}
+    return {key: min(1.0, max(0.0, (value - low) / (high - low)))
+            for key, value in finite.items()}
 
 
 def fuse_scores(
     candidates: Sequence[Candidate], terms: Sequence[str], *, vector_share: float | None = None,
-    bonuses: bool = True,
+    bonuses: bool = True, scale_depth: int | None = None,
 ) -> list[Scored]:
     """Convex combination of the channels' min-max scaled scores, plus name bonuses.
 
     Words: bm25 (lower is better, so negated); vector: cosine similarity (1 - distance).
     A chunk a channel did not return gets nothing from it. Unlike rank fusion, how far
-    ahead a hit is in a channel counts, not only its place.
+    ahead a hit is in a channel counts, not only its place. The scale of each channel is
+    set by its first `scale_depth` hits (default: all), so fetching more candidates (a
+    larger `--limit`) never reorders the hits above.
     """
     share = VECTOR_SHARE if vector_share is None else vector_share
-    words = min_max({c.chunk_id: -c.words_raw for c in candidates if c.words_raw is not None})
-    vector = min_max({c.chunk_id: 1.0 - c.vector_raw for c in candidates
-                      if c.vector_raw is not None})
+    words_raw = {c.chunk_id: -c.words_raw for c in candidates if c.words_raw is not None}
+    vector_raw = {c.chunk_id: 1.0 - c.vector_raw for c in candidates
+                  if c.vector_raw is not None}
+    words = min_max(words_raw, _top(candidates, words_raw, "words_rank", scale_depth))
+    vector = min_max(vector_raw, _top(candidates, vector_raw, "vector_rank", scale_depth))
     results = []
     for c in candidates:
         points: dict[str, float] = {}
@@ -186,6 +197,15 @@ def fuse_scores(
             trace[name] = {"raw": value, "rank": None}
         results.append(_finish(c, points, trace))
     return sorted(results, key=order_key)
+
+
+def _top(candidates: Sequence[Candidate], values: Mapping[int, float], rank_field: str,
+         depth: int | None) -> list[float] | None:
+    """The values of the candidates ranked within `depth` by a channel (None: all)."""
+    if depth is None:
+        return None
+    return [values[c.chunk_id] for c in candidates
+            if c.chunk_id in values and (getattr(c, rank_field) or depth + 1) <= depth]
 
 
 def bm25_scores(

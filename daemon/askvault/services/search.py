@@ -136,7 +136,7 @@ def search(
     if mode_used in ("rerank", "rerank-local"):
         scored = _rerank(conn, candidates, terms, corpus=mode_used == "rerank")
     elif mode_used == "convex":
-        scored = fusion.fuse_scores(candidates, terms)
+        scored = fusion.fuse_scores(candidates, terms, scale_depth=settings.search.candidates)
     else:
         # Bonuses belong to the hybrid design; the single-channel modes stay pure baselines,
         # except degraded search, which keeps them (it is the user's words-only answer).
