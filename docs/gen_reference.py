@@ -68,8 +68,9 @@ def schema_reference() -> str:
              "`vec_fp<N>` are created when a model is first used:", "",
              "```sql",
              "CREATE VIRTUAL TABLE vec_fp<N> USING vec0(chunk_id INTEGER PRIMARY KEY, "
-             "embedding float[<dim>] distance_metric=cosine, folder TEXT, top_folder TEXT, "
-             "note_type TEXT, derived INTEGER)",
+             "embedding float[<dim>] distance_metric=cosine, derived INTEGER)",
+             "CREATE VIRTUAL TABLE vecbits_fp<N> USING vec0(chunk_id INTEGER PRIMARY KEY, "
+             "embedding bit[<dim>])",
              "```", ""]
     for name, sql in MIGRATIONS:
         lines += [f"## {name}", "", "```sql", sql.strip(), "```", ""]

@@ -177,9 +177,8 @@ def test_a_zero_or_nan_vector_is_left_out_of_both_vector_paths(
     with write_transaction(conn):
         for cid, vec in ((7, zero), (8, nan)):
             conn.execute(f"DELETE FROM {fp.vec_table} WHERE chunk_id = ?", (cid,))
-            conn.execute(f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder,"
-                         " note_type, derived) VALUES (?, ?, 'f1', 'f1', '', 0)",
-                         (cid, vec.tobytes()))
+            conn.execute(f"INSERT INTO {fp.vec_table}(chunk_id, embedding, derived)"
+                         " VALUES (?, ?, 0)", (cid, vec.tobytes()))
             conn.execute("UPDATE embeddings SET vector = ? WHERE text_hash = ?",
                          (vec.tobytes(), f"h{cid}"))
     query = vectors[7]
@@ -189,3 +188,40 @@ def test_a_zero_or_nan_vector_is_left_out_of_both_vector_paths(
     found = _quantized(conn, fp, query, k=CHUNKS)
     assert found is not None and 8 not in {cid for cid, _ in found}
     assert all(np.isfinite(d) for _, d in found)
+
+
+def test_a_vec_table_made_with_the_old_metadata_columns_still_gets_its_rows(
+    tmp_path: Path,
+) -> None:
+    conn = connect(tmp_path / "index.sqlite")
+    with write_transaction(conn):
+        conn.execute("INSERT INTO notes(id, path, folder, title, size, mtime_ns, inode,"
+                     " content_hash, derived, indexed_at) VALUES (1, 'a/n.md', 'a', 'n', 0, 0, 0,"
+                     " '', 0, 0)")
+        conn.executemany("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+                         " start_line, end_line, text) VALUES (?, 1, ?, ?, '[]', 1, 2, 'x')",
+                         [(1, 0, "h1"), (2, 1, "h2")])
+        # The vec table as indexes made before 2026-11-30 have it.
+        conn.execute(f"CREATE VIRTUAL TABLE {store.vec_table_name(1)} USING vec0(chunk_id "
+                     f"INTEGER PRIMARY KEY, embedding float[{DIM}] distance_metric=cosine, "
+                     "folder TEXT, top_folder TEXT, note_type TEXT, derived INTEGER)")
+        fp = store.ensure_fingerprint(conn, Fingerprint("m", "0" * 12, DIM), 0.0)
+        assert fp.vec_table == store.vec_table_name(1)
+        vectors = _vectors(2, seed=3)
+        added = store.store_vectors(conn, fp, [("h1", vectors[0].tolist()),
+                                               ("h2", vectors[1].tolist())])
+    assert added == 2
+    assert conn.execute(f"SELECT folder, top_folder, derived FROM {fp.vec_table} "
+                        "WHERE chunk_id = 1").fetchone() == ("a", "a", 0)
+    hits = search_store.vector_chunks(conn, fp.vec_table, vectors[0].tolist(), k=2)
+    assert [cid for cid, _ in hits][0] == 1
+    conn.close()
+
+
+def test_a_new_vec_table_has_only_the_derived_metadata_column(
+    index: tuple[Connection, store.FingerprintRow, np.ndarray],
+) -> None:
+    conn, fp, _ = index
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?",
+                       (fp.vec_table,)).fetchone()[0]
+    assert "derived INTEGER" in sql and "folder" not in sql

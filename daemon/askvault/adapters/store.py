@@ -320,10 +320,13 @@ def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -
 
 
 def _create_vec_table(conn: Connection, fp: FingerprintRow) -> None:
+    # `derived` is the only metadata column: folder and tag filters reach the KNN as a
+    # `chunk_id IN (...)` constraint. (Tables made before 2026-11-30 also carry folder,
+    # top_folder and note_type, never read; they cost ~7 us per row written.)
     conn.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {fp.vec_table} USING vec0("
         f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(fp.fingerprint.dimension)}] "
-        "distance_metric=cosine, folder TEXT, top_folder TEXT, note_type TEXT, derived INTEGER)"
+        "distance_metric=cosine, derived INTEGER)"
     )
     ensure_bits_table(conn, fp)
     _drop_retired(conn)
@@ -396,18 +399,30 @@ def copy_cached_vectors(
         params,
     ).fetchall()
     has_bits = ensure_bits_table(conn, fp)
-    conn.executemany(
-        f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder, note_type, derived)"
-        " VALUES (?,?,?,?,?,?)",
-        [(cid, vec, folder, folder.split("/", 1)[0], ntype or "", derived)
-         for cid, vec, folder, ntype, derived in rows],
-    )
+    if _has_legacy_columns(conn, fp.vec_table):
+        conn.executemany(
+            f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder, note_type,"
+            " derived) VALUES (?,?,?,?,?,?)",
+            [(cid, vec, folder, folder.split("/", 1)[0], ntype or "", derived)
+             for cid, vec, folder, ntype, derived in rows],
+        )
+    else:
+        conn.executemany(
+            f"INSERT INTO {fp.vec_table}(chunk_id, embedding, derived) VALUES (?,?,?)",
+            [(cid, vec, derived) for cid, vec, _folder, _ntype, derived in rows],
+        )
     if has_bits and rows:
         conn.executemany(
             f"INSERT INTO {fp.bits_table}(chunk_id, embedding) VALUES (?, vec_quantize_binary(?))",
             [(r[0], r[1]) for r in rows],
         )
     return len(rows)
+
+
+def _has_legacy_columns(conn: Connection, vec_table: str) -> bool:
+    """True for a vec table made with the folder/top_folder/note_type metadata columns."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (vec_table,)).fetchone()
+    return bool(row) and "top_folder" in str(row[0])
 
 
 def pending_hashes(conn: Connection, fp: FingerprintRow, now: float) -> list[str]:
