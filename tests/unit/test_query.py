@@ -64,3 +64,10 @@ def test_snippet_centres_on_the_first_query_term() -> None:
     piece = snippet(text, ["tomato"], width=80)
     assert "tomato" in piece and piece.startswith("…") and piece.endswith("…")
     assert snippet("short text", ["x"]) == "short text"
+
+
+def test_snippet_finds_another_form_of_the_word_the_stemmed_index_matched() -> None:
+    text = "filler " * 100 + "the effect of pruning " + "more " * 100
+    assert "effect of pruning" in snippet(text, ["effects"], width=80)
+    assert "effect of pruning" in snippet(text, ["pruned"], width=80)
+    assert snippet(text, ["absent"], width=80).startswith("filler")

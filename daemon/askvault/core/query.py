@@ -93,10 +93,23 @@ def snippet(text: str, terms: list[str], width: int = 200) -> str:
         return flat
     folded = fold(flat)
     # fold() can change lengths (ligatures); positions are only a hint, so clamp them.
-    hits = [folded.find(term) for term in terms if term and folded.find(term) >= 0]
+    # The word index stems, so a hit may hold another form of the word: look for its root.
+    hits = [pos for term in terms if term
+            for pos in (folded.find(term), folded.find(_root(term))) if pos >= 0]
     start = max(0, min(min(hits) - width // 4, len(flat) - width)) if hits else 0
     piece = flat[start:start + width].strip()
     return ("…" if start > 0 else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s")
+
+
+def _root(term: str) -> str:
+    """`term` without one common English suffix (a hint for placing snippets, not a stemmer)."""
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 4:
+            return term[: -len(suffix)]
+    return term
 
 
 def bm25_tokens(text: str) -> list[str]:
