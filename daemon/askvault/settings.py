@@ -47,7 +47,10 @@ class OllamaSettings:
 @dataclass(frozen=True)
 class IndexSettings:
     max_note_bytes: int = _opt(5_000_000, "Notes larger than this are skipped (bytes).", min=1)
-    chunk_max_tokens: int = _opt(400, "Largest chunk, in estimated embedding tokens.", min=32)
+    chunk_max_tokens: int = _opt(
+        400, "Largest chunk, in estimated embedding tokens (a change re-cuts every note once).",
+        min=32,
+    )
     ignore_globs: list[str] = _opt(
         [], "Extra vault-relative globs to ignore (as well as Obsidian's Excluded files)."
     )

@@ -53,6 +53,57 @@ def test_second_run_without_changes_reads_and_embeds_nothing(
     assert len(fake_ollama.embedded_inputs) == before
 
 
+def _chunk_rows(settings: object) -> dict[int, tuple[str, str]]:
+    conn = connect(settings.db_path)  # type: ignore[attr-defined]
+    try:
+        return {cid: (path, text_hash) for cid, path, text_hash in conn.execute(
+            "SELECT c.id, n.path, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id")}
+    finally:
+        conn.close()
+
+
+def test_a_new_chunk_cap_rechunks_every_note_once_without_reporting_changes(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    state = tmp_path / "state"
+    index_vault(settings_for(vault, state, fake_ollama.url))
+    before = _chunk_rows(settings_for(vault, state, fake_ollama.url))
+    last_change = collect_status(settings_for(vault, state, fake_ollama.url))[
+        "last_change_indexed_at"]
+    smaller = settings_for(vault, state, fake_ollama.url, **{"index.chunk_max_tokens": 64})
+    report = index_vault(smaller)
+    # Every note was read again and cut with the new cap, but none counts as changed
+    # (answers citing them stay fresh) and the index's last-change time does not move.
+    assert report.index.rechunked == len(INDEXED_NOTES)
+    assert report.index.changes == 0 and report.index.unchanged == 0
+    after = _chunk_rows(smaller)
+    assert len(after) > len(before)
+    assert report.pending_embeddings == 0  # new pieces were embedded by the same pass
+    assert collect_status(smaller)["last_change_indexed_at"] == last_change
+    # Once done, the same settings read nothing.
+    again = index_vault(smaller)
+    assert again.index.rechunked == 0 and again.index.unchanged == len(INDEXED_NOTES)
+    assert _chunk_rows(smaller) == after
+
+
+def test_an_index_made_by_an_older_chunker_is_rechunked_keeping_unchanged_chunks(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    before = _chunk_rows(settings)
+    conn = connect(settings.db_path)
+    with write_transaction(conn):
+        conn.execute("DELETE FROM meta WHERE key = 'chunking'")  # as an index made before it
+    conn.close()
+    embedded = len(fake_ollama.embedded_inputs)
+    report = index_vault(settings)
+    assert report.index.rechunked == len(INDEXED_NOTES) and report.index.changes == 0
+    # Cut the same way: every chunk kept its row (and its vectors); nothing re-embedded.
+    assert _chunk_rows(settings) == before
+    assert len(fake_ollama.embedded_inputs) == embedded
+
+
 def test_paragraph_edit_in_a_long_note_embeds_at_most_two_chunks(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:

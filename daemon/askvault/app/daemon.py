@@ -259,6 +259,7 @@ def _merge(total: IndexReport, part: IndexReport) -> None:
     total.deleted += part.deleted
     total.renamed += part.renamed
     total.touched += part.touched
+    total.rechunked += part.rechunked
     total.unchanged += part.unchanged
     total.skipped += part.skipped
     total.chunks_written += part.chunks_written
@@ -269,7 +270,8 @@ def _log_report(what: str, report: IndexReport, *, always: bool = False) -> None
     log.log(
         level, "%s: %d added, %d changed, %d deleted, %d renamed, %d unchanged, %d skipped; "
         "%d chunks written in %.2f s", what, len(report.added), len(report.changed),
-        len(report.deleted), len(report.renamed), report.unchanged + report.touched,
+        len(report.deleted), len(report.renamed),
+        report.unchanged + report.touched + report.rechunked,
         len(report.skipped), report.chunks_written, report.seconds,
     )
 

@@ -32,7 +32,9 @@ def index(as_json: bool, **opts: Any) -> None:
     else:
         click.echo(
             f"{doc['added']} added, {doc['changed']} changed, {doc['deleted']} deleted, "
-            f"{doc['renamed']} renamed, {doc['unchanged'] + doc['touched']} unchanged, "
+            f"{doc['renamed']} renamed, "
+            f"{doc['unchanged'] + doc['touched'] + doc['rechunked']} unchanged"
+            f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
             f"{doc['skipped']} skipped in {doc['seconds']} s; {doc['texts_embedded']} texts "
             f"embedded, {doc['pending_embeddings']} chunks waiting for a vector"
         )

@@ -42,6 +42,10 @@ TOKENS_PER_RUN = 1.0  # a run of letters/digits
 TOKENS_PER_RUN_CHAR = 0.15  # long runs split into word pieces
 TOKENS_PER_HANGUL = 2.5  # uncased BERT decomposes syllables into jamo
 MIN_MAX_TOKENS = 8
+# Bumped whenever the same note would be cut differently; the indexer re-chunks every note
+# once when this or `index.chunk_max_tokens` changes. 2: a heading no longer stands alone
+# before an over-long paragraph.
+CHUNKER_VERSION = 2
 _MAX_LEVEL = 16  # 2**16 times the base boundary odds: every non-heading unit is one
 
 # Han, kana, CJK symbols and full-width forms: one token per character.

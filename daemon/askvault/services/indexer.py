@@ -23,7 +23,7 @@ from askvault.adapters import store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path, load_ignore_rules
 from askvault.adapters.vault import BinaryNote, OversizedNote, read_note, scan_vault, stat_note
-from askvault.core.chunking import chunk_note
+from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault
 from askvault.records import Chunk, FileStamp, NoteFile, ParsedNote, Skipped
@@ -46,6 +46,7 @@ class IndexReport:
     deleted: list[str] = field(default_factory=list)
     renamed: list[tuple[str, str]] = field(default_factory=list)
     touched: int = 0
+    rechunked: int = 0
     unchanged: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     chunks_written: int = 0
@@ -62,6 +63,7 @@ class IndexReport:
             "deleted": len(self.deleted),
             "renamed": len(self.renamed),
             "touched": self.touched,
+            "rechunked": self.rechunked,
             "unchanged": self.unchanged,
             "skipped": len(self.skipped),
             "chunks_written": self.chunks_written,
@@ -94,10 +96,15 @@ def reconcile(
     on_disk = {stamp.path for stamp in scan.notes}
     removed = {path: stored[path].content_hash for path in stored if path not in on_disk}
     total = len(scan.notes)
+    key = chunking_key(settings)
+    rechunk = bool(stored) and store.get_meta(conn, CHUNKING_META) != key
+    if rechunk:
+        log.warning("chunking changed (%s): re-chunking every note once; unchanged text is "
+                    "not embedded again", key)
     to_read = []
     for stamp in scan.notes:
         known = stored.get(stamp.path)
-        if known and (known.size, known.mtime_ns, known.inode) == (
+        if known and not rechunk and (known.size, known.mtime_ns, known.inode) == (
             stamp.size, stamp.mtime_ns, stamp.inode
         ):
             report.unchanged += 1
@@ -116,7 +123,8 @@ def reconcile(
         for stamp, outcome in zip(to_read, prepared, strict=False):
             if should_stop():
                 break
-            _apply_prepared(batch, settings, root, stamp, stored.get(stamp.path), outcome, report)
+            _apply_prepared(batch, settings, root, stamp, stored.get(stamp.path), outcome, report,
+                            rechunk=rechunk)
             done += 1
             if progress:
                 progress(done, total)
@@ -127,9 +135,18 @@ def reconcile(
                 report.deleted.append(path)
             store.replace_skipped(conn, report.skipped, time.time())
             _note_change(conn, report)
+            store.set_meta(conn, CHUNKING_META, key)
         _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
     return report
+
+
+CHUNKING_META = "chunking"
+
+
+def chunking_key(settings: Settings) -> str:
+    """What decides how notes are cut: the chunker's version and the token cap."""
+    return f"v{CHUNKER_VERSION} max_tokens={settings.index.chunk_max_tokens}"
 
 
 def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> IndexReport:
@@ -260,8 +277,11 @@ def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_
 def _apply_prepared(
     batch: WriteBatch, settings: Settings, root: Path, stamp: FileStamp,
     known: store.StoredNote | None, outcome: _Prepared, report: IndexReport,
+    *, rechunk: bool = False,
 ) -> None:
-    """Write one prepared note: new stamps only, skipped, vanished, or re-indexed."""
+    """Write one prepared note: new stamps only, skipped, vanished, or re-indexed. With
+    `rechunk`, a note whose bytes did not change is written again with its new chunks
+    (unchanged chunks keep their rows) but not reported as changed: its answers stay fresh."""
     if outcome.vanished:
         # Vanished between the scan and the read: the next event or reconcile settles it.
         if known:
@@ -272,12 +292,17 @@ def _apply_prepared(
         _skip(batch, stamp.path, outcome.skip_reason or "unreadable", report, known)
         return
     file, parsed, chunks = outcome.file, outcome.parsed, outcome.chunks
+    derived = stamp.path.startswith(settings.queries.folder.rstrip("/") + "/")
     if known and known.content_hash == file.content_hash:
+        if rechunk:
+            batch.write(lambda conn: store.upsert_note(conn, parsed, file, chunks,
+                                                       derived=derived))
+            report.rechunked += 1
+            return
         batch.write(lambda conn: store.update_stamp(
             conn, stamp.path, file.stamp.size, file.stamp.mtime_ns, file.stamp.inode))
         report.touched += 1
         return
-    derived = stamp.path.startswith(settings.queries.folder.rstrip("/") + "/")
     batch.write(lambda conn: store.upsert_note(conn, parsed, file, chunks, derived=derived))
     report.chunks_written += len(chunks)
     (report.changed if known else report.added).append(stamp.path)
