@@ -35,6 +35,8 @@ Progress = Callable[[int, int], None]
 
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
+# The meta key recording how the indexed notes were cut (see `chunking_key`).
+CHUNKING_META = "chunking"
 
 
 @dataclass
@@ -139,9 +141,6 @@ def reconcile(
         _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
     return report
-
-
-CHUNKING_META = "chunking"
 
 
 def chunking_key(settings: Settings) -> str:
