@@ -3,7 +3,8 @@
 Stat first, hash on mismatch: a file whose size, mtime and inode match the index
 is not read at all; a file whose bytes hash the same as before only gets new
 stamps. Each changed note is one transaction, so a crash loses at most the note
-being written, and the next reconcile redoes it.
+being written, and the next reconcile redoes it. When the chunker or its token cap
+changed since the index was made, one reconcile reads every note and re-cuts it.
 """
 
 from __future__ import annotations
