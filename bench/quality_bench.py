@@ -77,6 +77,10 @@ def reciprocal_rank(ranked: list[str], relevant: dict[str, int] | set[str]) -> f
     return next((1.0 / (i + 1) for i, doc in enumerate(ranked) if doc in relevant), 0.0)
 
 
+def _mean(values: list[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
 def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     vault = args.work / "scifact_vault"
     if not vault.exists():
@@ -100,26 +104,23 @@ def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     try:
         for mode in MODES:
             sums = {"ndcg@10": 0.0, "recall@10": 0.0, "recall@100": 0.0, "mrr": 0.0}
-            split_ndcg = [0.0, 0.0]
+            per_query_ndcg = []
             started = time.time()
-            for position, qid in enumerate(qids):
+            for qid in qids:
                 hits = search(conn, settings, queries[qid], limit=DEPTH, embedder=embedder,
                               fusion_mode=mode).hits
                 ranked = [h.note_path.rsplit("/", 1)[-1][:-3] for h in hits]
                 rel = qrels[qid]
-                ndcg = ndcg_at(ranked, rel, 10)
-                sums["ndcg@10"] += ndcg
-                split_ndcg[position % 2] += ndcg
+                per_query_ndcg.append(ndcg_at(ranked, rel, 10))
+                sums["ndcg@10"] += per_query_ndcg[-1]
                 sums["recall@10"] += recall_at(ranked, rel, 10)
                 sums["recall@100"] += recall_at(ranked, rel, 100)
                 sums["mrr"] += reciprocal_rank(ranked, rel)
             results[mode] = {k: round(v / len(qids), 4) for k, v in sums.items()}
             # Fusion parameters were chosen on the even positions (with the Help questions);
             # the odd half is the held-out check.
-            results[mode]["ndcg@10_tuning_half"] = round(
-                split_ndcg[0] / len(qids[0::2]), 4) if qids[0::2] else 0.0
-            results[mode]["ndcg@10_held_out_half"] = round(
-                split_ndcg[1] / len(qids[1::2]), 4) if qids[1::2] else 0.0
+            results[mode]["ndcg@10_tuning_half"] = _mean(per_query_ndcg[0::2])
+            results[mode]["ndcg@10_held_out_half"] = _mean(per_query_ndcg[1::2])
             results[mode]["seconds"] = round(time.time() - started, 1)
             print(f"scifact {mode}: {results[mode]}", file=sys.stderr)
     finally:

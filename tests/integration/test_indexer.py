@@ -14,6 +14,7 @@ from askvault.services.embedding import drain_backlog, target_fingerprint
 from askvault.services.index_pass import index_vault, make_embedder
 from askvault.services.indexer import index_paths, reconcile
 from askvault.services.status import collect_status
+from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 from support.vault_factory import INDEXED_NOTES, LONG_PARAGRAPHS, make_fixture_vault
@@ -53,8 +54,8 @@ def test_second_run_without_changes_reads_and_embeds_nothing(
     assert len(fake_ollama.embedded_inputs) == before
 
 
-def _chunk_rows(settings: object) -> dict[int, tuple[str, str]]:
-    conn = connect(settings.db_path)  # type: ignore[attr-defined]
+def _chunk_rows(settings: Settings) -> dict[int, tuple[str, str]]:
+    conn = connect(settings.db_path)
     try:
         return {cid: (path, text_hash) for cid, path, text_hash in conn.execute(
             "SELECT c.id, n.path, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id")}
@@ -66,10 +67,10 @@ def test_a_new_chunk_cap_rechunks_every_note_once_without_reporting_changes(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     state = tmp_path / "state"
-    index_vault(settings_for(vault, state, fake_ollama.url))
-    before = _chunk_rows(settings_for(vault, state, fake_ollama.url))
-    last_change = collect_status(settings_for(vault, state, fake_ollama.url))[
-        "last_change_indexed_at"]
+    settings = settings_for(vault, state, fake_ollama.url)
+    index_vault(settings)
+    before = _chunk_rows(settings)
+    last_change = collect_status(settings)["last_change_indexed_at"]
     smaller = settings_for(vault, state, fake_ollama.url, **{"index.chunk_max_tokens": 64})
     report = index_vault(smaller)
     # Every note was read again and cut with the new cap, but none counts as changed

@@ -11,7 +11,7 @@ path, so equal input always gives the same order.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rank_bm25 import BM25Okapi
@@ -178,8 +178,9 @@ def fuse_scores(
     words_raw = {c.chunk_id: -c.words_raw for c in candidates if c.words_raw is not None}
     vector_raw = {c.chunk_id: 1.0 - c.vector_raw for c in candidates
                   if c.vector_raw is not None}
-    words = min_max(words_raw, _top(candidates, words_raw, "words_rank", scale_depth))
-    vector = min_max(vector_raw, _top(candidates, vector_raw, "vector_rank", scale_depth))
+    words = min_max(words_raw, _top(candidates, words_raw, lambda c: c.words_rank, scale_depth))
+    vector = min_max(vector_raw,
+                     _top(candidates, vector_raw, lambda c: c.vector_rank, scale_depth))
     results = []
     for c in candidates:
         points: dict[str, float] = {}
@@ -199,13 +200,13 @@ def fuse_scores(
     return sorted(results, key=order_key)
 
 
-def _top(candidates: Sequence[Candidate], values: Mapping[int, float], rank_field: str,
-         depth: int | None) -> list[float] | None:
-    """The values of the candidates ranked within `depth` by a channel (None: all)."""
+def _top(candidates: Sequence[Candidate], values: Mapping[int, float],
+         rank: Callable[[Candidate], int | None], depth: int | None) -> list[float] | None:
+    """The values of the candidates a channel ranked within `depth` (None: all of them)."""
     if depth is None:
         return None
     return [values[c.chunk_id] for c in candidates
-            if c.chunk_id in values and (getattr(c, rank_field) or depth + 1) <= depth]
+            if c.chunk_id in values and (rank(c) or depth + 1) <= depth]
 
 
 def bm25_scores(
