@@ -35,8 +35,21 @@ class OllamaSettings:
     )
     embed_model: str = _opt("nomic-embed-text", "Embedding model (env ASKVAULT_EMBED_MODEL).")
     chat_model: str = _opt("llama3.2", "Chat model for answers (env ASKVAULT_CHAT_MODEL).")
-    timeout_s: float = _opt(60.0, "Timeout of one Ollama request, in seconds.", min_excl=0)
-    num_ctx: int = _opt(8192, "Context window requested from the chat model (tokens).", min=512)
+    timeout_s: float = _opt(
+        60.0, "Timeout of one Ollama request (connect, embeddings, model list), in seconds.",
+        min_excl=0,
+    )
+    reply_silence_s: float = _opt(
+        600.0,
+        "Longest silence of a streamed answer, before its first piece (a CPU reads the whole"
+        " prompt first) or between two pieces (s). A slow answer is never cut off.",
+        min_excl=0,
+    )
+    num_ctx: int = _opt(4096, "Context window requested from the chat model (tokens).", min=512)
+    temperature: float = _opt(0.1, "Sampling temperature of answers (low: repeatable).", min=0)
+    num_predict: int = _opt(
+        400, "Longest answer, in tokens (1 to 3 short paragraphs need ~250).", min=16
+    )
     embed_batch_size: int = _opt(32, "Texts per embedding request.", min=1)
     embed_max_tokens: int = _opt(
         2048, "Longest input sent to the embedding model; longer text is split, never truncated.",
@@ -100,6 +113,12 @@ class QueriesSettings:
     log: str = _opt("log.md", "Log note (one line per question).")
     settle_s: float = _opt(3.0, "A question is taken once unchanged for this long (s).", min=0)
     max_sources: int = _opt(8, "Most pages sent to the model for one answer.", min=1)
+    excerpt_tokens: int = _opt(
+        1000,
+        "Most (estimated) tokens of excerpts in an answer's prompt, best first; measured in"
+        " docs/benchmarks.md (a CPU reads ~20-50 prompt tokens/s).",
+        min=64,
+    )
 
 
 @dataclass(frozen=True)

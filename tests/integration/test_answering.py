@@ -35,20 +35,6 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    s = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(s)
-    return s
-
-
-@pytest.fixture
-def conn(settings: Settings) -> Iterator[Connection]:
-    c = connect(settings.db_path)
-    yield c
-    c.close()
-
-
 def _ask(conn: Connection, settings: Settings, question: str, **kw: Any):  # type: ignore[no-untyped-def]
     embedder = make_embedder(settings)
     generator = OllamaGenerator(settings.ollama.host, timeout_s=5)
@@ -79,7 +65,7 @@ def test_answer_cites_resolves_and_resolves_raw_sources(
     text = render_answer_note(result.note)
     assert "1. [[Embeds]] — `raw/embeds-paper.pdf`" in text
     assert "raw/missing.pdf" not in text
-    assert set(result.timings) == {"retrieval_s", "generation_s", "citations_s"}
+    assert set(result.timings) == {"retrieval_s", "prompt_eval_s", "generation_s", "checks_s"}
     chat = fake_ollama.requests_to("/api/chat")[-1]
     assert chat["options"]["num_ctx"] == settings.ollama.num_ctx
 

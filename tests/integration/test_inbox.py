@@ -132,7 +132,7 @@ def test_draft_is_left_alone_until_the_key_is_removed(
 def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
     vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
 ) -> None:
-    fake_ollama.chat_script = [REPLY]
+    fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
     question = vault / "queries/inbox/Q.md"
     question.write_text("---\nfolders: [../outside]\nmax_sources: 0\n---\nWhat?\n", encoding="utf-8")
     run_worker()
@@ -141,7 +141,8 @@ def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
     text = answer.read_text(encoding="utf-8")
     assert "'../outside' is outside the vault" in text and "max_sources" in text
     assert question.exists(), "a failed question stays in the inbox to be fixed"
-    question.write_text("---\nfolders: [folder]\n---\nWhat does an embed show?\n", encoding="utf-8")
+    question.write_text("---\nfolders: [folder]\n---\nWhat does the second section explain?\n",
+                        encoding="utf-8")
     wait_for(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
@@ -280,6 +281,7 @@ def test_cited_note_change_marks_the_answer_stale(
     running = run_worker()
     answer = vault / "queries/answers/Q.md"
     wait_for(lambda: _status(answer) == "answered")
+    _edit_and_index(settings, vault / "Embeds.md")
     running.worker.on_notes_changed(["Embeds.md"], [])
     wait_for(lambda: _status(answer) == "stale")
     text = answer.read_text(encoding="utf-8")
@@ -287,6 +289,35 @@ def test_cited_note_change_marks_the_answer_stale(
     running.worker.on_notes_changed(["Links.md"], [])  # not cited: nothing happens
     time.sleep(0.5)
     assert text == answer.read_text(encoding="utf-8")
+
+
+def _edit_and_index(settings: Settings, path: Path) -> None:
+    from askvault.services.indexer import index_paths
+
+    path.write_text(path.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        index_paths(conn, settings, [path.relative_to(settings.vault_path).as_posix()])
+    finally:
+        conn.close()
+
+
+def test_a_change_report_of_a_note_the_answer_already_saw_does_not_mark_it_stale(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    # An indexing pass commits notes in groups and reports them at its end: an answer that
+    # read a note committed early in the pass has seen its current content.
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    running = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "answered")
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    time.sleep(0.5)
+    assert _status(answer) == "answered"
+    _edit_and_index(settings, vault / "Embeds.md")
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    wait_for(lambda: _status(answer) == "stale")
 
 
 def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(

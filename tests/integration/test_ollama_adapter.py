@@ -215,7 +215,7 @@ def test_slow_beyond_timeout_is_unavailable(fake_ollama: FakeOllama) -> None:
     fake_ollama.set_fault("slow", delay_s=5.0)
     with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=0.3, max_input_tokens=100) as hasty:
         started = time.monotonic()
-        with pytest.raises(OllamaUnavailable, match="within 0.3 s"):
+        with pytest.raises(OllamaUnavailable, match="sent nothing for 0.3 s"):
             hasty.embed_query("x")
     assert time.monotonic() - started < 2.0
 
@@ -284,7 +284,33 @@ def test_stream_slower_than_timeout_between_pieces_is_unavailable(fake_ollama: F
     fake_ollama.chat_script = ["a b c d"]
     fake_ollama.token_delay_s = 1.0
     with OllamaGenerator(fake_ollama.url, timeout_s=0.2) as hasty:
-        with pytest.raises(OllamaUnavailable, match="did not answer"):
+        with pytest.raises(OllamaUnavailable, match="sent nothing for 0.2 s"):
+            list(hasty.stream([], model=CHAT, num_ctx=2048))
+
+
+def test_a_slow_first_token_is_waited_for_up_to_the_silence_limit(fake_ollama: FakeOllama) -> None:
+    # A CPU reads a long prompt before it says anything: that wait is not a dead server.
+    fake_ollama.chat_script = ["a b c"]
+    fake_ollama.set_fault("slow", delay_s=1.0, paths=("/api/chat",), count=1)
+    with OllamaGenerator(fake_ollama.url, timeout_s=0.2, silence_s=5.0) as patient:
+        assert "".join(patient.stream([], model=CHAT, num_ctx=2048)) == "a b c"
+        assert patient.usage.prompt_tokens == 10 and patient.usage.reply_tokens == 3
+
+
+def test_a_reply_slower_in_total_than_the_silence_limit_is_not_cut_off(
+    fake_ollama: FakeOllama,
+) -> None:
+    fake_ollama.chat_script = ["a b c d e f"]
+    fake_ollama.token_delay_s = 0.15  # ~0.9 s in all, never 0.5 s of silence
+    with OllamaGenerator(fake_ollama.url, timeout_s=0.2, silence_s=0.5) as patient:
+        assert "".join(patient.stream([], model=CHAT, num_ctx=2048)) == "a b c d e f"
+
+
+def test_silence_longer_than_the_limit_is_unavailable(fake_ollama: FakeOllama) -> None:
+    fake_ollama.chat_script = ["a b c"]
+    fake_ollama.set_fault("slow", delay_s=2.0, paths=("/api/chat",), count=1)
+    with OllamaGenerator(fake_ollama.url, timeout_s=5.0, silence_s=0.3) as hasty:
+        with pytest.raises(OllamaUnavailable, match="sent nothing for 0.3 s"):
             list(hasty.stream([], model=CHAT, num_ctx=2048))
 
 

@@ -90,12 +90,16 @@ def fake_token_count(text: str) -> int:
 
 
 def extractive_reply(messages: Sequence[dict[str, Any]]) -> str:
-    """Default chat reply: the first sentence after the first `[[Page]]`, citing that page."""
+    """Default chat reply: the first sentence of text after the first `[[Page]]`, citing that
+    page (headings and quote markers skipped: the sentence a model would copy)."""
     prompt = "\n".join(str(m.get("content") or "") for m in messages)
     match = _WIKILINK.search(prompt)
     if match is None:
         return NO_ANSWER_REPLY
-    rest = prompt[match.end():].lstrip(" \t\r\n:-—>")
+    lines = prompt[match.end():].split("\n")
+    text_lines = [re.sub(r"^[>\s]*", "", line) for line in lines]
+    text_lines = [line for line in text_lines if line and not line.startswith("#")]
+    rest = " ".join(text_lines).lstrip(" \t\r\n:-—>")
     sentence = _SENTENCE_END.split(rest, maxsplit=1)[0].strip().rstrip(".!?")
     if not sentence:
         sentence = "This is described in the notes"

@@ -22,7 +22,14 @@ from askvault.core.answer_note import (
     render_answer_note,
     stale_pages_of,
 )
-from askvault.core.citations import CitationReport, check_citations, render_broken_as_text, slug
+from askvault.core.citations import (
+    CitationReport,
+    Excerpt,
+    annotate_answer,
+    check_citations,
+    render_broken_as_text,
+    slug,
+)
 from askvault.core.links import build_link_index
 from askvault.core.notes import parse_note
 
@@ -54,7 +61,9 @@ REPLIES = {
 def _note_for(reply: str) -> AnswerNote:
     index = build_link_index((p, parse_note(p, t).aliases) for p, t in NOTES.items())
     notes = {p: parse_note(p, t) for p, t in NOTES.items()}
-    report = check_citations(reply, index, notes, {slug("How do embeds work.md")})
+    excerpts = [Excerpt(p, n.title, None, n.body, f"[[{n.title}]]") for p, n in notes.items()]
+    report = check_citations(reply, index, notes, {slug("How do embeds work.md")},
+                             excerpts=excerpts)
     cited = list(dict.fromkeys(c.path for c in report.citations if c.path and c.state == "resolved"))
     ledger = tuple(
         LedgerEntry(f"[[{p[:-3]}]]", ("raw/embeds-paper.pdf",) if p == "Embeds.md" else ())
@@ -63,7 +72,7 @@ def _note_for(reply: str) -> AnswerNote:
     return AnswerNote(
         question="How do embeds work?", status="answered", asked="2025-01-02T10:00:00+00:00",
         answered="2025-01-02T10:00:05+00:00", model="llama3.2", embed_model="nomic-embed-text",
-        sources=("[[Embeds]]", "[[Links]]"), answer=render_broken_as_text(reply, report),
+        sources=tuple(f"[[{p[:-3]}]]" for p in cited), answer=annotate_answer(reply, report),
         supporting=tuple(SupportingPage(f"[[{p[:-3]}]]", "ranked #1 of 2 by retrieval")
                          for p in cited),
         caveats=tuple(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text."
@@ -92,14 +101,16 @@ def test_answer_note_matches_golden(case: str) -> None:
 def test_broken_link_is_never_published_as_a_link() -> None:
     text = render_answer_note(_note_for(REPLIES["broken"]))
     assert "[[Magic Embeds]]" not in text
-    assert "embeds are magic Magic Embeds." in text
+    assert "embeds are magic Magic Embeds ⚠️." in text
     assert "citations_broken: 1" in text and "citations_resolved: 1" in text
 
 
-def test_no_link_answer_says_none_recognized() -> None:
+def test_no_link_answer_says_none_recognized_and_gets_the_link_its_excerpt_supports() -> None:
     text = render_answer_note(_note_for(REPLIES["no_link"]))
     assert NONE_RECOGNIZED in text
-    assert "## Sources\n\nNo page was cited." in text
+    assert "Wikilinks connect notes. [[Links]]" in text
+    assert "link added by askvault" in text
+    assert "## Sources\n\n1. [[Links]]" in text
 
 
 def test_unavailable_report_gives_the_reason_and_is_never_an_empty_report() -> None:
@@ -122,7 +133,8 @@ def test_frontmatter_keys_in_order_and_quoted() -> None:
     head = text.split("\n---\n", 1)[0]
     keys = [line.split(":", 1)[0] for line in head.splitlines()[1:] if not line.startswith("  ")]
     assert keys == ["question", "status", "asked", "answered", "model", "embed_model", "sources",
-                    "citations_resolved", "citations_broken", "index_as_of"]
+                    "citations_resolved", "citations_broken", "citations_unsupported",
+                    "index_as_of"]
     assert 'question: "Say \\"hi\\": #1?"' in head
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from askvault.core.citations import (
+    Excerpt,
+    annotate_answer,
     CitationReport,
     check_citations,
     check_support,
@@ -40,7 +42,8 @@ def test_plain_link_resolves_and_is_supported_by_verbatim_text() -> None:
     (c,) = report.citations
     assert (c.target, c.state, c.path, c.heading) == ("Embeds", "resolved", "Embeds.md", None)
     assert c.support == "supported"
-    assert c.supports[0].span == "An embed shows another note inline inside the current note"
+    assert c.supports[0].sentence == "An embed shows another note inline inside the current note"
+    assert c.supports[0].span == "An embed shows another note inline inside the current note."
 
 
 def test_alias_resolves_to_its_note() -> None:
@@ -128,7 +131,7 @@ def test_support_verdicts_supported_weak_unsupported() -> None:
     note = "Sourdough bread needs a starter made of flour and water, fed daily for a week."
     assert check_support("Sourdough bread needs a starter made of flour and water.", note).verdict == "supported"
     weak = check_support("Bakers say the starter made of flour is fussy in winter months.", note)
-    assert weak.verdict == "weak" and weak.span == "starter made of flour"
+    assert weak.verdict == "weak" and weak.span and "starter made of flour" in weak.span
     unsupported = check_support("Rye ferments quickly in warm kitchens.", note)
     assert unsupported.verdict == "unsupported" and unsupported.span is None
 
@@ -150,3 +153,89 @@ def test_a_mid_sentence_citation_covers_only_its_own_clause() -> None:
     embeds, deep = report.citations
     assert embeds.supports[0].sentence == "An embed shows another note inline inside the current note"
     assert deep.supports[0].sentence == "and rye ferments"
+
+
+def _excerpt(path: str, heading: str | None = None) -> Excerpt:
+    note = parse_note(path, NOTES[path])
+    text = note.body
+    if heading:
+        line = next(h.line for h in note.headings if h.text == heading)
+        from askvault.core.citations import section_text
+        text = section_text(note, line)
+    cite = f"[[{note.title}#{heading}]]" if heading else f"[[{note.title}]]"
+    return Excerpt(path, note.title, heading, text, cite)
+
+
+def _check_with(answer: str, excerpts: list[Excerpt]) -> CitationReport:
+    index = build_link_index(
+        (path, parse_note(path, text).aliases) for path, text in NOTES.items()
+    )
+    notes = {path: parse_note(path, text) for path, text in NOTES.items()}
+    return check_citations(answer, index, notes, set(), excerpts=excerpts)
+
+
+def test_the_issue_reproduction_credits_each_sentence_to_its_own_link() -> None:
+    answer = ("An embed shows another note inline. [[Embeds]] The first section talks about "
+              "sourdough bread. [[Deep Note#Section one]]")
+    report = _check_with(answer, [_excerpt("Embeds.md"),
+                                  _excerpt("folder/Deep Note.md", "Section one")])
+    embeds, deep = report.citations
+    assert [s.sentence for s in embeds.supports] == ["An embed shows another note inline."]
+    assert [s.sentence for s in deep.supports] == ["The first section talks about sourdough bread."]
+    assert embeds.support == deep.support == "supported"
+    assert report.supported_claims == 2 and not report.flagged_claims
+
+
+def test_an_uncited_supported_sentence_gets_the_link_of_its_excerpt_marked_added() -> None:
+    answer = "The second section explains fermentation of rye."
+    report = _check_with(answer, [_excerpt("Embeds.md"),
+                                  _excerpt("folder/Deep Note.md", "Section two")])
+    (check,) = report.claims
+    assert check.added == "Deep Note#Section two" and check.verdict == "supported"
+    (added,) = report.citations
+    assert added.added and added.path == "folder/Deep Note.md"
+    assert not report.model_citations
+    assert annotate_answer(answer, report) == answer + " [[Deep Note#Section two]]"
+
+
+def test_a_link_to_a_page_whose_text_never_reached_the_model_is_reported_and_flagged() -> None:
+    answer = "The second section explains fermentation of rye [[Deep Note]]."
+    report = _check_with(answer, [_excerpt("Embeds.md")])
+    (citation,) = report.citations
+    assert citation.state == "resolved" and not citation.grounded
+    assert "not among the excerpts" in citation.reason
+    (check,) = report.claims
+    assert check.flagged and "not given to the model" in check.reason
+    assert report.unsupported == 1
+    assert annotate_answer(answer, report) == (
+        "The second section explains fermentation of rye [[Deep Note]] ⚠️.")
+
+
+def test_a_wrong_link_whose_sentence_another_excerpt_supports_gets_the_right_one_added() -> None:
+    answer = "The second section explains fermentation of rye [[Embeds]]."
+    report = _check_with(answer, [_excerpt("Embeds.md"),
+                                  _excerpt("folder/Deep Note.md", "Section two")])
+    (check,) = report.claims
+    assert check.added == "Deep Note#Section two" and "does not say this" in check.reason
+    embeds = report.citations[0]
+    assert embeds.support == "unsupported" and report.unsupported == 1
+
+
+def test_an_invented_fact_with_a_real_link_is_flagged_unsupported() -> None:
+    answer = "The Wi-Fi password of my home network is [[Embeds]]: 192.168.178.1."
+    report = _check_with(answer, [_excerpt("Embeds.md")])
+    assert report.supported_claims == 0
+    assert all(c.flagged for c in report.claims)
+    assert "⚠️" in annotate_answer(answer, report)
+
+
+def test_refusal_sentences_are_not_claims() -> None:
+    report = _check_with("The notes do not contain the answer.", [_excerpt("Embeds.md")])
+    assert report.claims == () and report.refusals == 1
+
+
+def test_an_embed_in_an_answer_is_shown_as_code_and_never_transcludes() -> None:
+    answer = "Write ![[Embeds]] to embed a note inline."
+    report = _check_with(answer, [_excerpt("Embeds.md")])
+    assert report.citations[:1] == () or all(not c.link.embed for c in report.citations)
+    assert "`![[Embeds]]`" in annotate_answer(answer, report)

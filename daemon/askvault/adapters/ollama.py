@@ -122,7 +122,7 @@ def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None
         ) from exc
     except httpx.TimeoutException as exc:
         raise OllamaUnavailable(
-            f"Ollama at {host} did not answer within {timeout_s:g} s", UNAVAILABLE_HINT
+            f"Ollama at {host} sent nothing for {timeout_s:g} s", UNAVAILABLE_HINT
         ) from exc
     except (httpx.TransportError, ConnectionError) as exc:
         # The client turns httpx.ConnectError into ConnectionError, but not inside streams.
@@ -286,10 +286,24 @@ class OllamaEmbedder:
         return vectors
 
 
+@dataclass
+class ReplyUsage:
+    """What Ollama reported about the last reply (None where it said nothing)."""
+
+    prompt_tokens: int | None = None
+    reply_tokens: int | None = None
+    prompt_eval_s: float | None = None
+    generation_s: float | None = None
+
+
 class OllamaGenerator:
     """Streams chat replies from Ollama (implements `records.Generator`).
 
-    `timeout_s` bounds the connection and each wait for the next piece, not the whole reply.
+    A slow model is not a dead one: `silence_s` bounds each wait for the next piece of a
+    reply, the first one included (a CPU evaluates the whole prompt before it says
+    anything), never the whole reply; `timeout_s` bounds connecting. `options` (e.g.
+    temperature, num_predict) go with every request. After a stream, `usage` holds
+    Ollama's own counts and times.
     """
 
     def __init__(
@@ -299,11 +313,15 @@ class OllamaGenerator:
         timeout_s: float,
         allow_remote: bool = False,
         options: dict[str, Any] | None = None,
+        silence_s: float | None = None,
     ) -> None:
         self.host = check_host_allowed(host, allow_remote)
         self.timeout_s = timeout_s
+        self.silence_s = silence_s if silence_s is not None else timeout_s
         self.options = dict(options or {})
-        self._client = ollama.Client(host=self.host, timeout=timeout_s)
+        self.usage = ReplyUsage()
+        timeout = httpx.Timeout(timeout_s, read=self.silence_s)
+        self._client = ollama.Client(host=self.host, timeout=timeout)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -320,6 +338,7 @@ class OllamaGenerator:
     ) -> Iterator[str]:
         """Yield the reply's text pieces; raise OllamaUnavailable if it ends before `done`."""
         options = {**self.options, "num_ctx": num_ctx}
+        self.usage = ReplyUsage()
         return self._stream(list(messages), model, options)
 
     def _stream(
@@ -328,14 +347,16 @@ class OllamaGenerator:
         done = False
         parts: Iterator[ollama.ChatResponse] | None = None
         try:
-            with _translated_errors(self.host, model, self.timeout_s):
+            with _translated_errors(self.host, model, self.silence_s):
                 parts = self._client.chat(
                     model=model, messages=messages, stream=True, options=options
                 )
                 for part in parts:
                     if part.message.content:
                         yield part.message.content
-                    done = done or bool(part.done)
+                    if part.done:
+                        done = True
+                        self.usage = _usage(part)
         finally:
             # A consumer that stops early must not leave the HTTP stream open.
             close = getattr(parts, "close", None)
@@ -345,6 +366,17 @@ class OllamaGenerator:
             raise OllamaUnavailable(
                 f"Ollama at {self.host} stopped before the reply was complete", UNAVAILABLE_HINT
             )
+
+
+def _usage(part: Any) -> ReplyUsage:
+    def seconds(ns: Any) -> float | None:
+        return ns / 1e9 if isinstance(ns, int) and ns > 0 else None
+
+    def count(n: Any) -> int | None:
+        return n if isinstance(n, int) and n >= 0 else None
+
+    return ReplyUsage(count(part.prompt_eval_count), count(part.eval_count),
+                      seconds(part.prompt_eval_duration), seconds(part.eval_duration))
 
 
 @dataclass(frozen=True)

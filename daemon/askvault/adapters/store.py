@@ -81,6 +81,18 @@ def stored_notes(conn: Connection) -> dict[str, StoredNote]:
     return {r[1]: StoredNote(*r) for r in rows}
 
 
+def content_hashes(conn: Connection, paths: Iterable[str]) -> dict[str, str]:
+    """The indexed content hash of each of `paths` that has a note row."""
+    wanted = list(dict.fromkeys(paths))
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start : start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(conn.execute(
+            f"SELECT path, content_hash FROM notes WHERE path IN ({marks})", part).fetchall())
+    return found
+
+
 def folder_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from askvault.core.citations import Citation, CitationReport
+from askvault.core.citations import FLAG_MARKER, Citation, CitationReport, ClaimCheck
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
 UNAVAILABLE = "Answer citations: unavailable"
@@ -82,7 +82,15 @@ def render_answer_note(note: AnswerNote) -> str:
     elif note.status == "failed":
         parts.append(f"> [!failure] This question could not be answered\n{_quoted(note.reason)}")
     else:
-        parts.append(note.answer.strip() or "(the model returned an empty answer)")
+        if note.status == "no-answer" and note.report is not None and note.report.claims:
+            parts.append(_unverified_callout(note))
+        else:
+            parts.append(note.answer.strip() or "(the model returned an empty answer)")
+        flagged = note.report.flagged_claims if note.report is not None else ()
+        if flagged and note.status != "no-answer":
+            parts.append(render_flagged_callout(flagged))
+        if note.status == "no-answer" and note.passages:
+            parts.append(_passages_section(note, "Closest passages found (not an answer)"))
         if note.supporting:
             parts.append("### Supporting pages\n" + "\n".join(
                 f"- {p.wikilink} — {p.why}" for p in note.supporting))
@@ -98,8 +106,10 @@ def render_answer_note(note: AnswerNote) -> str:
 def render_frontmatter(note: AnswerNote) -> str:
     """The YAML frontmatter block, keys in the order of DESIGN §3."""
     report = note.report
-    resolved = report.count("resolved") if report and not report.error else 0
-    broken = report.count("broken") if report and not report.error else 0
+    checked = report is not None and not report.error
+    resolved = report.count("resolved") if report and checked else 0
+    broken = report.count("broken") if report and checked else 0
+    unsupported = report.unsupported if report and checked else 0
     lines = [
         "---",
         f"question: {_q(note.question)}",
@@ -117,6 +127,7 @@ def render_frontmatter(note: AnswerNote) -> str:
     lines += [
         f"citations_resolved: {resolved}",
         f"citations_broken: {broken}",
+        f"citations_unsupported: {unsupported}",
         f"index_as_of: {_q(note.index_as_of) if note.index_as_of else 'null'}",
     ]
     lines += [f"{k}: {_q(v)}" for k, v in note.extra_frontmatter.items()]
@@ -157,16 +168,60 @@ def render_citation_report(report: CitationReport | None) -> str:
         reason = report.error if report is not None and report.error else "not computed"
         lines.append(f"{UNAVAILABLE} ({reason})")
         return "\n".join(lines)
-    if not report.citations:
+    model = report.model_citations
+    if not model:
         lines.append(NONE_RECOGNIZED)
-        return "\n".join(lines)
-    lines.append(
-        f"{report.count('resolved')} resolved, {report.count('pending')} pending, "
-        f"{report.count('broken')} broken."
-    )
-    lines.append("")
-    lines += [citation_line(c) for c in report.citations]
+    else:
+        lines.append(
+            f"{report.count('resolved')} resolved, {report.count('pending')} pending, "
+            f"{report.count('broken')} broken, {report.unsupported} not supporting their "
+            "sentence."
+        )
+        lines.append("")
+        lines += [citation_line(c) for c in model]
+    if report.claims:
+        lines += ["", f"Sentences checked against the excerpts the model saw: "
+                  f"{report.supported_claims} of {len(report.claims)} supported."]
+        lines += [""] + [claim_line(c) for c in report.claims]
     return "\n".join(lines)
+
+
+def claim_line(check: ClaimCheck) -> str:
+    """One checked sentence: its verdict, what backs it (and whether askvault added the link)."""
+    share = f"{check.coverage:.0%} of its words"
+    if check.verdict == "supported":
+        by = f"`{check.source}`" if check.source else "an excerpt"
+        added = " — link added by askvault" if check.added else ""
+        line = f"- **supported** by {by} ({share}){added}: \"{_one_line(check.sentence, 200)}\""
+    else:
+        line = (f"- {FLAG_MARKER} **{check.verdict}** ({share}; {check.reason}): "
+                f"\"{_one_line(check.sentence, 200)}\"")
+    if check.span:
+        line += f"\n  - excerpt: \"{_one_line(check.span, 160)}\""
+    return line
+
+
+def render_flagged_callout(flagged: Sequence[ClaimCheck]) -> str:
+    """The warning listing the sentences nothing the model saw supports (marked in the body)."""
+    lines = [f"> [!warning] Not found in your notes",
+             f"> The sentences marked {FLAG_MARKER} are not supported by the excerpts the model "
+             "was given; check them before relying on them:"]
+    lines += [f"> - \"{_one_line(c.sentence, 200)}\" ({c.verdict}: {c.reason})" for c in flagged]
+    return "\n".join(lines)
+
+
+def _unverified_callout(note: AnswerNote) -> str:
+    """A no-answer whose reply said something: shown folded, flagged, never as the answer."""
+    reply = note.answer.strip() or "(empty)"
+    refused = note.report is not None and note.report.supported_claims == 0 and not any(
+        c.verdict == "weak" for c in note.report.claims)
+    head = ("> [!failure] No answer in your notes\n> None of the model's sentences is supported "
+            "by the excerpts it was given, so this is not published as an answer."
+            if refused or note.report is None else
+            "> [!failure] No answer in your notes\n> None of the model's sentences is supported "
+            "by the excerpts it was given (some only partly), so this is not published as an "
+            "answer.")
+    return head + "\n\n> [!quote]- The model's unverified reply\n" + _quoted(reply)
 
 
 def citation_line(citation: Citation) -> str:
@@ -183,9 +238,11 @@ def citation_line(citation: Citation) -> str:
         line = f"- {target} — **pending** ({citation.reason})"
     else:
         line = f"- {target} — **broken** ({citation.reason}); shown as plain text"
+    if citation.reason and citation.state == "resolved":
+        line += f" ({citation.reason})"
     for support in citation.supports:
-        span = f': "{_one_line(support.span, 160)}"' if support.span else ""
-        line += f"\n  - {support.verdict} ({support.coverage:.0%} overlap){span}"
+        line += (f"\n  - {support.verdict} ({support.coverage:.0%} of its words): "
+                 f"\"{_one_line(support.sentence, 200)}\"")
     return line
 
 
@@ -196,15 +253,19 @@ def _waiting_body(note: AnswerNote) -> str:
         "> askvault will retry by itself and replace this note with the answer."
     ]
     if note.passages:
-        lines = ["## Best passages found (extractive, not an answer)", ""]
-        for p in note.passages:
-            where = f"{p.wikilink}" + (f" — {p.heading}" if p.heading else "")
-            lines.append(f"- {where}")
-            lines += [f"  > {line}" if line.strip() else "  >" for line in p.text.strip().split("\n")]
-        parts.append("\n".join(lines))
+        parts.append(_passages_section(note, "Best passages found (extractive, not an answer)"))
     else:
         parts.append("No passages were found in the index for this question.")
     return "\n\n".join(parts)
+
+
+def _passages_section(note: AnswerNote, title: str) -> str:
+    lines = [f"## {title}", ""]
+    for p in note.passages:
+        where = f"{p.wikilink}" + (f" — {p.heading}" if p.heading else "")
+        lines.append(f"- {where}")
+        lines += [f"  > {line}" if line.strip() else "  >" for line in p.text.strip().split("\n")]
+    return "\n".join(lines)
 
 
 def mark_stale(note_text: str, pages: Sequence[str]) -> str:

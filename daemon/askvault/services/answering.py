@@ -22,15 +22,23 @@ from askvault.adapters import store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, resolve_inside
 from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
+from askvault.adapters.search_store import word_tokens
+from askvault.core.abstention import is_no_answer
 from askvault.core.citations import (
     CitationReport,
+    Excerpt,
+    annotate_answer,
     check_citations,
-    render_broken_as_text,
     slug,
 )
 from askvault.core.links import LinkIndex, build_link_index, extract_links, resolve_link
 from askvault.core.notes import parse_note
-from askvault.core.prompt import PromptPlan, build_messages, context_budget, is_no_answer
+from askvault.core.prompt import (
+    PromptPlan,
+    build_messages,
+    context_budget,
+    resolve_numbered_citations,
+)
 from askvault.errors import AskvaultError, OllamaError
 from askvault.records import ContextPack, Embedder, Generator, ParsedNote, SearchFilters
 from askvault.settings import Settings
@@ -71,6 +79,8 @@ class AnswerResult:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    excerpts: tuple[Excerpt, ...] = ()
+    prompt_tokens: int = 0
 
     def as_json(self) -> dict[str, Any]:
         """The `askvault ask --json` document."""
@@ -79,6 +89,7 @@ class AnswerResult:
             citations.append({
                 "target": c.target, "state": c.state, "path": c.path, "heading": c.heading,
                 "block": c.link.block, "reason": c.reason or None, "support": c.support,
+                "added_by_askvault": c.added, "grounded": c.grounded,
                 "sentences": [
                     {"sentence": s.sentence, "verdict": s.verdict, "coverage": s.coverage,
                      "span": s.span} for s in c.supports
@@ -91,6 +102,12 @@ class AnswerResult:
             "reason": self.reason or None,
             "citations": citations,
             "citations_error": self.report.error if self.report else None,
+            "sentences": [
+                {"sentence": c.sentence, "verdict": c.verdict, "coverage": c.coverage,
+                 "cited": list(c.cited), "source": c.source, "added": c.added,
+                 "reason": c.reason or None, "span": c.span}
+                for c in (self.report.claims if self.report else ())
+            ],
             "sources": [{"page": e.wikilink, "raw": list(e.raw_paths)} for e in self.note.ledger],
             "grounding": self.grounding,
             "warnings": self.warnings,
@@ -136,43 +153,42 @@ def answer_question(
     timings: dict[str, float] = {}
     started = time.monotonic()
     num_ctx = settings.ollama.num_ctx
+    excerpt_tokens = settings.queries.excerpt_tokens
     max_sources = options.max_sources or settings.queries.max_sources
     filters = SearchFilters(folders=options.folders, tags=options.tags)
+    budget = context_budget(num_ctx, question, language=options.language,
+                            excerpt_tokens=excerpt_tokens)
     pack = build_context(
         conn, settings, question,
         # Headers and quoting cost tokens the pack does not count: leave them room.
-        budget_tokens=int(context_budget(num_ctx, question, language=options.language)
-                          * PACK_SHARE_OF_BUDGET),
+        budget_tokens=int(budget * PACK_SHARE_OF_BUDGET),
         embedder=embedder, filters=filters, include_sources=False,
     )
     pack = dataclasses.replace(pack, pages=pack.pages[:max_sources])
     pack, warnings = _readable_pages(settings, pack)
-    plan = build_messages(question, pack, num_ctx=num_ctx, language=options.language)
+    plan = build_messages(question, pack, num_ctx=num_ctx, language=options.language,
+                          excerpt_tokens=excerpt_tokens)
     timings["retrieval_s"] = time.monotonic() - started
-    if plan.dropped_chunks:
-        warnings.append(f"{plan.dropped_chunks} excerpt(s) left out to fit the model's context")
     grounding = list(plan.grounding)
-    base = dataclasses.replace(base, sources=tuple(_wikilink(pack, p) for p in grounding))
 
-    started = time.monotonic()
     try:
-        reply = _generate(generator, plan, base.model, num_ctx, on_token, should_stop)
+        reply = _generate(generator, plan, base.model, num_ctx, on_token, should_stop, timings)
     except OllamaError as exc:
-        timings["generation_s"] = time.monotonic() - started
         reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
         note = dataclasses.replace(
             base, status="waiting", reason=reason, passages=_passages(pack),
-            trace=_trace(pack, plan, timings),
+            trace=_trace(pack, plan, timings, generator),
         )
         return AnswerResult(question, "waiting", note, grounding=grounding, warnings=warnings,
-                            timings=timings, reason=reason)
-    timings["generation_s"] = time.monotonic() - started
+                            timings=timings, reason=reason, excerpts=plan.excerpts,
+                            prompt_tokens=plan.prompt_tokens)
 
     started = time.monotonic()
-    report, notes = _collect_citations(conn, settings, reply)
-    timings["citations_s"] = time.monotonic() - started
-    status = "no-answer" if is_no_answer(reply) else "answered"
-    answer = render_broken_as_text(reply, report)
+    linked = resolve_numbered_citations(reply, plan.excerpts)
+    report, notes = _collect_citations(conn, settings, linked, plan.excerpts, question)
+    timings["checks_s"] = time.monotonic() - started
+    status = _status(reply, report)
+    answer = annotate_answer(linked, report)
     cited = _cited_paths(report)
     note = dataclasses.replace(
         base,
@@ -180,24 +196,47 @@ def answer_question(
         answered=iso_now(),
         answer=answer,
         report=report,
+        sources=tuple(_wikilink(pack, p) for p in cited),
         supporting=_supporting(pack, report, grounding),
         caveats=tuple(_caveats(pack, report, warnings, grounding, status)),
         ledger=_ledger(settings, report, notes),
-        trace=_trace(pack, plan, timings),
+        passages=_passages(pack) if status == "no-answer" else (),
+        trace=_trace(pack, plan, timings, generator),
     )
     return AnswerResult(question, status, note, answer=answer, reply=reply, report=report,
                         grounding=grounding, cited_paths=cited, warnings=warnings,
-                        timings=timings)
+                        timings=timings, excerpts=plan.excerpts, prompt_tokens=plan.prompt_tokens)
+
+
+def _status(reply: str, report: CitationReport) -> str:
+    """answered only when at least one claim is supported by what the model saw.
+
+    A reply that refuses, or none of whose claims an excerpt supports, is a no-answer
+    (docs/decisions.md: measured against an `unverified` status). A report that could not
+    be computed leaves the model's word as the only signal.
+    """
+    if report.error is not None:
+        return "no-answer" if is_no_answer(reply) else "answered"
+    if is_no_answer(reply) or report.supported_claims == 0:
+        return "no-answer"
+    return "answered"
 
 
 def _generate(
     generator: Generator, plan: PromptPlan, model: str, num_ctx: int,
-    on_token: TokenSink | None, should_stop: Callable[[], bool],
+    on_token: TokenSink | None, should_stop: Callable[[], bool], timings: dict[str, float],
 ) -> str:
+    """The whole reply; `timings` gets the wait for its first piece (the model reading the
+    prompt) and the rest (writing)."""
     pieces: list[str] = []
+    started = time.monotonic()
+    first: float | None = None
     stream = generator.stream(plan.messages, model=model, num_ctx=num_ctx)
     try:
         for piece in stream:
+            if first is None:
+                first = time.monotonic()
+                timings["prompt_eval_s"] = first - started
             if should_stop():
                 raise AnswerCancelled("stopped while the answer was being generated")
             pieces.append(piece)
@@ -207,6 +246,10 @@ def _generate(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        now = time.monotonic()
+        if first is None:
+            timings["prompt_eval_s"] = now - started
+        timings["generation_s"] = now - (first if first is not None else now)
     if should_stop():
         raise AnswerCancelled("stopped while the answer was being generated")
     return "".join(pieces).strip()
@@ -255,7 +298,8 @@ def read_parsed(settings: Settings, path: str) -> ParsedNote | None:
 
 
 def _collect_citations(
-    conn: Connection, settings: Settings, reply: str
+    conn: Connection, settings: Settings, reply: str, excerpts: tuple[Excerpt, ...],
+    question: str,
 ) -> tuple[CitationReport, dict[str, ParsedNote]]:
     notes: dict[str, ParsedNote] = {}
     try:
@@ -266,7 +310,15 @@ def _collect_citations(
                 parsed = read_parsed(settings, path)
                 if parsed is not None:
                     notes[path] = parsed
-        report = check_citations(reply, index, notes, review_candidate_slugs(settings))
+        report = check_citations(
+            reply, index, notes, review_candidate_slugs(settings), excerpts=excerpts,
+            tokenize=lambda texts: word_tokens(conn, texts), question=question,
+        )
+        for citation in report.citations:  # links askvault added: their notes for the ledger
+            if citation.added and citation.path and citation.path not in notes:
+                parsed = read_parsed(settings, citation.path)
+                if parsed is not None:
+                    notes[citation.path] = parsed
     except Exception as exc:  # noqa: BLE001 - any failure becomes "unavailable", never a crash
         return CitationReport(error=f"{type(exc).__name__}: {exc}"), notes
     return report, notes
@@ -319,10 +371,14 @@ def _caveats(
     for c in report.citations:
         if c.state == "broken":
             caveats.append(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text.")
-        elif c.state == "resolved" and c.path not in grounding:
+        elif c.state == "resolved" and not c.grounded:
             caveats.append(f"`{c.target}` was cited but its text was not given to the model.")
-        elif c.support == "unsupported":
-            caveats.append(f"The sentence citing `{c.target}` is not found in that note's text.")
+        elif c.state == "resolved" and c.support != "supported" and not c.added:
+            caveats.append(f"`{c.target}` does not say what the sentence citing it says.")
+    added = [c for c in report.claims if c.added]
+    if added:
+        caveats.append(f"askvault added {len(added)} citation(s) the model left out "
+                       "(marked in the citation report).")
     if status == "answered" and not report.error and not report.citations:
         caveats.append("The answer cites no page: treat it with care.")
     return list(dict.fromkeys(caveats))
@@ -385,23 +441,33 @@ def _passages(pack: ContextPack) -> tuple[Passage, ...]:
             text = chunk.text.strip()
             if len(text) > PASSAGE_MAX_CHARS:
                 text = text[: PASSAGE_MAX_CHARS - 1].rstrip() + "…"
-            shown.append(Passage(page.wikilink, chunk.heading, text))
+            # A quoted `![[embed]]` would transclude the other note into this one.
+            shown.append(Passage(page.wikilink, chunk.heading, text.replace("![[", "\\![[")))
         if len(shown) >= PASSAGES_SHOWN:
             break
     return tuple(shown)
 
 
-def _trace(pack: ContextPack, plan: PromptPlan, timings: Mapping[str, float]) -> tuple[str, ...]:
-    lines = [f"{len(pack.pages)} page(s) retrieved; {len(plan.grounding)} sent to the model "
-             f"(~{plan.used_tokens} of {plan.budget_tokens} tokens)"]
+def _trace(
+    pack: ContextPack, plan: PromptPlan, timings: Mapping[str, float], generator: Any = None,
+) -> tuple[str, ...]:
+    usage = getattr(generator, "usage", None)
+    counted = getattr(usage, "prompt_tokens", None)
+    prompt = f"prompt ~{plan.prompt_tokens} tokens" + (
+        f" ({counted} counted by the model)" if counted else "")
+    lines = [f"{len(pack.pages)} page(s) retrieved; {len(plan.grounding)} sent to the model in "
+             f"{len(plan.excerpts)} excerpt(s) (~{plan.used_tokens} of {plan.budget_tokens} "
+             f"excerpt tokens, {plan.dropped_chunks} more left out); {prompt}"]
     if pack.degraded:
         lines.append(f"degraded: {pack.degraded}")
     for i, page in enumerate(pack.pages, 1):
         channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)
-        lines.append(f"{i}. {page.wikilink} score {page.score:.4f}"
-                     + (f" ({channels})" if channels else ""))
-    stages = ", ".join(f"{k.removesuffix('_s')} {v * 1000:.0f} ms" for k, v in timings.items())
+        sent = "" if page.path in plan.grounding else " (not sent)"
+        # Plain names, not links: retrieved pages that were not cited add no graph edges.
+        lines.append(f"{i}. {page.wikilink[2:-2] if page.wikilink.startswith('[[') else page.title}"
+                     f"{sent} score {page.score:.4f}" + (f" ({channels})" if channels else ""))
+    stages = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v * 1000:.0f} ms"
+                       for k, v in timings.items())
     if stages:
         lines.append(f"time: {stages}")
     return tuple(lines)
-

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from askvault.adapters.db import connect
-from askvault.adapters.ollama import OllamaGenerator
 from askvault.core.answer_note import render_answer_note
 from askvault.errors import OllamaError
 from askvault.services.answering import AnswerResult, QuestionOptions, answer_question
 from askvault.services.inbox import InboxWorker
-from askvault.services.index_pass import make_embedder
+from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -36,9 +35,7 @@ def ask_question(
     worker = InboxWorker(settings)
     conn = connect(settings.db_path)
     try:
-        ollama = settings.ollama
-        generator = OllamaGenerator(ollama.host, timeout_s=ollama.timeout_s,
-                                    allow_remote=ollama.allow_remote_ollama)
+        generator = make_generator(settings)
         embedder: Any = None
         with contextlib.suppress(OllamaError):
             embedder = make_embedder(settings)

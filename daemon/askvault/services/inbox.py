@@ -30,7 +30,6 @@ from typing import Any
 from askvault.adapters import answer_store, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import Connection, connect, write_transaction
-from askvault.adapters.ollama import OllamaGenerator
 from askvault.adapters.vault import (
     TEMP_PREFIX,
     cleanup_temp_files,
@@ -51,7 +50,7 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
-from askvault.services.index_pass import make_embedder
+from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import (
     is_draft,
     parse_question_options,
@@ -93,6 +92,10 @@ class InboxWorker:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._changes: list[tuple[list[str], list[str]]] = []
+        # The content each answer written by this worker saw of its cited notes: a change
+        # report of an indexing pass that committed those notes before the answer read
+        # them must not mark it stale.
+        self._seen: dict[str, dict[str, str]] = {}
         self._retry_at: dict[str, float] = {}
         self._delay: dict[str, float] = {}
         self._first_seen: dict[str, tuple[tuple[int, int, int], float]] = {}
@@ -231,9 +234,12 @@ class InboxWorker:
         if watch.changed():
             self._after_cancel(conn, cand, answer_path, stop_event)
             return
+        seen = store.content_hashes(conn, result.cited_paths)
         final = self.write_answer(conn, self._own_answer(conn, answer_path),
                                   render_answer_note(result.note), cand.rel, result.status,
                                   tuple(result.cited_paths), _stem(cand.rel))
+        if final:
+            self._seen[final] = seen
         if result.status == "waiting":
             self._save_question(conn, cand.rel, final, "waiting", note.content_hash, asked)
             delay = min(self.backoff_max_s, self._delay.get(cand.rel, self.backoff_first_s / 2) * 2)
@@ -261,10 +267,8 @@ class InboxWorker:
         self, conn: Connection, question: str, options: QuestionOptions,
         should_stop: Callable[[], bool], asked: str,
     ) -> AnswerResult:
-        ollama = self.settings.ollama
         try:
-            generator = OllamaGenerator(ollama.host, timeout_s=ollama.timeout_s,
-                                        allow_remote=ollama.allow_remote_ollama)
+            generator = make_generator(self.settings)
         except OllamaError as exc:
             generator = _Unavailable(exc)  # type: ignore[assignment]
         embedder: Any = None
@@ -419,7 +423,14 @@ class InboxWorker:
         for changed, deleted in batches:
             paths = set(changed) | set(deleted)
             for row in answer_store.answers_citing(conn, paths):
-                self._mark_stale(conn, row, [p for p in row.cited if p in paths])
+                pages = [p for p in row.cited if p in paths]
+                seen = self._seen.get(row.path)
+                if seen is not None:
+                    now = store.content_hashes(conn, pages)
+                    pages = [p for p in pages if p in deleted or now.get(p) != seen.get(p)]
+                if pages:
+                    self._seen.pop(row.path, None)
+                    self._mark_stale(conn, row, pages)
 
     def _mark_stale(self, conn: Connection, row: AnswerRow, pages: list[str]) -> None:
         try:

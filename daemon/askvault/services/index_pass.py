@@ -8,7 +8,7 @@ from typing import Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect, write_transaction
-from askvault.adapters.ollama import OllamaEmbedder
+from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
 from askvault.errors import OllamaError
 from askvault.services.embedding import EmbedReport, drain_backlog, target_fingerprint
 from askvault.services.indexer import IndexReport, reconcile
@@ -42,6 +42,16 @@ def make_embedder(settings: Settings) -> OllamaEmbedder:
         batch_size=settings.ollama.embed_batch_size,
         max_input_tokens=settings.ollama.embed_max_tokens,
         allow_remote=settings.ollama.allow_remote_ollama,
+    )
+
+
+def make_generator(settings: Settings) -> OllamaGenerator:
+    """The Ollama chat client configured by `settings` (timeouts on silence, chat options)."""
+    ollama = settings.ollama
+    return OllamaGenerator(
+        ollama.host, timeout_s=ollama.timeout_s, silence_s=ollama.reply_silence_s,
+        allow_remote=ollama.allow_remote_ollama,
+        options={"temperature": ollama.temperature, "num_predict": ollama.num_predict},
     )
 
 

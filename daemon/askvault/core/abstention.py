@@ -1,0 +1,77 @@
+"""Recognising a reply (or a sentence of one) that says the notes lack the answer.
+
+Pure. Small models rarely write the fixed sentence they are asked for: they say "The
+wifi password is not mentioned in the provided excerpts", "I couldn't find any
+information about ...", or answer in the question's language ("Die Notizen enthalten
+keine Antwort"). A refusal sentence is not a claim to check; a reply whose only
+sentences are refusals (or whose checked claims are all unsupported) is a no-answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+# English: "... not mentioned / not contain / no information / cannot answer / don't know".
+_EN = (
+    r"(?:\bnot|\bnever|n't)\s+(?:explicitly\s+|directly\s+|specifically\s+)?"
+    r"(?:mention(?:ed)?|contain(?:ed)?|include[sd]?|provide[sd]?|state[sd]?|say|said|specif(?:y|ied)|"
+    r"cover(?:ed)?|address(?:ed)?|discuss(?:ed)?|answer(?:ed)?|found|available|given|known|"
+    r"describe[sd]?|indicate[sd]?)\b",
+    r"\bno\s+(?:specific\s+|relevant\s+|such\s+|further\s+|mention|information|details?|answer|"
+    r"data|excerpt|note)\b",
+    r"\b(?:cannot|can\s*not|can't|could\s*not|couldn't|unable\s+to|am\s+not\s+able\s+to)\s+"
+    r"(?:find|answer|determine|tell|provide|say|help|locate|see)\b",
+    r"\bi\s+(?:do\s*n[o']t|don't)\s+know\b",
+    r"\bthere\s+is\s+nothing\b",
+    r"\b(?:does|do)\s+not\s+(?:appear|seem)\s+to\b",
+    r"\bis\s+not\s+(?:possible\s+to\s+(?:answer|determine|tell))\b",
+    r"\boutside\s+(?:the\s+)?(?:scope|notes|excerpts)\b",
+)
+_OTHER = (
+    # German
+    r"\b(?:nicht|keine?n?)\s+(?:\w+\s+){0,3}(?:erwähnt|enthalten|enthält|angegeben|beantwortet|"
+    r"informationen|antwort|hinweise?)\b",
+    r"\b(?:enthalten|enthält|nennen|nennt)\s+(?:\w+\s+){0,3}(?:keine?n?|nicht)\b",
+    # French
+    r"\bne\s+(?:\w+\s+){0,3}(?:pas|aucune?|rien)\b",
+    r"\baucune\s+(?:information|réponse|mention)\b",
+    # Spanish, Portuguese, Italian
+    r"\bno\s+(?:\w+\s+){0,3}(?:contienen?|mencionan?|incluyen?|hay|se\s+menciona|contêm|contém|"
+    r"mencionam|menciona|contengono|contiene|menzionano|indicano)\b",
+    r"\b(?:ninguna|ningún|nenhuma|nenhum|nessuna|nessun)\s+(?:\w+\s+){0,2}"
+    r"(?:información|respuesta|informação|resposta|informazione|risposta)\b",
+    r"\bnão\s+(?:\w+\s+){0,3}(?:contêm|contém|mencionam|menciona|há)\b",
+    r"\bnon\s+(?:\w+\s+){0,3}(?:contengono|contiene|menzionano|menziona|c'è|ci sono)\b",
+    # Dutch
+    r"\b(?:bevatten|bevat|noemen|vermelden)\s+(?:\w+\s+){0,3}(?:geen|niet)\b",
+    r"\bgeen\s+(?:informatie|antwoord)\b",
+    # Chinese, Japanese
+    r"(?:没有|未|不)(?:提到|提及|包含|说明|涉及)|无法(?:回答|确定)|(?:記載|言及|情報)(?:が|は)?(?:ありません|されていません)",
+)
+_REFUSAL = re.compile("|".join(_EN + _OTHER), re.IGNORECASE)
+# A refusal is about the notes or about knowing: one of these words must be near.
+_ABOUT_SOURCES = re.compile(
+    r"\b(?:notes?|excerpts?|provided|context|information|documents?|texts?|sources?|"
+    r"vault|answer|know|find|notizen|auszüge|informationen|antwort|notes|extraits|"
+    r"informations?|réponse|notas|fragmentos|información|respuesta|informação|resposta|"
+    r"appunti|estratti|informazioni|risposta|notities|informatie|antwoord)\b"
+    r"|笔记|摘录|信息|ノート|情報",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+# A sentence longer than this is an answer that happens to hold a negation.
+REFUSAL_MAX_WORDS = 30
+
+
+def is_refusal(sentence: str) -> bool:
+    """True when `sentence` says the notes (or the model) do not have the answer."""
+    text = sentence.casefold()
+    if len(text.split()) > REFUSAL_MAX_WORDS:
+        return False
+    return bool(_REFUSAL.search(text) and _ABOUT_SOURCES.search(text))
+
+
+def is_no_answer(reply: str) -> bool:
+    """True when every sentence of `reply` that says anything is a refusal."""
+    sentences = [s.strip() for s in _SENTENCE.findall(reply) if re.search(r"\w", s)]
+    return bool(sentences) and all(is_refusal(s) for s in sentences)

@@ -1,0 +1,248 @@
+"""Does an excerpt say what a sentence of the answer says? Lexical, explainable, strict.
+
+Pure. A sentence is compared with the text that reached the model (an excerpt, or
+the cited section) by:
+- content words under the word index's own stemming (the caller hands in the
+  tokenizer, so "embedding" in the answer meets "embeds" in the note as the index
+  would): the share of the sentence's distinct content words found in the excerpt;
+- numbers, which must appear in the excerpt exactly (`7 days` is not `30 days`);
+- names (capitalised or mixed-case words not opening the sentence, `CloudFlare`,
+  `AES-256`), which must appear in the excerpt; a missing name caps the verdict at weak.
+Verdicts: supported (>= SUPPORTED_MIN_SHARE of the content words and numbers, or all
+but one of three or more; no number or name missing), weak (>= WEAK_MIN_SHARE, or
+supported but a name missing), unsupported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from askvault.core.query import STOPWORDS, fold
+
+Tokenizer = Callable[[Sequence[str]], list[list[str]]]
+
+SUPPORTED_MIN_SHARE = 0.7
+WEAK_MIN_SHARE = 0.4
+_WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?![\w])")
+_NAME = re.compile(r"\b[^\W\d_]*[A-Z][\w-]*[A-Z0-9][\w-]*\b|\b[A-Z][a-z]+\b")
+# Words an answer uses about the notes themselves, not about the world.
+_META_WORDS = frozenset(
+    """note notes excerpt excerpts provided mention mentions mentioned according say says
+    state states stated also yes no can could may might should must just only use using
+    used""".split()
+)
+
+
+@dataclass(frozen=True)
+class Support:
+    """How well one sentence is backed by one text: the verdict and why."""
+
+    sentence: str
+    verdict: str  # supported | weak | unsupported
+    coverage: float
+    span: str | None = None
+    missing: tuple[str, ...] = ()
+
+
+def simple_tokens(texts: Sequence[str]) -> list[list[str]]:
+    """A tokenizer without stemming (folded words), for callers without the word index."""
+    return [_WORD.findall(fold(t)) for t in texts]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A few consecutive sentences of an evidence text (with its header's words)."""
+
+    text: str
+    tokens: frozenset[str]
+    folded_words: frozenset[str]
+    numbers: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A text the model saw, prepared once for many comparisons: cut into windows of
+    WINDOW_SENTENCES consecutive sentences, so that a claim is backed by one place of the
+    excerpt, not by words scattered over it ("the Standard plan ... 1 month")."""
+
+    text: str
+    windows: tuple[Window, ...]
+
+
+WINDOW_SENTENCES = 2
+_EVIDENCE_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s)|\n|$)")
+
+
+def prepare_evidence(
+    texts: Sequence[str], tokenize: Tokenizer, headers: Sequence[str] | None = None
+) -> list[Evidence]:
+    """Tokenize each text's sentences once (one tokenizer call for all of them).
+
+    `headers` (one per text: the page title and heading the model saw above the excerpt)
+    count in every window of their text.
+    """
+    headers = list(headers) if headers is not None else [""] * len(texts)
+    sentences = [[m.group(0).strip() for m in _EVIDENCE_SENTENCE.finditer(t)
+                  if m.group(0).strip()] or [t] for t in texts]
+    flat = [h for h in headers] + [x for group in sentences for x in group]
+    tokens = tokenize(flat) if flat else []
+    header_tokens, rest = tokens[: len(headers)], tokens[len(headers):]
+    out = []
+    cursor = 0
+    for text, header, head_tokens, group in zip(texts, headers, header_tokens, sentences):
+        own = rest[cursor : cursor + len(group)]
+        cursor += len(group)
+        windows = []
+        for i in range(max(1, len(group) - WINDOW_SENTENCES + 1)):
+            shown = [x for x in group[i : i + WINDOW_SENTENCES] if not x.startswith("#")]
+            part = " ".join(shown or group[i : i + WINDOW_SENTENCES])
+            words = frozenset(t for ts in own[i : i + WINDOW_SENTENCES] for t in ts)
+            windows.append(Window(
+                part, words | frozenset(head_tokens),
+                frozenset(_WORD.findall(fold(part + " " + header))), _numbers(part)))
+        out.append(Evidence(text, tuple(windows)))
+    return out
+
+
+def content_tokens(
+    sentences: Sequence[str], tokenize: Tokenizer, *, given: str = ""
+) -> list[list[str]]:
+    """Each sentence's distinct content tokens (see `claim_contents`)."""
+    return [tokens for tokens, _ in claim_contents(sentences, tokenize, given=given)]
+
+
+def claim_contents(
+    sentences: Sequence[str], tokenize: Tokenizer, *, given: str = ""
+) -> list[tuple[list[str], bool]]:
+    """Each sentence's distinct content tokens, and whether it only echoes `given`.
+
+    Stopwords and meta words are dropped, and the words of `given` (the question) too when
+    at least two others (or numbers) remain: echoing the question claims nothing, what the sentence adds
+    to it must be in the excerpt. A sentence that adds less than that is an echo: judged on
+    all its words, strictly (`The wifi password is stored in the excerpt.`).
+    """
+    if not sentences:
+        return []
+    words = sorted(STOPWORDS | _META_WORDS)
+    stop_tokens, given_tokens, *rest = tokenize([" ".join(words), given, *sentences])
+    stop = set(stop_tokens) | set(words)
+    asked = set(given_tokens)
+    out = []
+    for sentence, tokens in zip(sentences, rest):
+        content = list(dict.fromkeys(t for t in tokens if t not in stop and not t.isdigit()))
+        new = [t for t in content if t not in asked]
+        if len(new) + len(_numbers(sentence)) >= 2:  # a number is news too: "kept 7 days"
+            out.append((new, False))
+        else:
+            out.append((content, bool(asked & set(content))))
+    return out
+
+
+def judge(
+    sentence: str, content: Sequence[str], evidence: Evidence, *, lenient: bool = True
+) -> Support:
+    """Compare one sentence (with its content tokens) with one evidence text: the verdict
+    of its best window.
+
+    Numbers count as content too (and must all be found); a sentence of three or more
+    content items may miss one of them (a paraphrase: "every 5 minutes" for "a minimum of
+    5 minutes") and still be supported, unless `lenient` is off (an echo of the question).
+    """
+    numbers = _numbers(sentence)
+    if not content and not numbers:
+        return Support(sentence, "unsupported", 0.0)
+    names = _names(sentence)
+    best: Support | None = None
+    for window in evidence.windows:
+        support = _judge_window(sentence, content, numbers, names, window, lenient)
+        if best is None or (_RANK[support.verdict], support.coverage) > (
+            _RANK[best.verdict], best.coverage
+        ):
+            best = support
+    return best or Support(sentence, "unsupported", 0.0)
+
+
+_RANK = {"supported": 2, "weak": 1, "unsupported": 0}
+
+
+def _judge_window(sentence: str, content: Sequence[str], numbers: frozenset[str],
+                  names: list[str], window: Window, lenient: bool) -> Support:
+    found = [t for t in content if t in window.tokens]
+    missing_numbers = sorted(n for n in numbers if n not in window.numbers)
+    items = len(content) + len(numbers)
+    hits = len(found) + len(numbers) - len(missing_numbers)
+    share = hits / items
+    missing_names = [n for n in names if not all(
+        p in window.folded_words for p in _WORD.findall(fold(n)))]
+    if missing_numbers or share < WEAK_MIN_SHARE:
+        verdict = "unsupported"
+    elif (share >= SUPPORTED_MIN_SHARE or lenient and items >= 3 and items - hits <= 1) and (
+        not missing_names
+    ):
+        verdict = "supported"
+    else:
+        verdict = "weak"
+    span = window.text if verdict != "unsupported" else None
+    flipped: tuple[str, ...] = ()
+    if span is not None and verdict == "supported" and _negated(sentence) != _negated(span):
+        # "You can recover the password" against "you cannot recover it": same words,
+        # opposite claim.
+        verdict, flipped = "weak", ("the excerpt says the opposite",)
+    return Support(sentence, verdict, round(share, 3), span,
+                   tuple(missing_numbers) + tuple(missing_names) + flipped)
+
+
+def best_judgement(sentence: str, content: Sequence[str], evidence: Sequence[Evidence], *,
+                   lenient: bool = True) -> tuple[int, Support] | None:
+    """The evidence text that backs the sentence best, and how; None without evidence."""
+    best: tuple[int, Support] | None = None
+    for i, ev in enumerate(evidence):
+        support = judge(sentence, content, ev, lenient=lenient)
+        if best is None or (_RANK[support.verdict], support.coverage) > (
+            _RANK[best[1].verdict], best[1].coverage
+        ):
+            best = (i, support)
+    return best
+
+
+MIN_CLAIM_ITEMS = 2
+
+
+def is_claim(sentence: str, content: Sequence[str]) -> bool:
+    """True when the sentence says something checkable: at least MIN_CLAIM_ITEMS content
+    words and numbers ("For example:", "Yes." are not judged, neither backed nor flagged)."""
+    return len(content) + len(_numbers(sentence)) >= MIN_CLAIM_ITEMS
+
+
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(n.replace(",", "") for n in _NUMBER.findall(text))
+
+
+def _names(sentence: str) -> list[str]:
+    """Capitalised words that are not the sentence's first word, and mixed-case words."""
+    words = list(_NAME.finditer(sentence))
+    first = _WORD.search(sentence)
+    names = []
+    for match in words:
+        word = match.group(0)
+        if first is not None and match.start() == first.start() and word[1:].islower():
+            continue
+        if fold(word) in STOPWORDS or fold(word) in _META_WORDS:
+            continue
+        names.append(word)
+    return list(dict.fromkeys(names))
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|unable|isn't|aren't|"
+    r"doesn't|don't|didn't|can't|won't|wouldn't|shouldn't|couldn't|wasn't|weren't|"
+    r"hasn't|haven't|non)\b|n't\b",
+    re.IGNORECASE,
+)
+
+
+def _negated(text: str) -> bool:
+    return _NEGATION.search(text.replace("’", "'")) is not None

@@ -1,0 +1,190 @@
+"""What small local models really reply, through the whole answer pipeline (real index, the
+fake Ollama scripted with those replies), with a golden answer note for each.
+
+Regenerate with `UPDATE_GOLDEN=1 pytest tests/integration/test_small_model_replies.py`
+and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askvault.adapters.db import Connection, connect
+from askvault.core.answer_note import render_answer_note
+from askvault.services.answering import AnswerResult, QuestionOptions, answer_question
+from askvault.services.index_pass import index_vault, make_embedder, make_generator
+from askvault.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.settings_factory import settings_for
+from support.vault_factory import make_fixture_vault
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+ASKED = "2025-01-02T10:00:00+00:00"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = make_fixture_vault(tmp_path / "vault")
+    (root / "Einbettungen.md").write_text(
+        "# Einbettungen\n\nEine Einbettung zeigt eine andere Notiz direkt in der aktuellen "
+        "Notiz an.\n", encoding="utf-8")
+    (root / "Snapshots.md").write_text(
+        "# Snapshots\n\nBy default, snapshots are saved a minimum of 5 minutes from each other, "
+        "and kept for 7 days.\n", encoding="utf-8")
+    return root
+
+
+def _ask(conn: Connection, settings: Settings, question: str) -> AnswerResult:
+    embedder = make_embedder(settings)
+    generator = make_generator(settings)
+    try:
+        return answer_question(conn, settings, question, QuestionOptions(), embedder=embedder,
+                               generator=generator, asked=ASKED)
+    finally:
+        generator.close()
+        embedder.close()
+
+
+def _assert_golden(name: str, result: AnswerResult) -> str:
+    text = render_answer_note(result.note)
+    text = re.sub(r'^answered: ".*"$', 'answered: "<time>"', text, flags=re.MULTILINE)
+    text = re.sub(r'^index_as_of: ".*"$', 'index_as_of: "<time>"', text, flags=re.MULTILINE)
+    text = re.sub(r"^> time: .*$", "> time: <stages>", text, flags=re.MULTILINE)
+    path = GOLDEN / f"small_model_{name}.md"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text
+    return text
+
+
+def _number_of(page: str) -> Any:
+    """A scripted reply that cites `page` by its excerpt number, as small models do."""
+    def reply(messages: list[dict[str, Any]]) -> str:
+        user = messages[-1]["content"]
+        number = re.search(r"Excerpt \[(\d+)\] from \[\[" + re.escape(page), user)
+        assert number, f"{page} was not among the excerpts"
+        return f"Snapshots are saved every 5 minutes and kept for 7 days. [{number.group(1)}]"
+    return reply
+
+
+def test_reply_without_any_link_gets_the_link_of_the_excerpt_that_supports_it(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Snapshots are saved a minimum of 5 minutes from each other and "
+                               "kept for 7 days."]
+    result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
+    text = _assert_golden("no_links", result)
+    assert result.status == "answered"
+    assert "kept for 7 days. [[Snapshots]]" in result.answer
+    assert "link added by askvault" in text
+    assert 'sources:\n  - "[[Snapshots]]"' in text
+
+
+def test_numbered_citation_becomes_the_excerpt_s_wikilink(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _number_of("Snapshots")
+    result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
+    assert result.status == "answered"
+    assert result.answer == "Snapshots are saved every 5 minutes and kept for 7 days. [[Snapshots]]"
+    (citation,) = result.report.citations
+    assert not citation.added and citation.support == "supported"
+
+
+def test_wrong_refusal_is_a_no_answer_that_shows_the_closest_passages(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["The notes do not contain the answer."]
+    result = _ask(conn, settings, "How long are snapshots kept?")
+    text = _assert_golden("wrong_refusal", result)
+    assert result.status == "no-answer"
+    assert "## Closest passages found (not an answer)" in text and "kept for 7 days" in text
+
+
+def test_invented_fact_with_an_invented_link_is_never_published_as_an_answer(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "The Wi-Fi password of my home network is [[Home Network]]: 192.168.178.1."]
+    result = _ask(conn, settings, "What is the Wi-Fi password of my home network?")
+    text = _assert_golden("invented_link", result)
+    assert result.status == "no-answer"
+    assert "[[Home Network]]" not in text.split("## Citation report")[0]
+    assert "The model's unverified reply" in text and "⚠️" in text
+
+
+def test_paraphrased_refusal_is_recognised(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "I couldn't find any information about the capital of Mars in the provided notes."]
+    result = _ask(conn, settings, "What is the capital of Mars?")
+    _assert_golden("paraphrased_refusal", result)
+    assert result.status == "no-answer" and result.report.refusals == 1
+
+
+def test_links_after_the_full_stop_credit_the_sentence_they_follow(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "An embed shows another note inline. [[Embeds]] Snapshots are kept for 7 days. "
+        "[[Snapshots]]"]
+    result = _ask(conn, settings, "What does an embed show and how long are snapshots kept?")
+    text = _assert_golden("link_after_full_stop", result)
+    by_target = {c.target: [s.sentence for s in c.supports] for c in result.report.citations}
+    assert by_target["Embeds"] == ["An embed shows another note inline."]
+    assert by_target["Snapshots"] == ["Snapshots are kept for 7 days."]
+    assert result.status == "answered" and "⚠️" not in result.answer
+    assert "2 of 2 supported" in text
+
+
+def test_answer_in_the_notes_language_is_checked_like_any_other(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "Eine Einbettung zeigt eine andere Notiz direkt in der aktuellen Notiz an. [[Einbettungen]]"]
+    result = _ask(conn, settings, "Was zeigt eine Einbettung?")
+    _assert_golden("other_language", result)
+    assert result.status == "answered" and result.report.supported_claims == 1
+
+
+def test_refusal_in_the_question_s_language_is_a_no_answer(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Die Notizen enthalten keine Antwort auf diese Frage."]
+    result = _ask(conn, settings, "Wie hoch ist der Mount Everest?")
+    assert result.status == "no-answer" and result.report.refusals == 1
+
+
+def test_half_supported_answer_is_published_with_the_rest_flagged(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "Snapshots are kept for 7 days [[Snapshots]]. They are also uploaded to a cloud server "
+        "every night [[Snapshots]]."]
+    result = _ask(conn, settings, "How long are snapshots kept?")
+    text = _assert_golden("half_supported", result)
+    assert result.status == "answered"
+    assert "every night [[Snapshots]] ⚠️." in result.answer
+    assert "> [!warning] Not found in your notes" in text
+    assert "citations_unsupported: 0" in text  # the link backs its other sentence
+
+
+def test_trace_names_prompt_tokens_and_the_time_of_each_stage(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Snapshots are kept for 7 days [[Snapshots]]."]
+    result = _ask(conn, settings, "How long are snapshots kept?")
+    trace = "\n".join(result.note.trace)
+    assert re.search(r"prompt ~\d+ tokens \(10 counted by the model\)", trace)
+    assert set(result.timings) == {"retrieval_s", "prompt_eval_s", "generation_s", "checks_s"}
+    chat = fake_ollama.requests_to("/api/chat")[-1]
+    assert chat["options"]["temperature"] == settings.ollama.temperature
+    assert chat["options"]["num_predict"] == settings.ollama.num_predict
+    assert result.prompt_tokens <= settings.queries.excerpt_tokens + 300
