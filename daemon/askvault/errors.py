@@ -42,6 +42,21 @@ class StoreError(AskvaultError):
     """The index database is unusable (corrupt, locked too long, disk full)."""
 
 
+class IndexBusy(StoreError):
+    """Another writer held the index longer than the busy timeout: a delay, not a failure.
+
+    The daemon retries with backoff; a one-shot command reports it and exits 1."""
+
+
+class DiskFull(StoreError):
+    """The disk under the index (or a file askvault writes) is full: retried once space returns."""
+
+
+class VaultUnavailable(VaultError):
+    """The vault root is missing, empty or on another device (an unmounted drive or share):
+    a reconcile would delete every note, so it is refused and retried."""
+
+
 class OllamaError(AskvaultError):
     """Base of the Ollama failures; each becomes a clear state, never a crash."""
 

@@ -87,15 +87,19 @@ def ignore_rules_for(settings: Settings) -> IgnoreRules:
 
 def reconcile(
     conn: Connection, settings: Settings, *, progress: Progress | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
+    should_stop: Callable[[], bool] = lambda: False, report: IndexReport | None = None,
 ) -> IndexReport:
-    """Compare the whole vault with the index and apply every difference."""
+    """Compare the whole vault with the index and apply every difference.
+
+    `report` (filled in place, and returned) keeps what was done even when an error
+    (IndexBusy, DiskFull) stops the pass half-way: the caller still learns of it."""
     started = time.monotonic()
     root = settings.vault_path
     rules = ignore_rules_for(settings)
     scan = scan_vault(root, rules)
     stored = store.stored_notes(conn)
-    report = IndexReport(skipped=list(scan.skipped))
+    report = report if report is not None else IndexReport()
+    report.skipped.extend(scan.skipped)
     on_disk = {stamp.path for stamp in scan.notes}
     removed = {path: stored[path].content_hash for path in stored if path not in on_disk}
     total = len(scan.notes)
@@ -149,12 +153,16 @@ def chunking_key(settings: Settings) -> str:
     return f"v{CHUNKER_VERSION} max_tokens={settings.index.chunk_max_tokens}"
 
 
-def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> IndexReport:
-    """Index (or drop) just these vault-relative paths: the watcher's entry point."""
+def index_paths(
+    conn: Connection, settings: Settings, paths: Iterable[str], *,
+    report: IndexReport | None = None,
+) -> IndexReport:
+    """Index (or drop) just these vault-relative paths: the watcher's entry point.
+    `report` as in `reconcile`."""
     started = time.monotonic()
     root = settings.vault_path
     rules = ignore_rules_for(settings)
-    report = IndexReport()
+    report = report if report is not None else IndexReport()
     removed: dict[str, str] = {}
     to_read: list[tuple[FileStamp, store.StoredNote | None]] = []
     for path in sorted(set(paths)):
@@ -201,11 +209,13 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
     return report
 
 
-def drop_folder(conn: Connection, settings: Settings, folder: str) -> IndexReport:
+def drop_folder(
+    conn: Connection, settings: Settings, folder: str, *, report: IndexReport | None = None,
+) -> IndexReport:
     """A folder was deleted or moved out of the vault: drop every note below it."""
-    report = IndexReport()
+    report = report if report is not None else IndexReport()
     with write_transaction(conn):
-        report.deleted = store.delete_notes_under(conn, folder)
+        report.deleted.extend(store.delete_notes_under(conn, folder))
         _note_change(conn, report)
     return report
 
