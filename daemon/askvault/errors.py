@@ -80,5 +80,5 @@ class RemoteHostRefused(OllamaError):
     """OLLAMA_HOST is not a loopback address and `allow_remote_ollama` is off."""
 
 
-class DaemonAlreadyRunning(AskvaultError):
-    """Another `askvault run` holds the vault's lock."""
+class VaultLocked(AskvaultError):
+    """Another askvault process (`run` or `index`) holds the vault's single-writer lock."""

@@ -25,7 +25,7 @@ from typing import Protocol
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, is_disk_full
-from askvault.adapters.lockfile import DaemonLock
+from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
 from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import connect_for_daemon
@@ -35,7 +35,6 @@ from askvault.app.work import IndexWork, WorkQueue
 from askvault.errors import DiskFull, IndexBusy, StoreError
 from askvault.services.inbox import InboxWorker
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
-from askvault.services.status import lock_path
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,8 +88,8 @@ class Daemon:
 
     def run(self) -> int:
         """Hold the vault's lock, run until stopped, shut down within 5 s; 0 or 1."""
-        lock = DaemonLock(lock_path(self.settings))
-        lock.acquire()  # DaemonAlreadyRunning: the CLI prints it and exits 1
+        lock = VaultLock(self.settings.vault_path, "run")
+        lock.acquire()  # VaultLocked: the CLI prints it and exits 1
         restore: Callable[[], None] = _nothing_to_restore
         try:
             if threading.current_thread() is threading.main_thread():

@@ -67,7 +67,14 @@ def status(as_json: bool, **opts: Any) -> None:
                f"({'reachable' if ollama['reachable'] else 'NOT reachable'}; "
                f"embed {ollama['embed_model']}, chat {ollama['chat_model']})")
     click.echo(f"questions    {doc['queue']} waiting")
-    click.echo(f"daemon       {'pid ' + str(doc['daemon']) if doc['daemon'] else 'not running'}")
+    writer = doc.get("writer")
+    if doc["daemon"]:
+        click.echo(f"daemon       pid {doc['daemon']}")
+    elif writer:
+        click.echo(f"daemon       not running; `askvault {writer['command'] or '?'}` "
+                   f"(pid {writer['pid'] or '?'}) writes the index")
+    else:
+        click.echo("daemon       not running")
     for item in doc["skipped"][:20]:
         click.echo(f"skipped      {item['path']}: {item['reason']}")
     if len(doc["skipped"]) > 20:

@@ -8,6 +8,7 @@ from typing import Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect, write_transaction
+from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.ollama import OllamaEmbedder
 from askvault.errors import OllamaError
 from askvault.services.embedding import EmbedReport, drain_backlog, target_fingerprint
@@ -52,7 +53,18 @@ def index_vault(
     on_embed: Callable[[int, int], None] | None = None,
 ) -> PassReport:
     """Reconcile the vault, then embed the whole backlog. Ollama errors are reported, not raised:
-    the lexical index is fresh either way."""
+    the lexical index is fresh either way. Holds the vault's single-writer lock throughout
+    (VaultLocked while `askvault run` or another `index` holds it)."""
+    with VaultLock(settings.vault_path, "index"):
+        return _index_vault(settings, on_scan=on_scan, on_embed=on_embed)
+
+
+def _index_vault(
+    settings: Settings,
+    *,
+    on_scan: Callable[[int, int], None] | None,
+    on_embed: Callable[[int, int], None] | None,
+) -> PassReport:
     conn = connect(settings.db_path)
     try:
         report = PassReport(index=reconcile(conn, settings, progress=on_scan))
