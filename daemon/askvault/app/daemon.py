@@ -32,7 +32,7 @@ from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
-from askvault.errors import DiskFull, IndexBusy, StoreError
+from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.services.inbox import InboxWorker
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
@@ -230,10 +230,10 @@ class Daemon:
             else:
                 self._index_batch(conn, work, report)
                 _log_report("indexed", report)
-        except (IndexBusy, DiskFull) as exc:
-            # Another writer holds the index, or the disk is full: the work waits, the
-            # daemon does not stop. What was committed before is kept; a reconcile redoes
-            # the rest, backing off while the cause lasts.
+        except (IndexBusy, DiskFull, VaultUnavailable) as exc:
+            # Another writer holds the index, the disk is full, or the vault looks
+            # unmounted: the work waits, the daemon does not stop. What was committed
+            # before is kept; a reconcile redoes the rest, backing off while it lasts.
             self._retry_later(exc.message)
         except StoreError:
             raise  # the database is unusable: the daemon stops (exit 1)

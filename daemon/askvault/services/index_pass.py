@@ -51,12 +51,15 @@ def index_vault(
     *,
     on_scan: Callable[[int, int], None] | None = None,
     on_embed: Callable[[int, int], None] | None = None,
+    allow_empty: bool = False,
 ) -> PassReport:
     """Reconcile the vault, then embed the whole backlog. Ollama errors are reported, not raised:
     the lexical index is fresh either way. Holds the vault's single-writer lock throughout
-    (VaultLocked while `askvault run` or another `index` holds it)."""
+    (VaultLocked while `askvault run` or another `index` holds it). A vault that looks
+    unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it)."""
     with VaultLock(settings.vault_path, "index"):
-        return _index_vault(settings, on_scan=on_scan, on_embed=on_embed)
+        return _index_vault(settings, on_scan=on_scan, on_embed=on_embed,
+                            allow_empty=allow_empty)
 
 
 def _index_vault(
@@ -64,10 +67,12 @@ def _index_vault(
     *,
     on_scan: Callable[[int, int], None] | None,
     on_embed: Callable[[int, int], None] | None,
+    allow_empty: bool,
 ) -> PassReport:
     conn = connect(settings.db_path)
     try:
-        report = PassReport(index=reconcile(conn, settings, progress=on_scan))
+        report = PassReport(index=reconcile(conn, settings, progress=on_scan,
+                                            allow_empty=allow_empty))
         try:
             embedder = make_embedder(settings)
             fp = target_fingerprint(conn, embedder)

@@ -10,6 +10,7 @@ from askvault.adapters.db import connect
 from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
 from askvault.adapters.ollama import probe_ollama
 from askvault.errors import AskvaultError
+from askvault.services import vault_presence
 from askvault.settings import Settings
 
 
@@ -58,6 +59,7 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
                 "waiting": store.get_meta(conn, "embed_waiting_reason") or None,
             }
             doc["stale_answers"] = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+            doc["vault_unavailable"] = vault_presence.refusal_of(conn)
         finally:
             conn.close()
     ollama: dict[str, Any] = {
