@@ -182,3 +182,15 @@ def test_a_lock_whose_holder_could_not_be_written_still_excludes_and_says_holder
             VaultLock(vault, "index", folder=folder).acquire()
     finally:
         first.release()
+
+
+def test_writing_the_holder_is_best_effort(tmp_path: Path) -> None:
+    from askvault.adapters.lockfile import write_holder
+
+    path = tmp_path / "x.lock"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)  # every write fails, as on a full disk
+    try:
+        assert write_holder(fd, LockHolder(1, "run")) is False
+    finally:
+        os.close(fd)

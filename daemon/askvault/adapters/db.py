@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import logging
 import time
 from collections.abc import Iterator
@@ -41,7 +42,14 @@ def connect(
     Raises IndexBusy when a migration waits longer than `busy_timeout_s` for another
     writer, DiskFull when the disk is full, StoreError when the file is unusable."""
     if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"cannot create the index folder {path.parent}: the disk is "
+                               "full", DISK_FULL_HINT) from exc
+            raise StoreError(f"cannot create the index folder {path.parent}: {exc.strerror}",
+                             "check the permissions of ASKVAULT_STATE_DIR") from exc
     elif not path.exists():
         raise StoreError(f"no index at {path}", "run `askvault index` first")
     try:
@@ -61,7 +69,9 @@ def connect(
         if migrate and not readonly:
             apply_migrations(conn)
     except sqlean.DatabaseError as exc:
-        if is_disk_full(exc):
+        if is_disk_full(exc) or _no_room_left(path.parent):
+            # A full disk often shows as "disk I/O error" here (the -shm file cannot grow):
+            # never advise deleting the index for that.
             raise DiskFull(f"cannot open the index {path}: the disk is full ({exc})",
                            DISK_FULL_HINT) from exc
         if is_busy(exc):
@@ -162,6 +172,15 @@ def is_disk_full(exc: BaseException) -> bool:
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     return isinstance(exc, sqlean.DatabaseError) and "full" in str(exc).lower()
+
+
+def _no_room_left(folder: Path) -> bool:
+    """True when the file system of `folder` has no block left for us."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail == 0
 
 
 def is_busy(exc: BaseException) -> bool:

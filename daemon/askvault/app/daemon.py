@@ -112,7 +112,7 @@ class Daemon:
         try:
             # Fails fast on a corrupt or unopenable index (exit 1, with its hint).
             connect(self.settings.db_path, busy_timeout_s=self.busy_timeout_s).close()
-        except IndexBusy as exc:
+        except (IndexBusy, DiskFull) as exc:
             log.warning("%s; the daemon starts and its threads wait for the index", exc.message)
         mode = choose_watch_mode(self.settings.daemon.watch_mode, self.settings.vault_path)
         self.work.request_reconcile("start-up")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect
 from askvault.app.backoff import Backoff
-from askvault.errors import IndexBusy
+from askvault.errors import DiskFull, IndexBusy
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +41,13 @@ def connect_for_daemon(
     path: Path, stop: threading.Event, *, busy_timeout_s: float = BUSY_TIMEOUT_S,
     backoff: Backoff | None = None, what: str = "the daemon",
 ) -> Connection | None:
-    """A tuned connection, waiting with backoff while another writer holds a migration
-    out; None if `stop` is set first. Other StoreErrors (corrupt, disk full) propagate."""
+    """A tuned connection, waiting with backoff while another writer holds a migration out
+    or the disk is full; None if `stop` is set first. Other StoreErrors (corrupt) propagate."""
     backoff = backoff or Backoff()
     while not stop.is_set():
         try:
             return tune_for_daemon(connect(path, busy_timeout_s=busy_timeout_s))
-        except IndexBusy as exc:
+        except (IndexBusy, DiskFull) as exc:
             delay = backoff.failed()
             log.warning("%s waits: %s; retrying in %.0f s", what, exc.message, delay)
             stop.wait(delay)

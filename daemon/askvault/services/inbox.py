@@ -156,12 +156,12 @@ class InboxWorker:
 
     def _connect(self, stop_event: threading.Event) -> Connection | None:
         """The worker's connection, waiting with backoff while another writer holds a
-        migration out; None if stopped first."""
+        migration out or the disk is full; None if stopped first."""
         delay = self.backoff_first_s / 2
         while not stop_event.is_set():
             try:
                 return connect(self.settings.db_path, busy_timeout_s=self.busy_timeout_s)
-            except IndexBusy as exc:
+            except (IndexBusy, DiskFull) as exc:
                 delay = min(self.backoff_max_s, delay * 2)
                 log.warning("the inbox waits: %s; retrying in %.0f s", exc.message, delay)
                 stop_event.wait(delay)
