@@ -42,6 +42,21 @@ class StoreError(AskvaultError):
     """The index database is unusable (corrupt, locked too long, disk full)."""
 
 
+class IndexBusy(StoreError):
+    """Another writer held the index longer than the busy timeout: a delay, not a failure.
+
+    The daemon retries with backoff; a one-shot command reports it and exits 1."""
+
+
+class DiskFull(StoreError):
+    """The disk under the index (or a file askvault writes) is full: retried once space returns."""
+
+
+class VaultUnavailable(VaultError):
+    """The vault root is missing, empty or on another device (an unmounted drive or share):
+    a reconcile would delete every note, so it is refused and retried."""
+
+
 class OllamaError(AskvaultError):
     """Base of the Ollama failures; each becomes a clear state, never a crash."""
 
@@ -65,5 +80,5 @@ class RemoteHostRefused(OllamaError):
     """OLLAMA_HOST is not a loopback address and `allow_remote_ollama` is off."""
 
 
-class DaemonAlreadyRunning(AskvaultError):
-    """Another `askvault run` holds the vault's lock."""
+class VaultLocked(AskvaultError):
+    """Another askvault process (`run` or `index`) holds the vault's single-writer lock."""

@@ -87,6 +87,10 @@ class DaemonSettings:
     )
     poll_interval_s: float = _opt(2.0, "Polling interval in polling mode (seconds).", min_excl=0)
     log_format: str = _opt("text", "text | json", choices=("text", "json"))
+    busy_timeout_s: float = _opt(
+        15.0, "How long a write waits for another writer of the index before backing off (s).",
+        min_excl=0,
+    )
     log_level: str = _opt(
         "info", "debug | info | warning | error", choices=("debug", "info", "warning", "error")
     )

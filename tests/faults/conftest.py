@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from invariants import FaultWorld
 
+from askvault.adapters.db import BUSY_TIMEOUT_S
 from askvault.app.daemon import Daemon, default_workers
 from support.fake_ollama import FakeOllama
 from in_process import InProcessDaemon
@@ -41,10 +42,12 @@ def inproc(world: FaultWorld) -> Iterator[Callable[..., InProcessDaemon]]:
     """Start `Daemon`s in this process with the drill settings; stopped at teardown."""
     started: list[InProcessDaemon] = []
 
-    def start(**flags: object) -> InProcessDaemon:
+    def start(*, busy_timeout_s: float = BUSY_TIMEOUT_S, **flags: object) -> InProcessDaemon:
         settings = world.settings(**{"daemon.debounce_s": 0.05, "queries.settle_s": 0.2,
                                      "ollama.embed_batch_size": 8, **flags})
-        runner = InProcessDaemon(Daemon(settings, default_workers(settings)))
+        runner = InProcessDaemon(Daemon(
+            settings, default_workers(settings, busy_timeout_s=busy_timeout_s),
+            busy_timeout_s=busy_timeout_s))
         started.append(runner)
         runner.thread.start()
         return runner

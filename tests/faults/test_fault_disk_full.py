@@ -138,3 +138,68 @@ def _capture_log() -> Iterator[None]:
     finally:
         root.removeHandler(LOG.handler)
         root.setLevel(old)
+
+
+def test_index_on_a_full_state_disk_prints_one_line_and_indexes_once_space_returns(
+    world: FaultWorld, fake_ollama: FakeOllama,
+) -> None:
+    from click.testing import CliRunner
+
+    from askvault.cli.main import cli
+    from support.settings_factory import cli_env
+
+    with tmpfs(world.state, 8192):
+        write_notes(world.vault, 10, folder="first")
+        env = cli_env(world.vault, world.state, fake_ollama.url)
+        assert CliRunner().invoke(cli, ["index"], env=env, catch_exceptions=False).exit_code == 0
+        filler = fill(world.state)
+        write_notes(world.vault, 100, paragraphs=4, folder="while full")
+        for attempt in range(2):  # the index open, then (after a little room) its writes
+            result = CliRunner().invoke(cli, ["index"], env=env, catch_exceptions=False)
+            lines = result.stderr.strip().splitlines()
+            assert result.exit_code == 1, result.output
+            assert len(lines) == 2 and "full" in lines[0], lines
+            assert lines[1] == "hint: free some disk space and try again"
+            assert "delete" not in result.stderr  # never "rebuild the index" for a full disk
+            if attempt == 0:
+                filler.unlink()
+                filler = fill_leaving(world.state, 96 * 1024)
+        filler.unlink()
+        result = CliRunner().invoke(cli, ["index"], env=env, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        wait_converged(world)
+
+
+def test_run_starts_on_a_full_state_disk_its_lock_holds_without_a_pid_and_it_catches_up(
+    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from askvault.adapters.lockfile import VaultLock, read_lock_holder, vault_lock_path
+    from askvault.errors import VaultLocked
+
+    with tmpfs(world.state, 2048):
+        runtime = world.state / "run"
+        runtime.mkdir()
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the lock on the full disk too
+        write_notes(world.vault, 10, folder="first")
+        filler = fill(world.state)
+        daemon = inproc()
+        wait_until(lambda: "full" in _log_of(world), 20, "the daemon meets the full disk")
+        assert daemon.alive(), "a full disk kept the daemon from starting"
+        lock = vault_lock_path(world.vault)
+        holder = read_lock_holder(lock)
+        assert holder is not None and holder.pid is None  # held, its pid not written
+        with pytest.raises(VaultLocked, match="holder unknown"):
+            VaultLock(world.vault, "index").acquire()
+        filler.unlink()
+        world.freeze()
+        check_invariants(world, alive=daemon.alive, fake=fake_ollama, converge_timeout_s=60)
+        assert daemon.stop() == 0
+
+
+def fill_leaving(folder: Path, room_bytes: int) -> Path:
+    """Fill the file system of `folder` but for about `room_bytes`; the filler's path."""
+    filler = fill(folder)
+    with open(filler, "r+b") as fh:
+        fh.truncate(max(0, filler.stat().st_size - room_bytes))
+    return filler

@@ -7,6 +7,8 @@ pyenv and macOS Pythons cannot, and sqlite-vec is an extension.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import logging
 import time
 from collections.abc import Iterator
@@ -17,9 +19,11 @@ import sqlean
 import sqlite_vec
 
 from askvault.adapters.migrations import MIGRATIONS, SLOW_MIGRATIONS
-from askvault.errors import StoreError
+from askvault.errors import DiskFull, IndexBusy, StoreError
 
-BUSY_TIMEOUT_MS = 15_000
+# How long a statement waits for another writer's lock before IndexBusy; the daemon then
+# retries with backoff, so this bounds one wait, not the daemon's patience.
+BUSY_TIMEOUT_S = 15.0
 # 64 MiB page cache and 256 MiB of memory-mapped reads: measured in bench/search_bench.py.
 CACHE_SIZE_KIB = 65_536
 MMAP_SIZE_BYTES = 268_435_456
@@ -29,20 +33,33 @@ Connection = Any  # sqlean.Connection; sqlean ships no type stubs
 log = logging.getLogger(__name__)
 
 
-def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Connection:
-    """Open the index, load sqlite-vec, set pragmas, apply pending migrations."""
+def connect(
+    path: Path, *, readonly: bool = False, migrate: bool = True,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+) -> Connection:
+    """Open the index, load sqlite-vec, set pragmas, apply pending migrations.
+
+    Raises IndexBusy when a migration waits longer than `busy_timeout_s` for another
+    writer, DiskFull when the disk is full, StoreError when the file is unusable."""
     if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"cannot create the index folder {path.parent}: the disk is "
+                               "full", DISK_FULL_HINT) from exc
+            raise StoreError(f"cannot create the index folder {path.parent}: {exc.strerror}",
+                             "check the permissions of ASKVAULT_STATE_DIR") from exc
     elif not path.exists():
         raise StoreError(f"no index at {path}", "run `askvault index` first")
     try:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         conn = sqlean.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                              timeout=BUSY_TIMEOUT_MS / 1000)
+                              timeout=busy_timeout_s)
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -52,9 +69,13 @@ def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Conn
         if migrate and not readonly:
             apply_migrations(conn)
     except sqlean.DatabaseError as exc:
-        if is_disk_full(exc):
-            raise StoreError(f"cannot open the index {path}: {exc}",
-                             "free some disk space and try again") from exc
+        if is_disk_full(exc) or _no_room_left(path.parent):
+            # A full disk often shows as "disk I/O error" here (the -shm file cannot grow):
+            # never advise deleting the index for that.
+            raise DiskFull(f"cannot open the index {path}: the disk is full ({exc})",
+                           DISK_FULL_HINT) from exc
+        if is_busy(exc):
+            raise IndexBusy(f"the index {path} is busy: {exc}", BUSY_HINT) from exc
         raise StoreError(
             f"cannot open the index {path}: {exc}",
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
@@ -64,24 +85,53 @@ def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Conn
 
 @contextlib.contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (disk full included)."""
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (disk full included).
+
+    A BEGIN that waited out the busy timeout raises IndexBusy; a full disk, DiskFull."""
+    begin(conn)
+    try:
+        yield conn
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        _raise_store_error(exc)
+        raise
+    else:
+        commit(conn)
+
+
+def begin(conn: Connection) -> None:
+    """BEGIN IMMEDIATE: take the write lock now (IndexBusy after the busy timeout)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlean.OperationalError as exc:
-        raise StoreError(f"the index is busy: {exc}", "another writer holds it; retry") from exc
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+        _raise_store_error(exc)
         raise
-    else:
-        try:
-            conn.execute("COMMIT")
-        except sqlean.DatabaseError:
-            # COMMIT can fail (disk full); the transaction is then still open.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+
+
+def commit(conn: Connection) -> None:
+    """COMMIT; on failure (disk full) roll back, since the transaction then stays open."""
+    try:
+        conn.execute("COMMIT")
+    except sqlean.DatabaseError as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        _raise_store_error(exc)
+        raise
+
+
+BUSY_HINT = ("another program writes to the index (an `sqlite3` shell, a backup tool?); "
+             "close it and retry")
+DISK_FULL_HINT = "free some disk space and try again"
+
+
+def _raise_store_error(exc: BaseException) -> None:
+    """Re-raise SQLite's busy and disk-full errors as IndexBusy / DiskFull (with hints)."""
+    if isinstance(exc, sqlean.DatabaseError):
+        if is_busy(exc):
+            raise IndexBusy(f"the index is busy: {exc}", BUSY_HINT) from exc
+        if is_disk_full(exc):
+            raise DiskFull(f"the disk under the index is full: {exc}", DISK_FULL_HINT) from exc
 
 
 def apply_migrations(conn: Connection) -> list[str]:
@@ -116,58 +166,76 @@ def _split_sql(sql: str) -> list[str]:
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """True for SQLite's 'database or disk is full' (SQLITE_FULL)."""
-    return "full" in str(exc).lower()
+    """True for SQLite's 'database or disk is full' (SQLITE_FULL), ENOSPC and DiskFull."""
+    if isinstance(exc, DiskFull):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlean.DatabaseError) and "full" in str(exc).lower()
+
+
+def _no_room_left(folder: Path) -> bool:
+    """True when the file system of `folder` has no block left for us."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail == 0
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for SQLite's 'database is locked' (SQLITE_BUSY) and IndexBusy."""
+    if isinstance(exc, IndexBusy):
+        return True
+    if not isinstance(exc, sqlean.OperationalError):
+        return False
+    text = str(exc).lower()
+    return "database is locked" in text or "busy" in text
 
 
 class WriteBatch:
-    """Groups whole-note writes into few transactions: each `write` is one note's complete
-    change, applied atomically with the others of its batch; a batch commits after
-    `max_writes` writes or `max_s` seconds. A note is never split across transactions, so a
-    crash loses whole notes only (the next reconcile redoes them), and a COMMIT per note
-    (about 1 ms with FTS5 segment flushes) is not paid 6,000 times on a cold index.
+    """Groups whole-note writes into few short transactions: each `write` is one note's
+    complete change; writes are held until `max_writes` of them or `max_s` seconds since the
+    first, then applied together in one transaction. A note is never split across
+    transactions, so a crash loses whole notes only (the next reconcile redoes them), and a
+    COMMIT per note (about 1 ms with FTS5 segment flushes) is not paid 6,000 times on a cold
+    index.
+
+    The write lock is taken only to apply a group, never while the caller reads, parses or
+    chunks the next note: a slow note (a 5 MB line) would otherwise hold every other writer
+    of the index (the daemon's inbox, an `sqlite3` shell) out for as long as it takes.
     """
 
     def __init__(self, conn: Connection, *, max_writes: int = 256, max_s: float = 0.25) -> None:
         self.conn = conn
         self.max_writes = max_writes
         self.max_s = max_s
-        self._count = 0
+        self._held: list[Any] = []
         self._began = 0.0
 
     def write(self, apply: Any) -> None:
-        """Run `apply(conn)` inside the open batch transaction (opened if needed)."""
-        if not self.conn.in_transaction:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-            except sqlean.OperationalError as exc:
-                raise StoreError(f"the index is busy: {exc}", "another writer holds it; retry"
-                                 ) from exc
-            self._count, self._began = 0, time.monotonic()
-        # No SAVEPOINT per note: FTS5 flushes its pending terms at every savepoint, which
-        # tripled the write time (measured). A failing write rolls back the whole batch;
-        # the caller's next reconcile redoes those notes.
-        try:
-            apply(self.conn)
-        except BaseException:
-            self.rollback()
-            raise
-        self._count += 1
-        if self._count >= self.max_writes or time.monotonic() - self._began >= self.max_s:
+        """Hold `apply(conn)` for the next group (applied at once when the group is full)."""
+        if not self._held:
+            self._began = time.monotonic()
+        self._held.append(apply)
+        if len(self._held) >= self.max_writes or time.monotonic() - self._began >= self.max_s:
             self.commit()
 
     def commit(self) -> None:
-        if self.conn.in_transaction:
-            try:
-                self.conn.execute("COMMIT")
-            except sqlean.DatabaseError:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
+        """Apply the held writes in one BEGIN IMMEDIATE ... COMMIT (IndexBusy, DiskFull)."""
+        if not self._held:
+            return
+        held, self._held = self._held, []
+        # No SAVEPOINT per note: FTS5 flushes its pending terms at every savepoint, which
+        # tripled the write time (measured). A failing write rolls back the whole group;
+        # the caller's next reconcile redoes those notes.
+        with write_transaction(self.conn):
+            for apply in held:
+                apply(self.conn)
 
     def rollback(self) -> None:
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+        """Forget the held writes (nothing of them reached the index)."""
+        self._held = []
 
     def __enter__(self) -> WriteBatch:
         return self

@@ -1,51 +1,149 @@
-"""The single-instance lock of a vault's daemon: an flock'ed file holding the pid.
+"""The vault's single-writer lock: an flock'ed file named by the vault's identity.
 
-flock is released by the kernel when the process dies, so a lock left by a
-dead daemon (kill -9, power loss) is simply taken over by the next one.
+Only one askvault process writes a vault's index and its `queries/` at a time:
+`askvault run` and `askvault index` both take this lock. It is keyed by the vault
+itself — the device and inode of its root folder — not by the path it was reached
+by or the state dir, so a symlinked path, a bind mount or another ASKVAULT_STATE_DIR
+all find the same lock. It lives in `$XDG_RUNTIME_DIR/askvault/` (a per-user tmpfs on
+systemd machines; `/run/user/<uid>/askvault` when that variable is unset but the folder
+exists), else in a private `askvault-<uid>` folder of the temp dir.
+
+flock is released by the kernel when the process dies, so a lock left by a dead
+process (kill -9, power loss) is simply taken over by the next one. The file holds
+the holder's pid and command for the refusal message; writing them is best-effort,
+so a full disk never keeps the lock from working.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import os
+import stat
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from askvault.errors import DaemonAlreadyRunning
+from askvault.errors import AskvaultError, VaultLocked
+
+# A status probe holds the lock shared for a moment: retry briefly before refusing.
+ACQUIRE_TRIES = 5
+ACQUIRE_RETRY_S = 0.05
+HOLDER_MAX_BYTES = 256
+SYSTEMD_RUNTIME_ROOT = "/run/user"
 
 
-class DaemonLock:
-    """Hold with `acquire()` / `release()` or as a context manager."""
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a vault's lock (either may be unknown when it could not be written)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    pid: int | None
+    command: str | None
+
+
+def lock_folder(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_RUNTIME_DIR/askvault`, else `<tmp>/askvault-<uid>`; created private (0700)."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if not (runtime and os.path.isabs(runtime) and os.path.isdir(runtime)):
+        # A cron job or a bare ssh command has no XDG_RUNTIME_DIR while the systemd user
+        # service has: both must find the same lock, so try the folder systemd uses.
+        runtime = _own_folder(Path(SYSTEMD_RUNTIME_ROOT) / str(os.getuid()))
+    if runtime:
+        folder = Path(runtime) / "askvault"
+    else:
+        folder = Path(tempfile.gettempdir()) / f"askvault-{os.getuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise AskvaultError(f"cannot create the lock folder {folder}: {exc.strerror}",
+                            _hint_for(exc)) from exc
+    st = os.lstat(folder)
+    # In a shared temp dir another user could have made it first: never use theirs.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise AskvaultError(f"the lock folder {folder} is not a folder of this user",
+                            "remove it, or set XDG_RUNTIME_DIR to a private folder")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
+    return folder
+
+
+def vault_lock_path(vault_root: Path, folder: Path | None = None) -> Path:
+    """The lock file of the vault whose root folder is `vault_root` (symlinks followed)."""
+    try:
+        st = os.stat(vault_root)
+    except OSError as exc:
+        raise AskvaultError(f"the vault {vault_root} cannot be read: {exc.strerror}",
+                            "pass --vault PATH to your Obsidian vault") from exc
+    return (folder or lock_folder()) / f"{st.st_dev}-{st.st_ino}.lock"
+
+
+class VaultLock:
+    """Hold with `acquire()` / `release()` or as a context manager; `command` (`run`,
+    `index`) names the holder in the message another process gets."""
+
+    def __init__(self, vault_root: Path, command: str, *, folder: Path | None = None) -> None:
+        self.vault_root = vault_root
+        self.command = command
+        self.folder = folder
+        self.path: Path | None = None
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Take the lock or raise VaultLocked naming the holder."""
+        self.path = path = vault_lock_path(self.vault_root, self.folder)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise AskvaultError(f"cannot open the vault's lock {path}: {exc.strerror}",
+                                _hint_for(exc)) from exc
+        for attempt in range(ACQUIRE_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt + 1 < ACQUIRE_TRIES:
+                    time.sleep(ACQUIRE_RETRY_S)
+        else:
             os.close(fd)
-            pid = read_lock_pid(self.path)
-            raise DaemonAlreadyRunning(
-                f"another askvault daemon (pid {pid}) is already running on this vault",
-                "stop it first (`systemctl --user stop askvault` or kill that pid)",
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.fsync(fd)
+            raise self._refusal(read_lock_holder(path))
         self._fd = fd
+        write_holder(fd, LockHolder(os.getpid(), self.command))
 
     def release(self) -> None:
+        """Let the lock go (the kernel does it too when the process dies)."""
         if self._fd is not None:
             try:
-                os.ftruncate(self._fd, 0)
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, 0)
             finally:
                 os.close(self._fd)
                 self._fd = None
 
-    def __enter__(self) -> DaemonLock:
+    def _refusal(self, holder: LockHolder | None) -> VaultLocked:
+        pid = holder.pid if holder else None
+        command = holder.command if holder else None
+        who = ", ".join(part for part in (
+            f"pid {pid}" if pid else "", f"`askvault {command}`" if command else "") if part)
+        if command == "index":
+            hint = "wait for that `askvault index` to finish, then try again"
+        elif self.command == "index":
+            hint = ("the daemon keeps the index fresh by itself; to run `askvault index`, stop "
+                    "it first (`systemctl --user stop askvault`" + (f" or `kill {pid}`)"
+                                                                     if pid else ")"))
+        else:
+            hint = "stop it first (`systemctl --user stop askvault`" + (
+                f" or `kill {pid}`)" if pid else ")")
+        return VaultLocked(
+            f"another askvault process ({who or 'holder unknown'}) is already running on "
+            f"this vault ({self.vault_root})", hint)
+
+    def __enter__(self) -> VaultLock:
         self.acquire()
         return self
 
@@ -53,19 +151,48 @@ class DaemonLock:
         self.release()
 
 
-def read_lock_pid(path: Path) -> int | None:
-    """The pid of the live daemon holding `path`, or None if no daemon holds it."""
+def write_holder(fd: int, holder: LockHolder) -> bool:
+    """Record who holds the lock; best-effort (ENOSPC, EIO: the lock holds all the same)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{holder.pid} {holder.command}\n".encode(), 0)
+    except OSError:
+        return False
+    return True
+
+
+def read_lock_holder(path: Path) -> LockHolder | None:
+    """Who holds the lock at `path`, or None if no live process holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            text = os.read(fd, 64).decode("ascii", "replace").strip()
-            return int(text) if text.isdigit() else None
+            return _parse_holder(os.pread(fd, HOLDER_MAX_BYTES, 0))
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
+
+
+def _parse_holder(data: bytes) -> LockHolder:
+    pid_text, _, command = data.decode("ascii", "replace").strip().partition(" ")
+    return LockHolder(int(pid_text) if pid_text.isdigit() else None, command.strip() or None)
+
+
+def _own_folder(path: Path) -> str:
+    """`path` if it is a folder of this user, else ''."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    return str(path) if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() else ""
+
+
+def _hint_for(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free some disk space (or set XDG_RUNTIME_DIR to a folder with room)"
+    return "set XDG_RUNTIME_DIR to a private folder you can write"

@@ -24,18 +24,17 @@ from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from askvault.adapters.db import Connection, connect, is_disk_full
-from askvault.adapters.lockfile import DaemonLock
+from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, is_disk_full
+from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
 from askvault.app.backoff import Backoff
-from askvault.app.db_tuning import tune_for_daemon
+from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
-from askvault.errors import StoreError
+from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.services.inbox import InboxWorker
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
-from askvault.services.status import lock_path
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -58,20 +57,25 @@ class Worker(Protocol):
         """The worker's loop; must return promptly once `stop_event` is set."""
 
 
-def default_workers(settings: Settings) -> list[Worker]:
+def default_workers(settings: Settings, *, busy_timeout_s: float = BUSY_TIMEOUT_S
+                    ) -> list[Worker]:
     """The workers `askvault run` starts: the question inbox."""
-    return [InboxWorker(settings)]
+    return [InboxWorker(settings, busy_timeout_s=busy_timeout_s)]
 
 
 class Daemon:
     """`run()` blocks until SIGTERM/SIGINT (or `stop()`); returns the exit code."""
 
-    def __init__(self, settings: Settings, workers: Sequence[Worker] = ()) -> None:
+    def __init__(
+        self, settings: Settings, workers: Sequence[Worker] = (), *,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.settings = settings
         self.workers = list(workers)
+        self.busy_timeout_s = busy_timeout_s
         self.stop_event = threading.Event()
         self.work = WorkQueue()
-        self.embed = EmbedLoop(settings)
+        self.embed = EmbedLoop(settings, busy_timeout_s=busy_timeout_s)
         self.failure: BaseException | None = None
         self._threads: list[threading.Thread] = []
         self._watcher: VaultWatcher | None = None
@@ -84,8 +88,8 @@ class Daemon:
 
     def run(self) -> int:
         """Hold the vault's lock, run until stopped, shut down within 5 s; 0 or 1."""
-        lock = DaemonLock(lock_path(self.settings))
-        lock.acquire()  # DaemonAlreadyRunning: the CLI prints it and exits 1
+        lock = VaultLock(self.settings.vault_path, "run")
+        lock.acquire()  # VaultLocked: the CLI prints it and exits 1
         restore: Callable[[], None] = _nothing_to_restore
         try:
             if threading.current_thread() is threading.main_thread():
@@ -105,7 +109,11 @@ class Daemon:
 
     def start(self) -> None:
         """Open (and migrate) the index, start every thread, queue the start-up reconcile."""
-        connect(self.settings.db_path).close()
+        try:
+            # Fails fast on a corrupt or unopenable index (exit 1, with its hint).
+            connect(self.settings.db_path, busy_timeout_s=self.busy_timeout_s).close()
+        except (IndexBusy, DiskFull) as exc:
+            log.warning("%s; the daemon starts and its threads wait for the index", exc.message)
         mode = choose_watch_mode(self.settings.daemon.watch_mode, self.settings.vault_path)
         self.work.request_reconcile("start-up")
         self._spawn("askvault-index", self._index_loop)
@@ -196,7 +204,10 @@ class Daemon:
     # -- the indexing thread ----------------------------------------------------------------
 
     def _index_loop(self) -> None:
-        conn = tune_for_daemon(connect(self.settings.db_path))
+        conn = connect_for_daemon(self.settings.db_path, self.stop_event,
+                                  busy_timeout_s=self.busy_timeout_s, what="indexing")
+        if conn is None:
+            return
         try:
             while not self.stop_event.is_set():
                 if self._retry_at is not None and time.monotonic() >= self._retry_at:
@@ -209,14 +220,21 @@ class Daemon:
             conn.close()
 
     def _do_work(self, conn: Connection, work: IndexWork) -> None:
+        report = IndexReport()
         try:
             if work.reconcile:
-                report = reconcile(conn, self.settings, should_stop=self.stop_event.is_set)
+                reconcile(conn, self.settings, should_stop=self.stop_event.is_set,
+                          report=report)
                 self.embed.forget_fingerprint()
                 _log_report(f"reconciled ({work.reconcile})", report, always=True)
             else:
-                report = self._index_batch(conn, work)
+                self._index_batch(conn, work, report)
                 _log_report("indexed", report)
+        except (IndexBusy, DiskFull, VaultUnavailable) as exc:
+            # Another writer holds the index, the disk is full, or the vault looks
+            # unmounted: the work waits, the daemon does not stop. What was committed
+            # before is kept; a reconcile redoes the rest, backing off while it lasts.
+            self._retry_later(exc.message)
         except StoreError:
             raise  # the database is unusable: the daemon stops (exit 1)
         except Exception as exc:
@@ -225,9 +243,21 @@ class Daemon:
             if is_disk_full(exc):
                 # Its transaction rolled back: redo the work soon, not at the next
                 # periodic reconcile, backing off while the disk stays full.
-                self._retry_at = time.monotonic() + self._retry_backoff.failed()
-            return
-        self._retry_backoff.succeeded()
+                self._retry_later(str(exc))
+        else:
+            if self._retry_backoff.waiting:
+                log.info("indexing resumed")
+            self._retry_backoff.succeeded()
+        self._notify(report)
+
+    def _retry_later(self, reason: str) -> None:
+        """Queue a reconcile after the next backoff delay (1 s doubling to 60 s)."""
+        delay = self._retry_backoff.failed()
+        self._retry_at = time.monotonic() + delay
+        log.warning("indexing waits: %s; retrying in %.0f s", reason, delay)
+
+    def _notify(self, report: IndexReport) -> None:
+        """Wake the embedder and tell the workers what changed (also after a partial pass)."""
         if report.chunks_written or report.added or report.changed:
             self.embed.wake()
         changed = sorted(set(report.added) | set(report.changed))
@@ -238,19 +268,24 @@ class Daemon:
                 except Exception:
                     log.exception("worker %r failed on a change of the index", worker)
 
-    def _index_batch(self, conn: Connection, work: IndexWork) -> IndexReport:
-        total = IndexReport()
+    def _index_batch(self, conn: Connection, work: IndexWork, total: IndexReport) -> None:
         started = time.monotonic()
-        # Folders first: a folder deleted and re-created in one batch (a git
-        # checkout) keeps the notes that exist again.
-        for folder in work.dropped_folders:
-            _merge(total, drop_folder(conn, self.settings, folder))
-        for i in range(0, len(work.paths), INDEX_SLICE):
-            if self.stop_event.is_set():
-                break
-            _merge(total, index_paths(conn, self.settings, work.paths[i:i + INDEX_SLICE]))
-        total.seconds = time.monotonic() - started
-        return total
+        try:
+            # Folders first: a folder deleted and re-created in one batch (a git
+            # checkout) keeps the notes that exist again.
+            for folder in work.dropped_folders:
+                drop_folder(conn, self.settings, folder, report=total)
+            for i in range(0, len(work.paths), INDEX_SLICE):
+                if self.stop_event.is_set():
+                    break
+                part = IndexReport()
+                try:
+                    index_paths(conn, self.settings, work.paths[i:i + INDEX_SLICE],
+                                report=part)
+                finally:
+                    _merge(total, part)
+        finally:
+            total.seconds = time.monotonic() - started
 
 
 def _merge(total: IndexReport, part: IndexReport) -> None:

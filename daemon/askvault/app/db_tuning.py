@@ -1,4 +1,4 @@
-"""Memory and WAL settings of the daemon's own SQLite connections.
+"""The daemon's own SQLite connections: memory and WAL settings, and patience with writers.
 
 adapters/db.py sizes every connection for fast searches (64 MiB page cache, 256 MiB
 of memory-mapped reads). The daemon only writes and keeps two connections open for
@@ -7,11 +7,22 @@ days, so it trades read speed for a small resident size (issue 3: idle RSS <= 20
 A long-lived reader (a search left open) stops checkpoints from resetting the WAL,
 so it grows during a big index; SQLite never shrinks it by itself. The journal size
 limit truncates it back after the next checkpoint once the reader is gone (issue 6).
+
+Another writer (an `sqlite3` shell, a backup tool) may hold the index longer than the
+busy timeout; the daemon then waits with backoff and tries again, it never exits (issue 15).
 """
 
 from __future__ import annotations
 
-from askvault.adapters.db import Connection
+import logging
+import threading
+from pathlib import Path
+
+from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect
+from askvault.app.backoff import Backoff
+from askvault.errors import DiskFull, IndexBusy
+
+log = logging.getLogger(__name__)
 
 DAEMON_CACHE_KIB = 8_192
 DAEMON_MMAP_BYTES = 0
@@ -24,3 +35,20 @@ def tune_for_daemon(conn: Connection) -> Connection:
     conn.execute(f"PRAGMA mmap_size = {DAEMON_MMAP_BYTES}")
     conn.execute(f"PRAGMA journal_size_limit = {DAEMON_WAL_LIMIT_BYTES}")
     return conn
+
+
+def connect_for_daemon(
+    path: Path, stop: threading.Event, *, busy_timeout_s: float = BUSY_TIMEOUT_S,
+    backoff: Backoff | None = None, what: str = "the daemon",
+) -> Connection | None:
+    """A tuned connection, waiting with backoff while another writer holds a migration out
+    or the disk is full; None if `stop` is set first. Other StoreErrors (corrupt) propagate."""
+    backoff = backoff or Backoff()
+    while not stop.is_set():
+        try:
+            return tune_for_daemon(connect(path, busy_timeout_s=busy_timeout_s))
+        except (IndexBusy, DiskFull) as exc:
+            delay = backoff.failed()
+            log.warning("%s waits: %s; retrying in %.0f s", what, exc.message, delay)
+            stop.wait(delay)
+    return None

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import Connection, connect, is_disk_full, write_transaction
+from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, is_disk_full, write_transaction
 from askvault.app.backoff import Backoff
-from askvault.app.db_tuning import tune_for_daemon
-from askvault.errors import OllamaError
+from askvault.app.db_tuning import connect_for_daemon
+from askvault.errors import IndexBusy, OllamaError
 from askvault.services.embedding import drain_backlog, target_fingerprint
 from askvault.services.index_pass import make_embedder
 from askvault.settings import Settings
@@ -41,8 +41,10 @@ class EmbedLoop:
         make: Callable[[Settings], Any] = make_embedder,
         backoff: Backoff | None = None,
         idle_check_s: float = IDLE_CHECK_S,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
+        self.busy_timeout_s = busy_timeout_s
         self.make = make
         self.backoff = backoff or Backoff()
         self.idle_check_s = idle_check_s
@@ -61,7 +63,10 @@ class EmbedLoop:
 
     def run(self, stop: threading.Event) -> None:
         """Drain whenever woken (and every `idle_check_s`) until `stop` is set."""
-        conn = tune_for_daemon(connect(Path(self.settings.db_path)))
+        conn = connect_for_daemon(Path(self.settings.db_path), stop,
+                                  busy_timeout_s=self.busy_timeout_s, what="embedding")
+        if conn is None:
+            return
         try:
             self._reason = store.get_meta(conn, WAITING_REASON_KEY) or None
             self._wake.set()  # a backlog may be left from before a restart
@@ -116,6 +121,12 @@ class EmbedLoop:
                 self._fp = None  # the next drain asks for the new active row
         except OllamaError as exc:
             return self._failed(conn, exc, texts)
+        except IndexBusy as exc:
+            # Another writer holds the index: the vectors of this group are embedded again
+            # on the next try (their texts are still pending), nothing is lost.
+            delay = self.backoff.failed()
+            log.warning("embedding waits: %s; retrying in %.0f s", exc.message, delay)
+            return delay
         except Exception as exc:
             if not is_disk_full(exc):
                 raise
@@ -125,7 +136,10 @@ class EmbedLoop:
             return delay
         self.backoff.succeeded()
         if self._reason:
-            self._set_reason(conn, None)
+            try:
+                self._set_reason(conn, None)
+            except IndexBusy:
+                return None  # cleared on the next drain
             log.info("embedding resumed: Ollama answers again")
         if texts:
             log.info("embedded %d texts in %d batches in %.2f s; %d chunks waiting", texts,
@@ -139,7 +153,10 @@ class EmbedLoop:
         if reason != self._reason:
             log.warning("embedding waits: %s; words are still searchable; retrying with backoff "
                         "(1 s doubling to %.0f s)", reason, self.backoff.max_s)
-            self._set_reason(conn, reason)
+            try:
+                self._set_reason(conn, reason)
+            except IndexBusy:
+                pass  # status shows the reason once the index is free; the retry sets it
         else:
             log.debug("embedding still waits (%s); next try in %.0f s", reason, delay)
         if texts:

@@ -19,13 +19,17 @@ from askvault.settings import render_example_toml
 @cli.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--allow-empty", is_flag=True,
+              help="Let the reconcile delete every note of a vault that now holds none "
+                   "(refused by default: it looks like an unmounted drive).")
 @handle_errors
-def index(as_json: bool, **opts: Any) -> None:
+def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
     """Reconcile the vault with the index and embed what is new, then exit."""
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json
     with _Bar("scanning", show) as scan_bar, _Bar("embedding", show) as embed_bar:
-        report = index_vault(settings, on_scan=scan_bar.update, on_embed=embed_bar.update)
+        report = index_vault(settings, on_scan=scan_bar.update, on_embed=embed_bar.update,
+                             allow_empty=allow_empty)
     doc = report.as_dict()
     if as_json:
         print_json(doc)
@@ -57,6 +61,8 @@ def status(as_json: bool, **opts: Any) -> None:
         return
     ollama = doc["ollama"]
     click.echo(f"vault        {doc['vault']}")
+    if doc.get("vault_unavailable"):
+        click.echo(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
     click.echo(f"index        {doc['index']}")
     click.echo(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
                f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending)")
@@ -67,7 +73,14 @@ def status(as_json: bool, **opts: Any) -> None:
                f"({'reachable' if ollama['reachable'] else 'NOT reachable'}; "
                f"embed {ollama['embed_model']}, chat {ollama['chat_model']})")
     click.echo(f"questions    {doc['queue']} waiting")
-    click.echo(f"daemon       {'pid ' + str(doc['daemon']) if doc['daemon'] else 'not running'}")
+    writer = doc.get("writer")
+    if doc["daemon"]:
+        click.echo(f"daemon       pid {doc['daemon']}")
+    elif writer:
+        click.echo(f"daemon       not running; `askvault {writer['command'] or '?'}` "
+                   f"(pid {writer['pid'] or '?'}) writes the index")
+    else:
+        click.echo("daemon       not running")
     for item in doc["skipped"][:20]:
         click.echo(f"skipped      {item['path']}: {item['reason']}")
     if len(doc["skipped"]) > 20:

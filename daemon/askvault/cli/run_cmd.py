@@ -24,4 +24,6 @@ def run(log_format: str | None, log_level: str | None, **opts: Any) -> None:
     extra: dict[str, Any] = {"daemon.log_format": log_format, "daemon.log_level": log_level}
     settings = build_settings(**opts, **extra)
     configure_logging(settings.daemon.log_format, settings.daemon.log_level)
-    sys.exit(Daemon(settings, default_workers(settings)).run())
+    busy = settings.daemon.busy_timeout_s
+    sys.exit(Daemon(settings, default_workers(settings, busy_timeout_s=busy),
+                    busy_timeout_s=busy).run())

@@ -8,6 +8,7 @@ from askvault.adapters import store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.ollama import OllamaEmbedder, model_present, probe_ollama
 from askvault.errors import AskvaultError
+from askvault.services import vault_presence
 from askvault.settings import Settings
 
 
@@ -47,6 +48,9 @@ def run_checks(settings: Settings) -> list[Check]:
 
 def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     out = []
+    refused = vault_presence.refusal_of(conn)
+    out.append(Check("vault present", not refused, refused or "the last reconcile found it",
+                     vault_presence.ALLOW_HINT if refused else ""))
     result = conn.execute("PRAGMA integrity_check").fetchall()
     ok = result == [("ok",)]
     out.append(Check("sqlite integrity", ok, "ok" if ok else "; ".join(r[0] for r in result[:5]),

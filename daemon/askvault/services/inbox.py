@@ -29,7 +29,7 @@ from typing import Any
 
 from askvault.adapters import answer_store, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
-from askvault.adapters.db import Connection, connect, write_transaction
+from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, write_transaction
 from askvault.adapters.vault import (
     TEMP_PREFIX,
     cleanup_temp_files,
@@ -41,7 +41,14 @@ from askvault.adapters.vault import (
 )
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
 from askvault.core.notes import parse_note
-from askvault.errors import AskvaultError, NoteUnreadable, OllamaError, PathOutsideVault
+from askvault.errors import (
+    AskvaultError,
+    DiskFull,
+    IndexBusy,
+    NoteUnreadable,
+    OllamaError,
+    PathOutsideVault,
+)
 from askvault.services.answering import (
     AnswerCancelled,
     AnswerResult,
@@ -78,9 +85,10 @@ class InboxWorker:
 
     def __init__(
         self, settings: Settings, *, backoff_first_s: float = BACKOFF_FIRST_S,
-        backoff_max_s: float = BACKOFF_MAX_S,
+        backoff_max_s: float = BACKOFF_MAX_S, busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
+        self.busy_timeout_s = busy_timeout_s
         self.root = settings.vault_path
         q = settings.queries
         self.inbox_rel = f"{q.folder}/{q.inbox}"
@@ -117,13 +125,25 @@ class InboxWorker:
 
     def run(self, stop_event: threading.Event) -> None:
         """Answer questions until `stop_event` is set; returns promptly after it is."""
-        conn = connect(self.settings.db_path)
+        conn = self._connect(stop_event)
+        if conn is None:
+            return
+        busy_delay = self.backoff_first_s / 2
         try:
             for rel in (self.answers_rel, self.archive_rel, self.inbox_rel):
                 with contextlib.suppress(AskvaultError):
                     cleanup_temp_files(resolve_inside(self.root, rel))
             while not stop_event.is_set():
-                self.apply_stale_marks(conn)
+                try:
+                    self.apply_stale_marks(conn)
+                except (IndexBusy, DiskFull) as exc:
+                    # Another writer holds the index: the marks wait (kept), questions too.
+                    busy_delay = min(self.backoff_max_s, busy_delay * 2)
+                    log.warning("stale marks wait: %s; retrying in %.0f s", exc.message,
+                                busy_delay)
+                    stop_event.wait(busy_delay)
+                    continue
+                busy_delay = self.backoff_first_s / 2
                 candidate = self._next_question()
                 if candidate is not None:
                     try:
@@ -137,12 +157,26 @@ class InboxWorker:
         finally:
             conn.close()
 
+    def _connect(self, stop_event: threading.Event) -> Connection | None:
+        """The worker's connection, waiting with backoff while another writer holds a
+        migration out or the disk is full; None if stopped first."""
+        delay = self.backoff_first_s / 2
+        while not stop_event.is_set():
+            try:
+                return connect(self.settings.db_path, busy_timeout_s=self.busy_timeout_s)
+            except (IndexBusy, DiskFull) as exc:
+                delay = min(self.backoff_max_s, delay * 2)
+                log.warning("the inbox waits: %s; retrying in %.0f s", exc.message, delay)
+                stop_event.wait(delay)
+        return None
+
     def _defer(self, rel: str, exc: Exception) -> None:
-        """A write failed (disk full, permissions): keep the question, retry with backoff."""
+        """A write failed (disk full, permissions, a busy index): keep the question, retry
+        with backoff."""
         delay = min(self.backoff_max_s, self._delay.get(rel, self.backoff_first_s / 2) * 2)
         self._delay[rel] = delay
         self._retry_at[rel] = time.monotonic() + delay
-        if isinstance(exc, OSError):
+        if isinstance(exc, (OSError, IndexBusy, DiskFull)):
             log.warning("question %s stays in the inbox, retried in %.0f s: %s", rel, delay, exc)
         else:
             log.exception("question %s failed unexpectedly; retried in %.0f s", rel, delay)
@@ -420,17 +454,23 @@ class InboxWorker:
         """Mark answers citing changed notes stale (or list them if the user edited them)."""
         with self._lock:
             batches, self._changes = self._changes, []
-        for changed, deleted in batches:
+        for i, (changed, deleted) in enumerate(batches):
             paths = set(changed) | set(deleted)
-            for row in answer_store.answers_citing(conn, paths):
-                pages = [p for p in row.cited if p in paths]
-                seen = self._seen.get(row.path)
-                if seen is not None:
-                    now = store.content_hashes(conn, pages)
-                    pages = [p for p in pages if p in deleted or now.get(p) != seen.get(p)]
-                if pages:
-                    self._seen.pop(row.path, None)
-                    self._mark_stale(conn, row, pages)
+            try:
+                for row in answer_store.answers_citing(conn, paths):
+                    pages = [p for p in row.cited if p in paths]
+                    seen = self._seen.get(row.path)
+                    if seen is not None:
+                        now = store.content_hashes(conn, pages)
+                        pages = [p for p in pages if p in deleted or now.get(p) != seen.get(p)]
+                    if pages:
+                        self._seen.pop(row.path, None)
+                        self._mark_stale(conn, row, pages)
+            except (IndexBusy, DiskFull):
+                # Keep this batch and the later ones for the retry (marking is idempotent).
+                with self._lock:
+                    self._changes[:0] = batches[i:]
+                raise
 
     def _mark_stale(self, conn: Connection, row: AnswerRow, pages: list[str]) -> None:
         try:

@@ -8,6 +8,7 @@ from typing import Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect, write_transaction
+from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
 from askvault.errors import OllamaError
 from askvault.services.embedding import EmbedReport, drain_backlog, target_fingerprint
@@ -60,12 +61,28 @@ def index_vault(
     *,
     on_scan: Callable[[int, int], None] | None = None,
     on_embed: Callable[[int, int], None] | None = None,
+    allow_empty: bool = False,
 ) -> PassReport:
     """Reconcile the vault, then embed the whole backlog. Ollama errors are reported, not raised:
-    the lexical index is fresh either way."""
-    conn = connect(settings.db_path)
+    the lexical index is fresh either way. Holds the vault's single-writer lock throughout
+    (VaultLocked while `askvault run` or another `index` holds it). A vault that looks
+    unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it)."""
+    with VaultLock(settings.vault_path, "index"):
+        return _index_vault(settings, on_scan=on_scan, on_embed=on_embed,
+                            allow_empty=allow_empty)
+
+
+def _index_vault(
+    settings: Settings,
+    *,
+    on_scan: Callable[[int, int], None] | None,
+    on_embed: Callable[[int, int], None] | None,
+    allow_empty: bool,
+) -> PassReport:
+    conn = connect(settings.db_path, busy_timeout_s=settings.daemon.busy_timeout_s)
     try:
-        report = PassReport(index=reconcile(conn, settings, progress=on_scan))
+        report = PassReport(index=reconcile(conn, settings, progress=on_scan,
+                                            allow_empty=allow_empty))
         try:
             embedder = make_embedder(settings)
             fp = target_fingerprint(conn, embedder)

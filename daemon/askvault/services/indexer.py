@@ -27,6 +27,7 @@ from askvault.adapters.vault import BinaryNote, OversizedNote, read_note, scan_v
 from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault
+from askvault.services import vault_presence
 from askvault.records import Chunk, FileStamp, NoteFile, ParsedNote, Skipped
 from askvault.settings import Settings
 
@@ -87,17 +88,29 @@ def ignore_rules_for(settings: Settings) -> IgnoreRules:
 
 def reconcile(
     conn: Connection, settings: Settings, *, progress: Progress | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
+    should_stop: Callable[[], bool] = lambda: False, report: IndexReport | None = None,
+    allow_empty: bool = False,
 ) -> IndexReport:
-    """Compare the whole vault with the index and apply every difference."""
+    """Compare the whole vault with the index and apply every difference.
+
+    `report` (filled in place, and returned) keeps what was done even when an error
+    (IndexBusy, DiskFull) stops the pass half-way: the caller still learns of it.
+    A vault that looks unmounted (missing, empty, another device) raises VaultUnavailable
+    before anything is written (services/vault_presence.py); `allow_empty` lets a
+    reconcile of a vault emptied on purpose go through."""
     started = time.monotonic()
     root = settings.vault_path
+    vault_presence.root_device(root)
     rules = ignore_rules_for(settings)
     scan = scan_vault(root, rules)
     stored = store.stored_notes(conn)
-    report = IndexReport(skipped=list(scan.skipped))
     on_disk = {stamp.path for stamp in scan.notes}
     removed = {path: stored[path].content_hash for path in stored if path not in on_disk}
+    device = vault_presence.check_reconcile(
+        conn, root, indexed=len(stored), found=len(on_disk), kept=len(stored) - len(removed),
+        allow_empty=allow_empty)
+    report = report if report is not None else IndexReport()
+    report.skipped.extend(scan.skipped)
     total = len(scan.notes)
     key = chunking_key(settings)
     rechunk = bool(stored) and store.get_meta(conn, CHUNKING_META) != key
@@ -139,6 +152,7 @@ def reconcile(
             store.replace_skipped(conn, report.skipped, time.time())
             _note_change(conn, report)
             store.set_meta(conn, CHUNKING_META, key)
+            vault_presence.record_present(conn, device)
         _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
     return report
@@ -149,12 +163,16 @@ def chunking_key(settings: Settings) -> str:
     return f"v{CHUNKER_VERSION} max_tokens={settings.index.chunk_max_tokens}"
 
 
-def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> IndexReport:
-    """Index (or drop) just these vault-relative paths: the watcher's entry point."""
+def index_paths(
+    conn: Connection, settings: Settings, paths: Iterable[str], *,
+    report: IndexReport | None = None,
+) -> IndexReport:
+    """Index (or drop) just these vault-relative paths: the watcher's entry point.
+    `report` as in `reconcile`."""
     started = time.monotonic()
     root = settings.vault_path
     rules = ignore_rules_for(settings)
-    report = IndexReport()
+    report = report if report is not None else IndexReport()
     removed: dict[str, str] = {}
     to_read: list[tuple[FileStamp, store.StoredNote | None]] = []
     for path in sorted(set(paths)):
@@ -177,6 +195,8 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
             report.unchanged += 1
             continue
         to_read.append((stamp, stored_note))
+    if removed:
+        vault_presence.check_deletions(conn, root)  # an unmounted vault: every file "gone"
     workers = settings.index.parse_workers
     with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
@@ -201,11 +221,14 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
     return report
 
 
-def drop_folder(conn: Connection, settings: Settings, folder: str) -> IndexReport:
+def drop_folder(
+    conn: Connection, settings: Settings, folder: str, *, report: IndexReport | None = None,
+) -> IndexReport:
     """A folder was deleted or moved out of the vault: drop every note below it."""
-    report = IndexReport()
+    report = report if report is not None else IndexReport()
+    vault_presence.check_deletions(conn, settings.vault_path)
     with write_transaction(conn):
-        report.deleted = store.delete_notes_under(conn, folder)
+        report.deleted.extend(store.delete_notes_under(conn, folder))
         _note_change(conn, report)
     return report
 

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
-from askvault.adapters.lockfile import read_lock_pid
+from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
 from askvault.adapters.ollama import probe_ollama
+from askvault.errors import AskvaultError
+from askvault.services import vault_presence
 from askvault.settings import Settings
 
 
-def lock_path(settings: Settings) -> Path:
-    return settings.state_path / "daemon.lock"
+def lock_holder(settings: Settings) -> LockHolder | None:
+    """The process holding the vault's single-writer lock (`run` or `index`), if any."""
+    try:
+        return read_lock_holder(vault_lock_path(settings.vault_path))
+    except AskvaultError:
+        return None
 
 
 def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
@@ -54,6 +59,7 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
                 "waiting": store.get_meta(conn, "embed_waiting_reason") or None,
             }
             doc["stale_answers"] = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+            doc["vault_unavailable"] = vault_presence.refusal_of(conn)
         finally:
             conn.close()
     ollama: dict[str, Any] = {
@@ -73,7 +79,9 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
             ollama["error"] = status.error
     doc["ollama"] = ollama
     doc["queue"] = count_questions_waiting(settings)
-    doc["daemon"] = read_lock_pid(lock_path(settings))
+    holder = lock_holder(settings)
+    doc["daemon"] = holder.pid if holder and holder.command == "run" else None
+    doc["writer"] = ({"pid": holder.pid, "command": holder.command} if holder else None)
     return doc
 
 
