@@ -4,6 +4,7 @@ read outside the vault, never code execution."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +19,7 @@ from invariants import (
 )
 
 from askvault.adapters.db import connect
+from e2e.daemon_helpers import DaemonProcess
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults
@@ -111,3 +113,35 @@ def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
     assert "status: answered" in hydrangea and "(no raw source resolved)" in hydrangea
     assert CANARY_TEXT not in hydrangea and "canary.md" not in hydrangea.split("## Sources")[1]
     assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("kind", ["short", "long", "nan"])
+def test_malformed_vectors_are_failed_inputs_and_the_daemon_keeps_embedding(
+    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess], kind: str,
+) -> None:
+    """Issue 15 item 4: a vector of the wrong length (a ragged batch) or with NaN used to
+    raise "Dimension mismatch" on the embedding thread: exit 1."""
+    for i in range(6):
+        world.write(f"Good {i}.md", f"# Good {i}\n\nOrdinary words about topic {i}.\n")
+    world.write("Odd.md", "# Odd\n\nThe quasar-malformed text gets a bad vector.\n")
+    fake_ollama.malformed = {"quasar-malformed": kind}
+    daemon = daemons()
+    db = world.db_path
+
+    def failed_inputs() -> int:
+        conn = connect(db, readonly=True)
+        try:
+            return int(conn.execute("SELECT count(*) FROM embed_failures").fetchone()[0])
+        finally:
+            conn.close()
+
+    wait_until(lambda: db.exists() and failed_inputs() == 1, 20, "the bad text is recorded")
+    wait_until(lambda: index_state(db)[1] == 1, 20, "all but the bad text embedded")
+    daemon.wait_for_log("got an unusable vector", 5)
+    world.write("Later.md", "# Later\n\nA note written after the bad vector.\n")
+    wait_until(lambda: any("A note written after" in t for t in fake_ollama.embedded_inputs),
+               20, "the embedding thread still runs")
+    assert daemon.proc.poll() is None, daemon.log()
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(5) == 0
+    assert "Dimension mismatch" not in daemon.log() and "Traceback" not in daemon.log()

@@ -160,6 +160,8 @@ def split_for_embedding(text: str, max_chars: int) -> list[str]:
 
 def _pool(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
     """Length-weighted mean of piece vectors, L2-normalised again."""
+    if len({len(v) for v in vectors}) != 1:
+        return []  # ragged pieces: an empty vector, which the caller refuses to store
     total = float(sum(weights)) or 1.0
     mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
     norm = math.sqrt(sum(x * x for x in mean)) or 1.0
