@@ -145,3 +145,31 @@ def test_malformed_vectors_are_failed_inputs_and_the_daemon_keeps_embedding(
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(5) == 0
     assert "Dimension mismatch" not in daemon.log() and "Traceback" not in daemon.log()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-dev-zero", "symlink-outside"])
+def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
+    world: FaultWorld, daemons: Callable[..., DaemonProcess], kind: str,
+) -> None:
+    """Issue 15 item 5: a FIFO app.json hung `index` and start-up; /dev/zero grew memory
+    without bound; a symlink out of the vault was followed."""
+    world.write("Private/secret.md", "# Secret\n\nexcluded only if app.json were read\n")
+    world.write("Note.md", "# Note\n\nan ordinary note\n")
+    app_json = world.vault / ".obsidian/app.json"
+    app_json.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(app_json)
+    elif kind == "symlink-to-dev-zero":
+        app_json.symlink_to("/dev/zero")
+    else:
+        (world.outside / "app.json").write_text('{"userIgnoreFilters": ["Private/"]}')
+        app_json.symlink_to(world.outside / "app.json")
+    daemon = daemons()  # waits for "daemon started": start-up did not hang
+    wait_until(lambda: index_state(world.db_path)[0] == ["Note.md", "Private/secret.md"], 20,
+               "both notes indexed (the app.json filters are not applied)")
+    daemon.wait_for_log("ignore rules: .obsidian/app.json", 5)
+    world.write("Later.md", "# Later\n\na change after start-up\n")
+    wait_until(lambda: "Later.md" in index_state(world.db_path)[0], 20, "the watcher indexes")
+    assert daemon.log().count("ignore rules: .obsidian/app.json") == 1, "warned once"
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(5) == 0

@@ -22,8 +22,15 @@ from pathlib import Path
 
 from askvault.adapters import store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
-from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path, load_ignore_rules
-from askvault.adapters.vault import BinaryNote, OversizedNote, read_note, scan_vault, stat_note
+from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
+from askvault.adapters.vault import (
+    BinaryNote,
+    OversizedNote,
+    load_ignore_rules,
+    read_note,
+    scan_vault,
+    stat_note,
+)
 from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault
@@ -31,6 +38,9 @@ from askvault.records import Chunk, FileStamp, NoteFile, ParsedNote, Skipped
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# vault path -> the ignore-rule problems last warned about (app.json is re-read per batch).
+_warned_rule_problems: dict[str, tuple[str, ...]] = {}
 
 Progress = Callable[[int, int], None]
 
@@ -77,12 +87,19 @@ class IndexReport:
 def ignore_rules_for(settings: Settings) -> IgnoreRules:
     """The ignore rules of the configured vault (re-read: app.json may have changed)."""
     internal = () if settings.index.index_queries else (settings.queries.folder,)
-    return load_ignore_rules(
+    rules = load_ignore_rules(
         settings.vault_path,
         extra_globs=settings.index.ignore_globs,
         internal_folders=internal,
         max_note_bytes=settings.index.max_note_bytes,
     )
+    # Re-read for every batch: warn when what is wrong changes, not on every batch.
+    key = str(settings.vault_path)
+    if rules.problems and _warned_rule_problems.get(key) != rules.problems:
+        for problem in rules.problems:
+            log.warning("ignore rules: %s", problem)
+    _warned_rule_problems[key] = rules.problems
+    return rules
 
 
 def reconcile(
