@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
 
 import pytest
@@ -171,5 +172,36 @@ def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
     world.write("Later.md", "# Later\n\na change after start-up\n")
     wait_until(lambda: "Later.md" in index_state(world.db_path)[0], 20, "the watcher indexes")
     assert daemon.log().count("ignore rules: .obsidian/app.json") == 1, "warned once"
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(5) == 0
+
+
+def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_the_inbox(
+    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+) -> None:
+    """Issue 15 item 9: one such name failed the whole watcher batch (the other changes
+    waited for the 600 s reconcile), and such a question got a traceback at every pass."""
+    world.write("Note.md", "# Note\n\nThe ferry leaves at noon.\n")
+    daemon = daemons()
+    vault = os.fsencode(world.vault)
+    # One debounce window: a bad name beside good changes, in the vault and in the inbox.
+    with open(os.path.join(vault, b"bad-\xff.md"), "wb") as fh:
+        fh.write(b"# Bad name\n\nnot indexable by name\n")
+    world.write("Fresh.md", "# Fresh\n\nA fresh note beside a bad name.\n")
+    os.makedirs(os.path.join(vault, b"queries", b"inbox"), exist_ok=True)
+    with open(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md"), "wb") as fh:
+        fh.write(b"When does the ferry leave?\n")
+    world.write("queries/inbox/Ferry.md", "When does the ferry leave?\n")
+    wait_until(lambda: "Fresh.md" in index_state(world.db_path)[0], 10,
+               "the good change of the batch is indexed (not left to the reconcile)")
+    wait_until(lambda: "bad-\ufffd.md" in index_state(world.db_path)[2], 10,
+               "the bad name is skipped with its reason")
+    wait_until(lambda: (world.vault / "queries/answers/Ferry.md").exists(), 20,
+               "the good question is answered")
+    daemon.wait_for_log("is not answered: file name is not valid UTF-8", 5)
+    time.sleep(1.0)  # several inbox passes
+    assert daemon.log().count("is not answered: file name is not valid UTF-8") == 1
+    assert "Traceback" not in daemon.log() and "surrogates not allowed" not in daemon.log()
+    assert os.path.exists(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md")), "kept"
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(5) == 0

@@ -68,6 +68,7 @@ __all__ = [
 TEMP_PREFIX = ".askvault-tmp-"
 BINARY_SNIFF_BYTES = 8192
 MAX_NAME_BYTES = 255
+UNDECODABLE_NAME_REASON = "file name is not valid UTF-8"
 # Obsidian's app.json is a few hundred bytes; anything near this is not one.
 APP_JSON_MAX_BYTES = 1 << 20
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\b\x1b")
@@ -157,7 +158,7 @@ def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
             if not _valid_name(entry.name):
                 if is_note_path(entry.name) or entry.is_dir():
                     # Shown with U+FFFD: the raw name cannot be stored as UTF-8 text.
-                    result.skipped.append(Skipped(_printable(rel), "file name is not valid UTF-8"))
+                    result.skipped.append(Skipped(_printable(rel), UNDECODABLE_NAME_REASON))
             elif entry.is_symlink():
                 _scan_symlink(entry.path, rel, root_real, rules, result)
             elif entry.is_dir(follow_symlinks=False):
@@ -237,6 +238,17 @@ def _scan_symlink(
             result.skipped.append(Skipped(rel, f"symlink to an ignored file ({target_reason})"))
         else:
             _scan_note(abs_path, rel, rules, result)
+
+
+def undecodable_name(rel_path: str) -> Skipped | None:
+    """The skip of a path whose name is not valid UTF-8 (shown with U+FFFD), else None.
+
+    Such a name arrives from the OS with lone surrogates, which SQLite cannot store: every
+    path from outside (watcher events, inbox listings) is checked before it reaches the DB.
+    """
+    if _valid_name(rel_path):
+        return None
+    return Skipped(_printable(rel_path), UNDECODABLE_NAME_REASON)
 
 
 def _valid_name(name: str) -> bool:

@@ -30,6 +30,7 @@ from askvault.adapters.vault import (
     read_note,
     scan_vault,
     stat_note,
+    undecodable_name,
 )
 from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
@@ -175,6 +176,13 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
     removed: dict[str, str] = {}
     to_read: list[tuple[FileStamp, store.StoredNote | None]] = []
     for path in sorted(set(paths)):
+        bad_name = undecodable_name(path)
+        if bad_name is not None:
+            # Skipped per path, as the reconcile does: it cannot be a row, and must not
+            # fail the rest of the batch.
+            if is_note_path(path):
+                report.skipped.append(bad_name)
+            continue
         known = conn.execute(
             "SELECT id, path, size, mtime_ns, inode, content_hash FROM notes WHERE path = ?",
             (path,),
@@ -221,6 +229,8 @@ def index_paths(conn: Connection, settings: Settings, paths: Iterable[str]) -> I
 def drop_folder(conn: Connection, settings: Settings, folder: str) -> IndexReport:
     """A folder was deleted or moved out of the vault: drop every note below it."""
     report = IndexReport()
+    if undecodable_name(folder) is not None:
+        return report  # nothing below a name SQLite cannot hold was ever indexed
     with write_transaction(conn):
         report.deleted = store.delete_notes_under(conn, folder)
         _note_change(conn, report)
