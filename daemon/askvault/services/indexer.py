@@ -13,6 +13,7 @@ import contextlib
 import logging
 import multiprocessing as mp
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -47,6 +48,7 @@ Progress = Callable[[int, int], None]
 
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
+PARENT_POLL_S = 0.25  # how often a pool worker checks that its parent still lives
 # The meta key recording how the indexed notes were cut (see `chunking_key`).
 CHUNKING_META = "chunking"
 
@@ -279,7 +281,8 @@ def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_
     if count < POOL_MIN_NOTES or workers < 2:
         yield lambda fn, args: (fn(*a) for a in args)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                               initializer=exit_with_parent, initargs=(os.getpid(),))
 
     def pooled(fn: Callable[..., _Prepared], args: list[tuple[object, ...]]
                ) -> Iterator[_Prepared]:
@@ -299,6 +302,23 @@ def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_
         yield pooled
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """In a pool worker: exit as soon as the process that started it is gone.
+
+    A parent killed hard (kill -9, the OOM killer, a service manager's stop timeout) closes
+    nothing, so its spawned workers would run on, reparented to init, and the resource
+    tracker with them (it exits once every end of its pipe is closed). A daemon thread
+    compares `os.getppid()` with the parent's pid: portable, and a worker busy parsing
+    still notices within `poll_s` (the GIL is released to other threads every few ms).
+    """
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="askvault-parent-watch", daemon=True).start()
 
 
 def _apply_prepared(
