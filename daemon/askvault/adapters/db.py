@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,9 @@ BUSY_TIMEOUT_MS = 15_000
 # 64 MiB page cache and 256 MiB of memory-mapped reads: measured in bench/search_bench.py.
 CACHE_SIZE_KIB = 65_536
 MMAP_SIZE_BYTES = 268_435_456
+# The index is a copy of the vault's text: private to its owner (issue 15).
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 Connection = Any  # sqlean.Connection; sqlean ships no type stubs
 
@@ -32,7 +37,7 @@ log = logging.getLogger(__name__)
 def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Connection:
     """Open the index, load sqlite-vec, set pragmas, apply pending migrations."""
     if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private(path)
     elif not path.exists():
         raise StoreError(f"no index at {path}", "run `askvault index` first")
     try:
@@ -60,6 +65,31 @@ def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Conn
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
         ) from exc
     return conn
+
+
+def make_private(path: Path) -> None:
+    """Create the index's folder 0700 and the index file 0600 (both tightened if older).
+
+    The index holds a full copy of the vault's text, so it must not be world-readable
+    whatever the umask. SQLite gives the `-wal` and `-shm` files the mode of the main
+    file, so creating that one first is enough for them (existing ones are tightened too).
+    """
+    folder = path.parent
+    folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    _tighten(folder, PRIVATE_DIR_MODE)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                         PRIVATE_FILE_MODE))
+    for member in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        _tighten(member, PRIVATE_FILE_MODE)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    # Only what we own, and only ever removing bits: never an error that stops the index.
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & ~mode:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
 
 
 @contextlib.contextmanager
