@@ -37,13 +37,15 @@ log = logging.getLogger(__name__)
 def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Connection:
     """Open the index, load sqlite-vec, set pragmas, apply pending migrations."""
     if not readonly:
-        make_private(path)
+        make_private_folder(path.parent)
     elif not path.exists():
         raise StoreError(f"no index at {path}", "run `askvault index` first")
     try:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         conn = sqlean.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
                               timeout=BUSY_TIMEOUT_MS / 1000)
+        if not readonly:
+            make_private_files(path)  # before WAL mode makes -wal and -shm from its mode
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
@@ -67,19 +69,22 @@ def connect(path: Path, *, readonly: bool = False, migrate: bool = True) -> Conn
     return conn
 
 
-def make_private(path: Path) -> None:
-    """Create the index's folder 0700 and the index file 0600 (both tightened if older).
+def make_private_folder(folder: Path) -> None:
+    """Create the index's folder 0700 (tightened if it is older and more open).
 
-    The index holds a full copy of the vault's text, so it must not be world-readable
-    whatever the umask. SQLite gives the `-wal` and `-shm` files the mode of the main
-    file, so creating that one first is enough for them (existing ones are tightened too).
+    The index holds a full copy of the vault's text, so it must not be readable by others
+    whatever the umask.
     """
-    folder = path.parent
     folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
     _tighten(folder, PRIVATE_DIR_MODE)
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                         PRIVATE_FILE_MODE))
+
+
+def make_private_files(path: Path) -> None:
+    """Make the index file, and its `-wal` and `-shm` if present, 0600.
+
+    SQLite creates the `-wal` and `-shm` files with the mode of the main file, so doing
+    this right after opening it, before WAL mode, covers them too.
+    """
     for member in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         _tighten(member, PRIVATE_FILE_MODE)
 
