@@ -4,6 +4,8 @@ read outside the vault, never code execution."""
 from __future__ import annotations
 
 import os
+import signal
+import time
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +20,7 @@ from invariants import (
 )
 
 from askvault.adapters.db import connect
+from e2e.daemon_helpers import DaemonProcess
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults
@@ -111,3 +114,94 @@ def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
     assert "status: answered" in hydrangea and "(no raw source resolved)" in hydrangea
     assert CANARY_TEXT not in hydrangea and "canary.md" not in hydrangea.split("## Sources")[1]
     assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("kind", ["short", "long", "nan"])
+def test_malformed_vectors_are_failed_inputs_and_the_daemon_keeps_embedding(
+    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess], kind: str,
+) -> None:
+    """Issue 15 item 4: a vector of the wrong length (a ragged batch) or with NaN used to
+    raise "Dimension mismatch" on the embedding thread: exit 1."""
+    for i in range(6):
+        world.write(f"Good {i}.md", f"# Good {i}\n\nOrdinary words about topic {i}.\n")
+    world.write("Odd.md", "# Odd\n\nThe quasar-malformed text gets a bad vector.\n")
+    fake_ollama.malformed = {"quasar-malformed": kind}
+    daemon = daemons()
+    db = world.db_path
+
+    def failed_inputs() -> int:
+        conn = connect(db, readonly=True)
+        try:
+            return int(conn.execute("SELECT count(*) FROM embed_failures").fetchone()[0])
+        finally:
+            conn.close()
+
+    wait_until(lambda: db.exists() and failed_inputs() == 1, 20, "the bad text is recorded")
+    wait_until(lambda: index_state(db)[1] == 1, 20, "all but the bad text embedded")
+    daemon.wait_for_log("got an unusable vector", 5)
+    world.write("Later.md", "# Later\n\nA note written after the bad vector.\n")
+    wait_until(lambda: any("A note written after" in t for t in fake_ollama.embedded_inputs),
+               20, "the embedding thread still runs")
+    assert daemon.proc.poll() is None, daemon.log()
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(5) == 0
+    assert "Dimension mismatch" not in daemon.log() and "Traceback" not in daemon.log()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-dev-zero", "symlink-outside"])
+def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
+    world: FaultWorld, daemons: Callable[..., DaemonProcess], kind: str,
+) -> None:
+    """Issue 15 item 5: a FIFO app.json hung `index` and start-up; /dev/zero grew memory
+    without bound; a symlink out of the vault was followed."""
+    world.write("Private/secret.md", "# Secret\n\nexcluded only if app.json were read\n")
+    world.write("Note.md", "# Note\n\nan ordinary note\n")
+    app_json = world.vault / ".obsidian/app.json"
+    app_json.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(app_json)
+    elif kind == "symlink-to-dev-zero":
+        app_json.symlink_to("/dev/zero")
+    else:
+        (world.outside / "app.json").write_text('{"userIgnoreFilters": ["Private/"]}')
+        app_json.symlink_to(world.outside / "app.json")
+    daemon = daemons()  # waits for "daemon started": start-up did not hang
+    wait_until(lambda: index_state(world.db_path)[0] == ["Note.md", "Private/secret.md"], 20,
+               "both notes indexed (the app.json filters are not applied)")
+    daemon.wait_for_log("ignore rules: .obsidian/app.json", 5)
+    world.write("Later.md", "# Later\n\na change after start-up\n")
+    wait_until(lambda: "Later.md" in index_state(world.db_path)[0], 20, "the watcher indexes")
+    assert daemon.log().count("ignore rules: .obsidian/app.json") == 1, "warned once"
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(5) == 0
+
+
+def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_the_inbox(
+    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+) -> None:
+    """Issue 15 item 9: one such name failed the whole watcher batch (the other changes
+    waited for the 600 s reconcile), and such a question got a traceback at every pass."""
+    world.write("Note.md", "# Note\n\nThe ferry leaves at noon.\n")
+    daemon = daemons()
+    vault = os.fsencode(world.vault)
+    # One debounce window: a bad name beside good changes, in the vault and in the inbox.
+    with open(os.path.join(vault, b"bad-\xff.md"), "wb") as fh:
+        fh.write(b"# Bad name\n\nnot indexable by name\n")
+    world.write("Fresh.md", "# Fresh\n\nA fresh note beside a bad name.\n")
+    os.makedirs(os.path.join(vault, b"queries", b"inbox"), exist_ok=True)
+    with open(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md"), "wb") as fh:
+        fh.write(b"When does the ferry leave?\n")
+    world.write("queries/inbox/Ferry.md", "When does the ferry leave?\n")
+    wait_until(lambda: "Fresh.md" in index_state(world.db_path)[0], 10,
+               "the good change of the batch is indexed (not left to the reconcile)")
+    wait_until(lambda: "bad-\ufffd.md" in index_state(world.db_path)[2], 10,
+               "the bad name is skipped with its reason")
+    wait_until(lambda: (world.vault / "queries/answers/Ferry.md").exists(), 20,
+               "the good question is answered")
+    daemon.wait_for_log("is not answered: file name is not valid UTF-8", 5)
+    time.sleep(1.0)  # several inbox passes
+    assert daemon.log().count("is not answered: file name is not valid UTF-8") == 1
+    assert "Traceback" not in daemon.log() and "surrogates not allowed" not in daemon.log()
+    assert os.path.exists(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md")), "kept"
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(5) == 0

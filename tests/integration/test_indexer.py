@@ -12,7 +12,7 @@ from askvault.adapters import store
 from askvault.adapters.db import connect, write_transaction
 from askvault.services.embedding import drain_backlog, target_fingerprint
 from askvault.services.index_pass import index_vault, make_embedder
-from askvault.services.indexer import index_paths, reconcile
+from askvault.services.indexer import drop_folder, index_paths, reconcile
 from askvault.services.status import collect_status
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
@@ -257,6 +257,28 @@ def test_index_paths_handles_create_change_and_delete(
                                           ".obsidian/workspace.json", "queries/inbox/q.md"])
     assert report.added == ["New.md"] and report.deleted == ["Welcome.md"]
     assert report.skipped == []
+    conn.close()
+
+
+def test_index_paths_skips_a_non_utf8_name_and_indexes_the_rest_of_its_batch(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    conn = connect(settings.db_path)
+    reconcile(conn, settings)
+    (vault / "New.md").write_text("# New\n\nfresh text\n")
+    with open(os.path.join(os.fsencode(vault), b"bad-\xff.md"), "wb") as fh:
+        fh.write(b"# Bad name\n")
+    bad = os.fsdecode(b"bad-\xff.md")  # what watchdog reports: a lone surrogate
+    report = index_paths(conn, settings, [bad, "New.md", os.fsdecode(b"gone-\xfe/x.md")])
+    assert report.added == ["New.md"]
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("bad-\ufffd.md", "file name is not valid UTF-8"),
+        ("gone-\ufffd/x.md", "file name is not valid UTF-8"),
+    ]
+    assert drop_folder(conn, settings, os.fsdecode(b"old-\xff")).deleted == []
+    skipped = {s.path for s in store.list_skipped(conn)}
+    assert "bad-\ufffd.md" in skipped
     conn.close()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from askvault.adapters.vault import (
+    APP_JSON_MAX_BYTES,
     TEMP_PREFIX,
     BinaryNote,
     OversizedNote,
@@ -124,6 +125,68 @@ def test_scan_vault_survives_malformed_app_json(vault: Path) -> None:
     put(vault, "a.md")
     rules = load_ignore_rules(vault)
     assert rules.problems and [n.path for n in scan_vault(vault, rules).notes] == ["a.md"]
+
+
+APP_JSON_FILTERS = json.dumps({"userIgnoreFilters": ["Private/"]})
+
+
+def _rules_in_thread(vault: Path) -> tuple[str, ...]:
+    """The rules' problems, read on a thread so a hang fails the test instead of blocking it."""
+    found: list[tuple[str, ...]] = []
+    reader = threading.Thread(target=lambda: found.append(load_ignore_rules(vault).problems),
+                              daemon=True)
+    reader.start()
+    reader.join(10)
+    assert found, "reading .obsidian/app.json did not return"
+    return found[0]
+
+
+def test_app_json_symlink_to_dev_zero_is_not_read(vault: Path) -> None:
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian/app.json").symlink_to("/dev/zero")
+    (problem,) = _rules_in_thread(vault)
+    assert "outside the vault" in problem and "not applied" in problem
+
+
+def test_app_json_fifo_does_not_hang_and_is_not_applied(vault: Path) -> None:
+    (vault / ".obsidian").mkdir()
+    os.mkfifo(vault / ".obsidian/app.json")
+    (problem,) = _rules_in_thread(vault)
+    assert "not a regular file" in problem
+
+
+def test_app_json_symlink_to_a_file_outside_the_vault_is_not_followed(
+    vault: Path, tmp_path: Path,
+) -> None:
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(APP_JSON_FILTERS)
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian/app.json").symlink_to(outside)
+    rules = load_ignore_rules(vault)
+    assert rules.user_prefixes == ()
+    assert "outside the vault" in rules.problems[0]
+
+
+def test_app_json_symlink_to_a_file_inside_the_vault_is_followed(vault: Path) -> None:
+    put(vault, "config/app.json", APP_JSON_FILTERS)
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian/app.json").symlink_to(vault / "config/app.json")
+    rules = load_ignore_rules(vault)
+    assert rules.user_prefixes == ("Private/",) and rules.problems == ()
+
+
+def test_app_json_over_the_size_cap_is_not_read(vault: Path) -> None:
+    put(vault, ".obsidian/app.json", '{"userIgnoreFilters": ["Private/"], "pad": "'
+        + "x" * APP_JSON_MAX_BYTES + '"}')
+    rules = load_ignore_rules(vault)
+    assert rules.user_prefixes == ()
+    assert "oversized" in rules.problems[0] and "not applied" in rules.problems[0]
+
+
+def test_app_json_that_is_a_folder_is_not_applied(vault: Path) -> None:
+    (vault / ".obsidian/app.json").mkdir(parents=True)
+    rules = load_ignore_rules(vault)
+    assert rules.user_prefixes == () and "not applied" in rules.problems[0]
 
 
 def test_scan_vault_applies_configured_globs(vault: Path) -> None:

@@ -8,6 +8,8 @@ follow the client's pydantic types (ollama 0.6.x). What it offers:
 - scripted chat (`chat_script`: replies consumed in order, or a callable), with an
   extractive default reply that cites the first `[[Page]]` of the prompt;
 - faults settable while running (`set_fault`): down, slow, 404, 500, die_midstream;
+- malformed vectors for chosen texts (`malformed`: a marker in the text -> `short`, `long`,
+  `empty`, `nan` or `inf`), so one batch can come back ragged or with non-finite values;
 - a request log (`requests`, `embedded_inputs`, `embed_calls`).
 
 Run it by hand: `python tests/support/fake_ollama.py --port 11435`.
@@ -33,6 +35,7 @@ DEFAULT_MODELS = ("nomic-embed-text", "all-minilm", "llama3.2")
 DEFAULT_DIMENSION = 64
 FAKE_CHARS_PER_TOKEN = 4
 FAULT_KINDS = ("down", "slow", "404", "500", "die_midstream")
+MALFORMED_KINDS = ("short", "long", "empty", "nan", "inf")
 NO_ANSWER_REPLY = "The notes provided do not contain the answer to this question."
 MODIFIED_AT = "2025-01-01T00:00:00Z"
 
@@ -143,6 +146,7 @@ class FakeOllama:
         self.models: list[str] = [full_name(m) for m in models]
         self.digests: dict[str, str] = {}
         self.context_lengths: dict[str, int] = {}
+        self.malformed: dict[str, str] = {}
         self.version = version
         self.chat_script: list[str] | Callable[[list[dict[str, Any]]], str] | None = None
         self.token_delay_s = 0.0
@@ -266,8 +270,21 @@ class FakeOllama:
         return self.context_lengths.get(base_name(model), _traits(model)[1])
 
     def vector(self, text: str, model: str = DEFAULT_MODELS[0]) -> list[float]:
-        """What the fake returns for `text` embedded by `model`."""
-        return fake_embedding(text, self.dimension_of(model), salt=base_name(model))
+        """What the fake returns for `text` embedded by `model` (malformed if `text` holds a
+        marker of `malformed`)."""
+        vector = fake_embedding(text, self.dimension_of(model), salt=base_name(model))
+        kind = next((k for marker, k in self.malformed.items() if marker in text), None)
+        if kind is not None and kind not in MALFORMED_KINDS:
+            raise ValueError(f"unknown malformed kind {kind!r}; one of {MALFORMED_KINDS}")
+        if kind == "short":
+            return vector[:-1]
+        if kind == "long":
+            return [*vector, 0.0]
+        if kind == "empty":
+            return []
+        if kind in ("nan", "inf"):
+            return [float(kind), *vector[1:]]
+        return vector
 
     def reply_to(self, messages: list[dict[str, Any]]) -> str:
         """The next chat reply: scripted, or the extractive default."""

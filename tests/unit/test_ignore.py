@@ -12,8 +12,8 @@ from askvault.adapters.ignore import (
     folder_ignore_reason,
     ignore_reason,
     is_note_path,
-    load_ignore_rules,
 )
+from askvault.adapters.vault import load_ignore_rules
 
 RULES = IgnoreRules()
 

@@ -10,6 +10,8 @@ import contextlib
 import errno
 import os
 import logging
+import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +29,9 @@ BUSY_TIMEOUT_S = 15.0
 # 64 MiB page cache and 256 MiB of memory-mapped reads: measured in bench/search_bench.py.
 CACHE_SIZE_KIB = 65_536
 MMAP_SIZE_BYTES = 268_435_456
+# The index is a copy of the vault's text: private to its owner (issue 15).
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 Connection = Any  # sqlean.Connection; sqlean ships no type stubs
 
@@ -43,7 +48,7 @@ def connect(
     writer, DiskFull when the disk is full, StoreError when the file is unusable."""
     if not readonly:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(path.parent)
         except OSError as exc:
             if is_disk_full(exc):
                 raise DiskFull(f"cannot create the index folder {path.parent}: the disk is "
@@ -56,6 +61,8 @@ def connect(
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         conn = sqlean.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
                               timeout=busy_timeout_s)
+        if not readonly:
+            make_private_files(path)  # before WAL mode makes -wal and -shm from its mode
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
@@ -81,6 +88,34 @@ def connect(
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
         ) from exc
     return conn
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create the index's folder 0700 (tightened if it is older and more open).
+
+    The index holds a full copy of the vault's text, so it must not be readable by others
+    whatever the umask.
+    """
+    folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    _tighten(folder, PRIVATE_DIR_MODE)
+
+
+def make_private_files(path: Path) -> None:
+    """Make the index file, and its `-wal` and `-shm` if present, 0600.
+
+    SQLite creates the `-wal` and `-shm` files with the mode of the main file, so doing
+    this right after opening it, before WAL mode, covers them too.
+    """
+    for member in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        _tighten(member, PRIVATE_FILE_MODE)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    # Only what we own, and only ever removing bits: never an error that stops the index.
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & ~mode:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
 
 
 @contextlib.contextmanager

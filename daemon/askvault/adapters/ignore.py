@@ -1,8 +1,9 @@
 """Which vault paths are notes, and which are ignored and why.
 
-The rules are read once from the vault (Obsidian's "Excluded files") and the
-settings; after that every check is a pure function of a vault-relative POSIX
-path, so the scanner and the watcher agree on every file.
+The rules are built once from the vault's `.obsidian/app.json` (Obsidian's "Excluded
+files"; read by `vault.load_ignore_rules`) and the settings; after that every check is
+a pure function of a vault-relative POSIX path, so the scanner and the watcher agree on
+every file.
 
 Decisions (see docs/reference/ignore-rules.md):
 - Only `*.md` files are notes (extension compared case-insensitively). Obsidian
@@ -28,7 +29,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 APP_JSON = ".obsidian/app.json"
 NOTE_SUFFIX = ".md"
@@ -80,26 +80,28 @@ class IgnoreRules:
     problems: tuple[str, ...] = ()
 
 
-def load_ignore_rules(
-    root: Path,
+def build_ignore_rules(
+    app_json: bytes | None,
     extra_globs: Sequence[str] = (),
     internal_folders: Sequence[str] = ("queries",),
     max_note_bytes: int = 5_000_000,
+    problems: Sequence[str] = (),
 ) -> IgnoreRules:
-    """Build the rules for the vault at `root` from its `.obsidian/app.json` and the settings.
+    """Build the rules from the bytes of the vault's `.obsidian/app.json` and the settings.
 
-    A missing app.json means no user filters; an unreadable or malformed one is
-    ignored and reported in `problems`, never raised.
+    None means no app.json (no user filters); a malformed one is ignored and reported in
+    `problems` (after any given ones, e.g. why it could not be read), never raised.
+    Reading the file is `vault.load_ignore_rules`'s job (confined, capped, non-blocking).
     """
-    problems: list[str] = []
+    found: list[str] = list(problems)
     prefixes: list[str] = []
     regexes: list[tuple[str, re.Pattern[str]]] = []
-    for entry in _read_user_filters(root / APP_JSON, problems):
+    for entry in _user_filters(app_json, found):
         if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
             try:
                 regexes.append((entry, re.compile(entry[1:-1])))
             except re.error as exc:
-                problems.append(
+                found.append(
                     f"{APP_JSON}: userIgnoreFilters {entry!r} is not a valid regex ({exc})"
                 )
         else:
@@ -111,19 +113,12 @@ def load_ignore_rules(
         user_regexes=tuple(regexes),
         globs=tuple(_compile_glob(g) for g in extra_globs if g.strip()),
         max_note_bytes=max_note_bytes,
-        problems=tuple(problems),
+        problems=tuple(found),
     )
 
 
-def _read_user_filters(app_json: Path, problems: list[str]) -> list[str]:
-    try:
-        raw = app_json.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        problems.append(
-            f"{APP_JSON}: unreadable ({exc.strerror or exc}); Excluded files not applied"
-        )
+def _user_filters(raw: bytes | None, problems: list[str]) -> list[str]:
+    if raw is None:
         return []
     try:
         config = json.loads(raw.decode("utf-8-sig"))

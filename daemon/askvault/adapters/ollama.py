@@ -109,6 +109,15 @@ def _is_loopback(host: str) -> bool:
     return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
+def _client(host: str, timeout_s: float | httpx.Timeout) -> ollama.Client:
+    """An `ollama.Client` that ignores the environment's proxy settings.
+
+    httpx honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and .netrc) unless told not to, which
+    would send note text to a proxy off the machine: the host was vetted, not the route.
+    """
+    return ollama.Client(host=host, timeout=timeout_s, trust_env=False)
+
+
 @contextmanager
 def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None]:
     """Turn the client's failures into OllamaError subclasses."""
@@ -151,6 +160,8 @@ def split_for_embedding(text: str, max_chars: int) -> list[str]:
 
 def _pool(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
     """Length-weighted mean of piece vectors, L2-normalised again."""
+    if len({len(v) for v in vectors}) != 1:
+        return []  # ragged pieces: an empty vector, which the caller refuses to store
     total = float(sum(weights)) or 1.0
     mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
     norm = math.sqrt(sum(x * x for x in mean)) or 1.0
@@ -192,7 +203,7 @@ class OllamaEmbedder:
         self.query_prefix, self.document_prefix = embed_prefixes(model)
         self._max_input_tokens = max_input_tokens
         self._fingerprint: Fingerprint | None = None
-        self._client = ollama.Client(host=self.host, timeout=timeout_s)
+        self._client = _client(self.host, timeout_s)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -320,8 +331,7 @@ class OllamaGenerator:
         self.silence_s = silence_s if silence_s is not None else timeout_s
         self.options = dict(options or {})
         self.usage = ReplyUsage()
-        timeout = httpx.Timeout(timeout_s, read=self.silence_s)
-        self._client = ollama.Client(host=self.host, timeout=timeout)
+        self._client = _client(self.host, httpx.Timeout(timeout_s, read=self.silence_s))
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -397,7 +407,7 @@ def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaSt
         url = check_host_allowed(host, allow_remote)
     except RemoteHostRefused as exc:
         return OllamaStatus(host, False, None, (), exc.message, exc.hint)
-    with ollama.Client(host=url, timeout=timeout_s) as client:
+    with _client(url, timeout_s) as client:
         try:
             with _translated_errors(url, "", timeout_s):
                 listing = client.list()
@@ -410,7 +420,7 @@ def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaSt
 def _version(url: str, timeout_s: float) -> str | None:
     # The client has no version call; /api/version is a plain GET on the same host.
     try:
-        with httpx.Client(base_url=url, timeout=timeout_s) as http:
+        with httpx.Client(base_url=url, timeout=timeout_s, trust_env=False) as http:
             response = http.get("/api/version")
             response.raise_for_status()
             version = response.json().get("version")

@@ -490,6 +490,19 @@ def count_pending(conn: Connection, fp: FingerprintRow | None) -> int:
     )
 
 
+def count_failed_inputs(conn: Connection, fp: FingerprintRow) -> int:
+    """Chunks with no cached vector of `fp` whose text is a recorded failed input (the model
+    refused it or returned an unusable vector): searchable by words, retried later."""
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM chunks c JOIN embed_failures f ON f.fingerprint_id = ? "
+            "AND f.text_hash = c.text_hash WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash)",
+            (fp.id, fp.id),
+        ).fetchone()[0]
+    )
+
+
 def count_missing_vectors(conn: Connection, fp: FingerprintRow) -> int:
     """Chunks with no row in `fp`'s vec0 table: the exact check, slow on large indexes."""
     return int(
@@ -518,7 +531,8 @@ def store_vectors(
 def record_embed_failure(
     conn: Connection, fp: FingerprintRow, text_hash: str, error: str, now: float
 ) -> None:
-    """Remember a text Ollama refused; retried later with a growing delay."""
+    """Remember a text Ollama refused (or embedded into an unusable vector); retried later
+    with a growing delay (1 min doubling to 1 h)."""
     row = conn.execute(
         "SELECT attempts FROM embed_failures WHERE fingerprint_id = ? AND text_hash = ?",
         (fp.id, text_hash),

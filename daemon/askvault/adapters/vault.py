@@ -34,15 +34,16 @@ import os
 import secrets
 import stat as stat_mod
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from askvault.adapters.ignore import (
+    APP_JSON,
     IgnoreRules,
+    build_ignore_rules,
     folder_ignore_reason,
     ignore_reason,
     is_note_path,
-    load_ignore_rules,
 )
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import FileStamp, NoteFile, Skipped
@@ -67,6 +68,9 @@ __all__ = [
 TEMP_PREFIX = ".askvault-tmp-"
 BINARY_SNIFF_BYTES = 8192
 MAX_NAME_BYTES = 255
+UNDECODABLE_NAME_REASON = "file name is not valid UTF-8"
+# Obsidian's app.json is a few hundred bytes; anything near this is not one.
+APP_JSON_MAX_BYTES = 1 << 20
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\b\x1b")
 _UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -154,7 +158,7 @@ def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
             if not _valid_name(entry.name):
                 if is_note_path(entry.name) or entry.is_dir():
                     # Shown with U+FFFD: the raw name cannot be stored as UTF-8 text.
-                    result.skipped.append(Skipped(_printable(rel), "file name is not valid UTF-8"))
+                    result.skipped.append(Skipped(_printable(rel), UNDECODABLE_NAME_REASON))
             elif entry.is_symlink():
                 _scan_symlink(entry.path, rel, root_real, rules, result)
             elif entry.is_dir(follow_symlinks=False):
@@ -236,6 +240,17 @@ def _scan_symlink(
             _scan_note(abs_path, rel, rules, result)
 
 
+def undecodable_name(rel_path: str) -> Skipped | None:
+    """The skip of a path whose name is not valid UTF-8 (shown with U+FFFD), else None.
+
+    Such a name arrives from the OS with lone surrogates, which SQLite cannot store: every
+    path from outside (watcher events, inbox listings) is checked before it reaches the DB.
+    """
+    if _valid_name(rel_path):
+        return None
+    return Skipped(_printable(rel_path), UNDECODABLE_NAME_REASON)
+
+
 def _valid_name(name: str) -> bool:
     try:
         name.encode("utf-8")
@@ -262,8 +277,7 @@ def read_note(root: Path, rel_path: str, max_bytes: int) -> NoteFile:
     """
     path = resolve_inside(root, rel_path)
     try:
-        # O_NONBLOCK: opening a FIFO named *.md must not hang the daemon.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = _open_for_reading(path)
     except FileNotFoundError as exc:
         raise NoteUnreadable(f"note {rel_path} vanished before it could be read") from exc
     except OSError as exc:
@@ -277,6 +291,52 @@ def read_note(root: Path, rel_path: str, max_bytes: int) -> NoteFile:
     stamp = FileStamp(rel_path, len(data), st.st_mtime_ns, st.st_ino)
     text = _decode(data, rel_path, problems)
     return NoteFile(stamp, text, hashlib.sha256(data).hexdigest(), tuple(problems))
+
+
+def _open_for_reading(path: Path) -> int:
+    # O_NONBLOCK: opening a FIFO must not hang the daemon (fstat then refuses it).
+    return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def load_ignore_rules(
+    root: Path,
+    extra_globs: Sequence[str] = (),
+    internal_folders: Sequence[str] = ("queries",),
+    max_note_bytes: int = 5_000_000,
+) -> IgnoreRules:
+    """The ignore rules of the vault at `root`: its `.obsidian/app.json` read like a note.
+
+    app.json must be a regular file inside the vault (after resolving symlinks) of at most
+    `APP_JSON_MAX_BYTES`, opened non-blocking; otherwise it is not applied and the reason
+    is one of the rules' `problems` (a symlink to /dev/zero, a FIFO, a file outside the
+    vault: never read, never waited on). A missing app.json means no user filters.
+    """
+    problems: list[str] = []
+    raw = _read_app_json(root, problems)
+    return build_ignore_rules(raw, extra_globs, internal_folders, max_note_bytes, problems)
+
+
+def _read_app_json(root: Path, problems: list[str]) -> bytes | None:
+    not_applied = "Excluded files not applied"
+    try:
+        path = resolve_inside(root, APP_JSON)
+        fd = _open_for_reading(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except PathOutsideVault:
+        problems.append(f"{APP_JSON}: not read, it leads outside the vault; {not_applied}")
+        return None
+    except OSError as exc:
+        problems.append(f"{APP_JSON}: unreadable ({exc.strerror or exc}); {not_applied}")
+        return None
+    try:
+        data, _, _ = _read_stable(fd, APP_JSON, APP_JSON_MAX_BYTES)
+    except VaultError as exc:
+        problems.append(f"{APP_JSON}: not read ({exc.message}); {not_applied}")
+        return None
+    finally:
+        os.close(fd)
+    return data
 
 
 def _read_stable(fd: int, rel_path: str, max_bytes: int) -> tuple[bytes, os.stat_result, list[str]]:

@@ -41,6 +41,8 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
             f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
             f"{doc['skipped']} skipped in {doc['seconds']} s; {doc['texts_embedded']} texts "
             f"embedded, {doc['pending_embeddings']} chunks waiting for a vector"
+            + (f" ({doc['texts_failed']} texts got an unusable vector, retried later)"
+               if doc["texts_failed"] else "")
         )
     if report.embed_error:
         raise AskvaultError(

@@ -80,9 +80,15 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     extra = conn.execute(
         f"SELECT count(*) FROM {active.vec_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
     ).fetchone()[0]
-    ok = missing == 0 and extra == 0
+    # A recorded failed input (the model refused the text or returned an unusable vector)
+    # has no vector by design: not a mismatch, but named.
+    failed = store.count_failed_inputs(conn, active)
+    ok = missing <= failed and extra == 0
     detail = (f"{chunks} chunks, each with one vector of {active.fingerprint.key}" if ok
               else f"{missing} chunks without a vector, {extra} vectors without a chunk")
+    if ok and failed:
+        detail += (f", except {failed} whose text the model could not embed"
+                   " (searchable by words, retried later)")
     out.append(Check("vectors match chunks", ok, detail,
                      "" if ok else "wait for the daemon, or run `askvault index`"))
     return out

@@ -2,15 +2,19 @@
 
 The backlog is derived from the chunks table, so it survives any crash. Each
 batch is one embed call and one transaction; an Ollama failure stops the drain
-with the backlog intact (the caller backs off and retries).
+with the backlog intact (the caller backs off and retries). Every vector is checked
+(its length is the fingerprint's dimension, its values finite) before it is stored: a
+bad one is recorded as a failed input (`embed_failures`, retried later with a growing
+delay) and the rest of its batch is stored.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from askvault.adapters import store
@@ -29,8 +33,22 @@ class EmbedReport:
     texts_embedded: int = 0
     chunks_filled: int = 0
     batches: int = 0
+    texts_failed: int = 0
     seconds_waiting: float = 0.0
     promoted: bool = False
+
+
+def vector_problem(vector: Sequence[float], dimension: int) -> str | None:
+    """Why `vector` cannot be stored for a model of `dimension`, or None if it can.
+
+    sqlite-vec refuses a vector of another length ("Dimension mismatch"), and a NaN or an
+    infinity would be stored as valid and poison every distance computed from it.
+    """
+    if len(vector) != dimension:
+        return f"the model returned {len(vector)} dimensions, expected {dimension}"
+    if not all(math.isfinite(x) for x in vector):
+        return "the model returned a vector with NaN or infinite values"
+    return None
 
 
 def target_fingerprint(conn: Connection, embedder: Embedder) -> store.FingerprintRow:
@@ -61,16 +79,22 @@ def drain_backlog(
     report = EmbedReport()
     queue: list[str] = []
     held: list[tuple[str, list[float]]] = []
+    refused: list[tuple[str, str]] = []
     last_flush = time.monotonic()
+    dimension = fp.fingerprint.dimension
 
     def flush() -> None:
         nonlocal last_flush
-        if held:
+        if held or refused:
+            now = time.time()
             with write_transaction(conn):
                 report.chunks_filled += store.store_vectors(conn, fp, held)
-            if progress:
+                for text_hash, problem in refused:
+                    store.record_embed_failure(conn, fp, text_hash, problem, now)
+            if progress and held:
                 progress(len(held))
             held.clear()
+            refused.clear()
         last_flush = time.monotonic()
 
     try:
@@ -90,8 +114,20 @@ def drain_backlog(
             report.seconds_waiting += time.monotonic() - started
             if len(vectors) != len(pending):
                 raise RuntimeError("the embedder returned a different number of vectors")
-            held.extend((h, list(v)) for (h, _), v in zip(pending, vectors, strict=True))
-            report.texts_embedded += len(pending)
+            bad = 0
+            for (text_hash, _), vector in zip(pending, vectors, strict=True):
+                problem = vector_problem(vector, dimension)
+                if problem is None:
+                    held.append((text_hash, list(vector)))
+                else:
+                    refused.append((text_hash, problem))
+                    bad += 1
+            if bad:
+                log.warning("embedding: %d of %d texts got an unusable vector from %s (%s); "
+                            "they stay searchable by words and are retried later", bad,
+                            len(pending), fp.fingerprint.model, refused[-1][1])
+            report.texts_embedded += len(pending) - bad
+            report.texts_failed += bad
             report.batches += 1
             # Vectors are written in groups: vec0 rewrites a whole 1,024-row block per
             # transaction, so one commit per small batch tripled the cost (measured).
@@ -101,7 +137,9 @@ def drain_backlog(
         # Keep what was embedded before an Ollama failure or a stop request.
         if sys.exc_info()[0] is None or isinstance(sys.exc_info()[1], OllamaError):
             flush()
-    if fp.state == "building" and not should_stop() and store.count_pending(conn, fp) == 0:
+    # Recorded failed inputs do not hold a new model back: they wait for their retry either way.
+    if (fp.state == "building" and not should_stop()
+            and store.count_pending(conn, fp) == store.count_failed_inputs(conn, fp)):
         with write_transaction(conn):
             store.promote_fingerprint(conn, fp)
         report.promoted = True

@@ -36,6 +36,7 @@ from askvault.adapters.vault import (
     move_to_free_name,
     read_note,
     resolve_inside,
+    undecodable_name,
     write_atomic,
     write_new_file,
 )
@@ -204,6 +205,15 @@ class InboxWorker:
             except OSError:
                 continue
             sig = (st.st_size, st.st_mtime_ns, st.st_ino)
+            bad_name = undecodable_name(rel)
+            if bad_name is not None:
+                # Its rows could not be stored (SQLite holds UTF-8 text): said once per
+                # version of the file, then left alone; the other questions go on.
+                if self._skip_sig.get(rel) != sig:
+                    self._skip_sig[rel] = sig
+                    log.warning("question %s is not answered: %s; rename it", bad_name.path,
+                                bad_name.reason)
+                continue
             seen = self._first_seen.get(rel)
             if seen is None or seen[0] != sig:
                 self._first_seen[rel] = seen = (sig, now_mono)

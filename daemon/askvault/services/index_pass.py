@@ -27,6 +27,7 @@ class PassReport:
         return {
             **self.index.as_dict(),
             "texts_embedded": self.embed.texts_embedded,
+            "texts_failed": self.embed.texts_failed,
             "embed_batches": self.embed.batches,
             "embed_seconds": round(self.embed.seconds_waiting, 3),
             "pending_embeddings": self.pending_embeddings,

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import multiprocessing as mp
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -22,8 +23,16 @@ from pathlib import Path
 
 from askvault.adapters import store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
-from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path, load_ignore_rules
-from askvault.adapters.vault import BinaryNote, OversizedNote, read_note, scan_vault, stat_note
+from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
+from askvault.adapters.vault import (
+    BinaryNote,
+    OversizedNote,
+    load_ignore_rules,
+    read_note,
+    scan_vault,
+    stat_note,
+    undecodable_name,
+)
 from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault
@@ -33,10 +42,14 @@ from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# vault path -> the ignore-rule problems last warned about (app.json is re-read per batch).
+_warned_rule_problems: dict[str, tuple[str, ...]] = {}
+
 Progress = Callable[[int, int], None]
 
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
+PARENT_POLL_S = 0.25  # how often a pool worker checks that its parent still lives
 # The meta key recording how the indexed notes were cut (see `chunking_key`).
 CHUNKING_META = "chunking"
 
@@ -78,12 +91,19 @@ class IndexReport:
 def ignore_rules_for(settings: Settings) -> IgnoreRules:
     """The ignore rules of the configured vault (re-read: app.json may have changed)."""
     internal = () if settings.index.index_queries else (settings.queries.folder,)
-    return load_ignore_rules(
+    rules = load_ignore_rules(
         settings.vault_path,
         extra_globs=settings.index.ignore_globs,
         internal_folders=internal,
         max_note_bytes=settings.index.max_note_bytes,
     )
+    # Re-read for every batch: warn when what is wrong changes, not on every batch.
+    key = str(settings.vault_path)
+    if rules.problems and _warned_rule_problems.get(key) != rules.problems:
+        for problem in rules.problems:
+            log.warning("ignore rules: %s", problem)
+    _warned_rule_problems[key] = rules.problems
+    return rules
 
 
 def reconcile(
@@ -176,6 +196,13 @@ def index_paths(
     removed: dict[str, str] = {}
     to_read: list[tuple[FileStamp, store.StoredNote | None]] = []
     for path in sorted(set(paths)):
+        bad_name = undecodable_name(path)
+        if bad_name is not None:
+            # Skipped per path, as the reconcile does: it cannot be a row, and must not
+            # fail the rest of the batch.
+            if is_note_path(path):
+                report.skipped.append(bad_name)
+            continue
         known = conn.execute(
             "SELECT id, path, size, mtime_ns, inode, content_hash FROM notes WHERE path = ?",
             (path,),
@@ -226,6 +253,8 @@ def drop_folder(
 ) -> IndexReport:
     """A folder was deleted or moved out of the vault: drop every note below it."""
     report = report if report is not None else IndexReport()
+    if undecodable_name(folder) is not None:
+        return report  # nothing below a name SQLite cannot hold was ever indexed
     vault_presence.check_deletions(conn, settings.vault_path)
     with write_transaction(conn):
         report.deleted.extend(store.delete_notes_under(conn, folder))
@@ -275,7 +304,8 @@ def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_
     if count < POOL_MIN_NOTES or workers < 2:
         yield lambda fn, args: (fn(*a) for a in args)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                               initializer=exit_with_parent, initargs=(os.getpid(),))
 
     def pooled(fn: Callable[..., _Prepared], args: list[tuple[object, ...]]
                ) -> Iterator[_Prepared]:
@@ -295,6 +325,23 @@ def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_
         yield pooled
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """In a pool worker: exit as soon as the process that started it is gone.
+
+    A parent killed hard (kill -9, the OOM killer, a service manager's stop timeout) closes
+    nothing, so its spawned workers would run on, reparented to init, and the resource
+    tracker with them (it exits once every end of its pipe is closed). A daemon thread
+    compares `os.getppid()` with the parent's pid: portable, and a worker busy parsing
+    still notices within `poll_s` (the GIL is released to other threads every few ms).
+    """
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="askvault-parent-watch", daemon=True).start()
 
 
 def _apply_prepared(

@@ -8,6 +8,7 @@ and says why in `degraded`; it never fails because of Ollama.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,9 @@ def _query_vector(
             f"the embedding model gives {len(vector)} dimensions but the index holds "
             f"{fp.fingerprint.dimension} ({fp.fingerprint.model}); run `askvault index`"
         )
+    if not all(math.isfinite(x) for x in vector):
+        return None, None, ("semantic search unavailable: the embedding model returned NaN or "
+                            "infinite values for the query")
     return fp, vector, None
 
 

@@ -1,0 +1,84 @@
+"""The index file's privacy (issue 15, item 16c): it holds a full copy of the vault's text."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from askvault.adapters.db import connect, write_transaction
+from askvault.services.index_pass import index_vault
+from support.fake_ollama import FakeOllama
+from support.settings_factory import settings_for
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """The most permissive umask: privacy must not depend on the user's."""
+    previous = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def _write_something(db: Path) -> None:
+    conn = connect(db)
+    try:
+        with write_transaction(conn):
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', 'x')")
+        assert db.with_name(db.name + "-wal").exists()
+        assert db.with_name(db.name + "-shm").exists()
+    finally:
+        conn.close()
+
+
+def test_connect_creates_the_folder_0700_and_the_index_wal_and_shm_0600_under_umask_0(
+    tmp_path: Path, open_umask: None,
+) -> None:
+    db = tmp_path / "state" / "vault-1234" / "index.sqlite"
+    conn = connect(db)
+    try:
+        with write_transaction(conn):
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', 'x')")
+        assert _mode(db.parent) == 0o700
+        for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+            assert _mode(db.parent / name) == 0o600, name
+    finally:
+        conn.close()
+
+
+def test_connect_tightens_an_index_made_world_readable_before(tmp_path: Path) -> None:
+    db = tmp_path / "state" / "vault-1234" / "index.sqlite"
+    _write_something(db)
+    conn = connect(db)  # keeps -wal and -shm in place while their modes are opened up
+    try:
+        os.chmod(db.parent, 0o755)
+        for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+            os.chmod(db.parent / name, 0o644)
+        connect(db).close()
+        assert _mode(db.parent) == 0o700
+        for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+            assert _mode(db.parent / name) == 0o600, name
+    finally:
+        conn.close()
+
+
+def test_index_pass_and_daemon_lock_leave_nothing_readable_by_others(
+    tmp_path: Path, fake_ollama: FakeOllama, open_umask: None,
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Note.md").write_text("# Note\n\nprivate words\n")
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)  # takes the vault lock too (its folder: tests/integration/test_vault_lock.py)
+    found = [settings.state_path, *settings.state_path.iterdir()]
+    assert len(found) >= 2
+    assert all(_mode(p) & 0o077 == 0 for p in found), {p.name: oct(_mode(p)) for p in found}
