@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -37,23 +35,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import Connection, connect, write_transaction
 from askvault.adapters.ollama import OllamaGenerator
-from askvault.adapters.vault import (
-    TEMP_PREFIX,
-    append_line,
-    cleanup_temp_files,
-    move_to_free_name,
-    read_note,
-    resolve_inside,
-    write_atomic,
-    write_new_file,
-)
+from askvault.adapters.vault import TEMP_PREFIX, cleanup_temp_files, read_note, resolve_inside
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
 from askvault.core.notes import parse_note
-from askvault.core.notices import what_it_says, with_archive_warning, without_archive_warning
 from askvault.errors import AskvaultError, NoteUnreadable, OllamaError, PathOutsideVault
 from askvault.services.answering import (
     AnswerCancelled,
@@ -63,12 +51,9 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
+from askvault.services.answer_files import AnswerFiles, log_line_for, stem_of
 from askvault.services.index_pass import make_embedder
-from askvault.services.question_options import (
-    is_draft,
-    parse_question_options,
-    question_summary,
-)
+from askvault.services.question_options import is_draft, parse_question_options
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -86,20 +71,15 @@ class _Candidate:
     sig: tuple[int, int, int]
 
 
-class InboxWorker:
+class InboxWorker(AnswerFiles):
     """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
 
     def __init__(
         self, settings: Settings, *, backoff_first_s: float = BACKOFF_FIRST_S,
         backoff_max_s: float = BACKOFF_MAX_S,
     ) -> None:
-        self.settings = settings
-        self.root = settings.vault_path
-        q = settings.queries
-        self.inbox_rel = f"{q.folder}/{q.inbox}"
-        self.answers_rel = f"{q.folder}/{q.answers}"
-        self.archive_rel = f"{q.folder}/{q.archive}"
-        self.log_rel = f"{q.folder}/{q.log}"
+        super().__init__(settings)
+        self.inbox_rel = f"{settings.queries.folder}/{settings.queries.inbox}"
         self.backoff_first_s = backoff_first_s
         self.backoff_max_s = backoff_max_s
         self._wake = threading.Event()
@@ -253,7 +233,7 @@ class InboxWorker:
                                      model=options.model or self.settings.ollama.chat_model,
                                      embed_model=self.settings.ollama.embed_model)
             answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
-                                            cand.rel, "answering", (), _stem(cand.rel))
+                                            cand.rel, "answering", (), stem_of(cand.rel))
             self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash,
                                 asked)
         watch = _QuestionWatch(cand.abs_path, cand.sig, stop_event)
@@ -267,7 +247,7 @@ class InboxWorker:
             return
         final = self.write_answer(conn, self._own_answer(conn, answer_path),
                                   render_answer_note(result.note), cand.rel, result.status,
-                                  tuple(result.cited_paths), _stem(cand.rel))
+                                  tuple(result.cited_paths), stem_of(cand.rel))
         if result.status == "waiting":
             self._save_question(conn, cand.rel, final, "waiting", note.content_hash, asked)
             delay = self._backoff(cand.rel)
@@ -292,7 +272,7 @@ class InboxWorker:
         question from its durable row; True once done, False if it waits (with backoff)."""
         archived: str | None = None
         if row.status == "archiving" and cand is not None:
-            archived, reason = self.archive_question(conn, cand)
+            archived, reason = self.archive_question(conn, cand.rel, cand.abs_path)
             if reason is not None:
                 delay = self._backoff(row.path)
                 self._finishing.add(row.path)
@@ -338,23 +318,6 @@ class InboxWorker:
                 continue
             if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
                 self.finish_answered(conn, row, None)
-
-    def _show_archive_problem(self, conn: Connection, answer_path: str, reason: str | None) -> None:
-        """Add (`reason`) or drop (None) the archive warning in our own answer note."""
-        own = self._own_answer(conn, answer_path)
-        row = answer_store.get_answer(conn, own) if own else None
-        if own is None or row is None:
-            return  # edited by the user, moved or deleted: the log says why
-        try:
-            path = resolve_inside(self.root, own)
-            text = path.read_bytes().decode("utf-8")
-            new = with_archive_warning(text, reason) if reason else without_archive_warning(text)
-            if new != text:
-                data = new.encode("utf-8")
-                self._rewrite_own(conn, path, data, replace(
-                    row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
-        except (OSError, UnicodeDecodeError, AskvaultError) as exc:
-            log.warning("could not update %s about its question's archive: %s", own, exc)
 
     def _answer(
         self, conn: Connection, question: str, options: QuestionOptions,
@@ -402,12 +365,12 @@ class InboxWorker:
         row = answer_store.get_question(conn, cand.rel)
         asked = row.asked if row else iso_now()
         answer_path = self._own_answer(conn, row.answer_path) if row else None
-        note = AnswerNote(question=question or f"(question note {_stem(cand.rel)})",
+        note = AnswerNote(question=question or f"(question note {stem_of(cand.rel)})",
                           status="failed", asked=asked, reason=reason,
                           model=self.settings.ollama.chat_model,
                           embed_model=self.settings.ollama.embed_model)
         final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
-                                  "failed", (), _stem(cand.rel))
+                                  "failed", (), stem_of(cand.rel))
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
         self._skip_sig[cand.rel] = cand.sig
         log.warning("question %s failed: %s", cand.rel, reason)
@@ -419,162 +382,6 @@ class InboxWorker:
         with write_transaction(conn):
             answer_store.put_question(conn, QuestionRow(rel, answer_path, status, content_hash,
                                                         asked))
-
-    # -- files ---------------------------------------------------------------------------
-
-    def _own_answer(self, conn: Connection, rel: str) -> str | None:
-        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None."""
-        row = answer_store.get_answer(conn, rel)
-        if row is None:
-            return None
-        try:
-            data = resolve_inside(self.root, rel).read_bytes()
-        except (OSError, AskvaultError):
-            return None
-        return rel if row.holds(data) else None
-
-    def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> bool:
-        """Replace our own note's bytes: the new hash is recorded beside the old one before
-        the rename and alone after it, so a crash anywhere leaves a note we still know.
-
-        The note is read again right before the rename: if a user's save landed since it
-        was checked, nothing is replaced, the old row is put back and False is returned.
-        """
-        old = answer_store.get_answer(conn, row.path)
-        with write_transaction(conn):
-            answer_store.put_answer(conn, replace(
-                row, previous_sha256=old.written_sha256 if old else ""))
-        still_ours = old.holds if old is not None else (lambda _data: False)
-        if not write_atomic(path, data, still_ours=still_ours):
-            with write_transaction(conn):
-                if old is not None:
-                    answer_store.put_answer(conn, old)
-            log.warning("%s changed while askvault was rewriting it; the user's bytes are kept",
-                        row.path)
-            return False
-        with write_transaction(conn):
-            answer_store.put_answer(conn, replace(row, previous_sha256=""))
-        return True
-
-    def write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
-        cited: tuple[str, ...], stem: str,
-    ) -> str:
-        """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`.
-
-        Our own note is left alone when it already says the same (`what_it_says`), so a
-        question retried while Ollama is down does not rewrite its waiting note each time.
-        """
-        data = text.encode("utf-8")
-        folder = resolve_inside(self.root, self.answers_rel)
-        folder.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(data).hexdigest()
-        if own_path is not None:
-            path = resolve_inside(self.root, own_path)
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                current = answer_store.get_answer(conn, own_path)
-                if (current is not None and current.status == status
-                        and what_it_says(path.read_bytes().decode("utf-8")) == what_it_says(text)):
-                    return own_path
-            if self._rewrite_own(conn, path, data,
-                                 AnswerRow(own_path, question_rel, status, digest, cited)):
-                return own_path
-        claimed: list[str] = []
-
-        def claim(candidate: Path) -> None:
-            # Recorded before the file exists: after a crash right behind the link, the
-            # restart finds this row and rewrites the note instead of adding `(2)`; where
-            # hard links are refused, the empty name reserved for it is known as ours.
-            with write_transaction(conn):
-                for previous in claimed:
-                    answer_store.delete_answer(conn, previous)
-                claimed[:] = [f"{self.answers_rel}/{candidate.name}"]
-                answer_store.put_answer(conn, AnswerRow(
-                    claimed[0], question_rel, status, digest, cited))
-                answer_store.record_placeholder(conn, claimed[0])
-
-        try:
-            written = write_new_file(folder / f"{stem}.md", data, claim=claim)
-        finally:
-            if claimed:
-                with write_transaction(conn):
-                    answer_store.forget_placeholders(conn, claimed)
-        rel = f"{self.answers_rel}/{written.name}"
-        with write_transaction(conn):
-            answer_store.put_answer(conn, AnswerRow(rel, question_rel, status, digest, cited))
-        return rel
-
-    def archive_question(
-        self, conn: Connection, cand: _Candidate
-    ) -> tuple[str | None, str | None]:
-        """Move the question, byte for byte, to the archive (never over another file).
-
-        Returns (the archived path, None), (None, None) if the question is gone, or
-        (None, why it cannot be archived). Calling it again after an interrupted move
-        finishes that move (the archive already holds the inbox file's inode).
-        """
-        claimed: list[str] = []
-
-        def claim(candidate: Path) -> None:
-            rel = f"{self.archive_rel}/{candidate.name}"
-            with write_transaction(conn):
-                answer_store.record_placeholder(conn, rel)
-            claimed.append(rel)
-
-        try:
-            folder = resolve_inside(self.root, self.archive_rel)
-            folder.mkdir(parents=True, exist_ok=True)
-            if not folder.is_dir():
-                return None, f"{self.archive_rel} is not a folder"
-            moved = move_to_free_name(cand.abs_path, folder / f"{_stem(cand.rel)}.md",
-                                      claim=claim)
-        except FileExistsError:
-            return None, f"{self.archive_rel} is not a folder"
-        except OSError as exc:
-            where = exc.filename if isinstance(exc.filename, str) else self.archive_rel
-            return None, f"{exc.strerror or exc} ({_vault_relative(self.root, where)})"
-        except AskvaultError as exc:
-            return None, exc.message
-        finally:
-            if claimed:
-                with write_transaction(conn):
-                    answer_store.forget_placeholders(conn, claimed)
-        return (None, None) if moved is None else (f"{self.archive_rel}/{moved.name}", None)
-
-    def append_log(self, question: str) -> bool:
-        """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
-        try:
-            return self.append_log_line(log_line_for(question))
-        except OSError as exc:
-            log.warning("could not append to %s: %s", self.log_rel, exc)
-            return False
-
-    def append_log_line(self, line: str, *, unless_last: bool = False) -> bool:
-        """Append `line` to the log note. A log that is not askvault's to append to (a
-        symlink, not a regular file, outside the vault) is skipped with a warning (False);
-        an OSError (disk full, vault gone) is raised so the caller can retry."""
-        try:
-            return append_line(self.root, self.log_rel, line, unless_last=unless_last)
-        except AskvaultError as exc:
-            log.warning("not appending to %s: %s", self.log_rel, exc)
-            return False
-
-    def clean_placeholders(self, conn: Connection) -> int:
-        """Remove the empty files askvault reserved (and recorded) that a crash left behind."""
-        paths = answer_store.placeholders(conn)
-        removed = 0
-        for rel in paths:
-            with contextlib.suppress(OSError, AskvaultError):
-                path = resolve_inside(self.root, rel)
-                st = os.lstat(path)
-                if stat.S_ISREG(st.st_mode) and st.st_size == 0:
-                    path.unlink()
-                    removed += 1
-                    log.info("removed %s, an empty placeholder left by a crash", rel)
-        if paths:
-            with write_transaction(conn):
-                answer_store.forget_placeholders(conn, paths)
-        return removed
 
     # -- stale answers -------------------------------------------------------------------
 
@@ -605,14 +412,6 @@ class InboxWorker:
                 row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
                 row.cited)):
             self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
-
-    def _list_edited_stale(self, conn: Connection, rel: str) -> None:
-        with write_transaction(conn):
-            listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
-            if rel not in listed:
-                listed.append(rel)
-            store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
-
 
 class _QuestionWatch:
     """`changed()` is true once shutdown began or the question file changed or vanished."""
@@ -647,19 +446,3 @@ class _Unavailable:
 
     def stream(self, messages: Any, *, model: str, num_ctx: int) -> Any:
         raise self.exc
-
-
-def log_line_for(question: str) -> str:
-    """The line `queries/log.md` gets for an answered question."""
-    return f"## [{time.strftime('%Y-%m-%d')}] query | {question_summary(question)}\n"
-
-
-def _vault_relative(root: Path, where: str) -> str:
-    with contextlib.suppress(ValueError):
-        return Path(where).relative_to(os.path.realpath(root)).as_posix()
-    return where
-
-
-def _stem(rel: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    return name[:-3] if name.lower().endswith(".md") else name
