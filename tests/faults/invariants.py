@@ -139,8 +139,10 @@ def index_state(db_path: Path) -> tuple[list[str], int, set[str]]:
         return [], -1, set()
     conn = connect(db_path, readonly=True)
     try:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'notes'").fetchone():
-            return [], -1, set()  # created, not yet migrated
+        # A daemon that just created the file may still be applying its migrations.
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        if not {"notes", "fingerprints", "skipped"} <= tables:
+            return [], -1, set()
         paths = [r[0] for r in conn.execute("SELECT path FROM notes ORDER BY path")]
         live = store.live_fingerprints(conn)
         target = next((fp for fp in live if fp.state == "building"), None)

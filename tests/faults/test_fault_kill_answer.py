@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 
-from askvault.adapters.vault import TEMP_PREFIX
+from askvault.adapters.vault import temp_name
 from e2e.daemon_helpers import DaemonProcess
 from support.fake_ollama import FakeOllama
 
@@ -63,8 +63,9 @@ def test_kill_9_before_and_after_the_answer_rename_leaves_one_whole_answer(
     time.sleep(0.3)
     daemon.signal(signal.SIGKILL)
     daemon.wait(5)
-    # A crash in the middle of write_atomic leaves a temp file: start-up removes it.
-    leftover = world.vault / "queries" / "answers" / f"{TEMP_PREFIX}0123456789abcdef"
+    # A crash in the middle of write_atomic leaves a temp file named for the dead
+    # process: start-up removes it (and keeps a user's file that merely looks alike).
+    leftover = world.vault / "queries" / "answers" / temp_name(daemon.pid)
     leftover.write_bytes(b"half an answer")
     fake_ollama.token_delay_s = 0.0
     daemon = daemons()

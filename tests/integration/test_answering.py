@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from askvault.adapters.db import Connection, connect
+from askvault.adapters.db import Connection
 from askvault.adapters.ollama import OllamaGenerator
 from askvault.core.answer_note import render_answer_note
 from askvault.services.answering import AnswerCancelled, QuestionOptions, answer_question
-from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.index_pass import make_embedder
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault
 
 

@@ -15,7 +15,6 @@ from askvault.cli.main import cli
 from askvault.services.doctor import run_checks
 from askvault.services.embedding import drain_backlog, target_fingerprint, vector_problem
 from askvault.services.index_pass import index_vault, make_embedder
-from askvault.services.indexer import reconcile
 from askvault.services.search import open_search, search
 from askvault.settings import Settings
 from support.fake_ollama import DEFAULT_DIMENSION, FakeOllama

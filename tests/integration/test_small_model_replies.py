@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from askvault.adapters.db import Connection, connect
+from askvault.adapters.db import Connection
 from askvault.core.answer_note import render_answer_note
 from askvault.services.answering import AnswerResult, QuestionOptions, answer_question
-from askvault.services.index_pass import index_vault, make_embedder, make_generator
+from askvault.services.index_pass import make_embedder, make_generator
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

@@ -611,8 +611,9 @@ def test_a_new_version_saved_between_link_and_unlink_is_kept(
 
 
 def test_cleanup_temp_files_removes_only_askvault_temp_files(vault: Path) -> None:
-    put(vault, TEMP_PREFIX + "1")
-    put(vault, TEMP_PREFIX + "2")
+    # Names of older versions, once they are old; today's names are in test_vault_protocol.
+    for name in (TEMP_PREFIX + "0123456789abcdef", TEMP_PREFIX + "fedcba9876543210"):
+        os.utime(put(vault, name), (1, 1))
     put(vault, "keep.md")
     put(vault, ".other-tmp")
     assert cleanup_temp_files(vault) == 2

@@ -27,7 +27,6 @@ from askvault.core.citations import (
     Excerpt,
     annotate_answer,
     check_citations,
-    render_broken_as_text,
     slug,
 )
 from askvault.core.links import build_link_index

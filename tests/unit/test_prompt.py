@@ -4,7 +4,6 @@ budget, and numbered citations turned into wikilinks."""
 from __future__ import annotations
 
 from askvault.core.prompt import (
-    NO_ANSWER_SENTENCE,
     build_messages,
     cite_as,
     context_budget,

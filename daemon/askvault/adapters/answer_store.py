@@ -33,13 +33,18 @@ class AnswerRow:
 
 @dataclass(frozen=True)
 class QuestionRow:
-    """A question still in the inbox (waiting or failed) and its answer note."""
+    """A question still in the inbox and its answer note.
+
+    `status`: answering | waiting | failed, or, once answered, `archiving` (still to be
+    moved to the archive) then `logging` (moved; `log_line` still to be appended).
+    """
 
     path: str
     answer_path: str
     status: str
     content_sha256: str
     asked: str
+    log_line: str = ""
 
 
 def get_answer(conn: Connection, path: str) -> AnswerRow | None:
@@ -74,19 +79,31 @@ def answers_citing(conn: Connection, paths: set[str]) -> list[AnswerRow]:
     return [a for a in map(_answer, rows) if paths.intersection(a.cited)]
 
 
+_QUESTION_COLUMNS = "path, answer_path, status, content_sha256, asked, log_line"
+
+
 def get_question(conn: Connection, path: str) -> QuestionRow | None:
     row = conn.execute(
-        "SELECT path, answer_path, status, content_sha256, asked FROM inbox_questions"
-        " WHERE path = ?", (path,),
+        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions WHERE path = ?", (path,),
     ).fetchone()
     return QuestionRow(*row) if row else None
+
+
+def questions_answered(conn: Connection) -> list[QuestionRow]:
+    """Questions answered but not yet archived and logged (`archiving`, `logging`)."""
+    rows = conn.execute(
+        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions"
+        " WHERE status IN ('archiving', 'logging') ORDER BY path"
+    ).fetchall()
+    return [QuestionRow(*row) for row in rows]
 
 
 def put_question(conn: Connection, row: QuestionRow) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO inbox_questions(path, answer_path, status, content_sha256, asked,"
-        " updated_at) VALUES (?,?,?,?,?,?)",
-        (row.path, row.answer_path, row.status, row.content_sha256, row.asked, time.time()),
+        " updated_at, log_line) VALUES (?,?,?,?,?,?,?)",
+        (row.path, row.answer_path, row.status, row.content_sha256, row.asked, time.time(),
+         row.log_line),
     )
 
 
@@ -107,3 +124,18 @@ def answering_note_of(conn: Connection, question_path: str) -> AnswerRow | None:
         (question_path,),
     ).fetchone()
     return get_answer(conn, row[0]) if row else None
+
+
+def record_placeholder(conn: Connection, path: str) -> None:
+    """`path` (vault-relative) may become an empty file askvault reserved (see m032)."""
+    conn.execute("INSERT OR REPLACE INTO vault_placeholders(path, created_at) VALUES (?, ?)",
+                 (path, time.time()))
+
+
+def forget_placeholders(conn: Connection, paths: list[str]) -> None:
+    conn.executemany("DELETE FROM vault_placeholders WHERE path = ?", [(p,) for p in paths])
+
+
+def placeholders(conn: Connection) -> list[str]:
+    """Every recorded placeholder path (a crash may have left some behind)."""
+    return [r[0] for r in conn.execute("SELECT path FROM vault_placeholders ORDER BY path")]

@@ -10,7 +10,6 @@ import contextlib
 import errno
 import os
 import logging
-import os
 import stat
 import time
 from collections.abc import Iterator

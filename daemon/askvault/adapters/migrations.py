@@ -130,6 +130,17 @@ M031_ANSWER_PREVIOUS_HASH = """
 ALTER TABLE answers ADD COLUMN previous_sha256 TEXT NOT NULL DEFAULT '';
 """
 
+# Issue 15: a question is archived and logged from a durable record. `log_line` is the
+# line `queries/log.md` gets once the question is archived (status `archiving`, then
+# `logging` once the move is done), so a crash between the move and the log neither
+# loses the line nor writes it twice. `vault_placeholders` lists the empty files askvault
+# reserved with O_EXCL where hard links are refused (FAT, some shares): a crash before
+# the rename onto one leaves an empty file that the next start removes, and only those.
+M032_INBOX_ARCHIVE_STATE = """
+ALTER TABLE inbox_questions ADD COLUMN log_line TEXT NOT NULL DEFAULT '';
+CREATE TABLE vault_placeholders (path TEXT PRIMARY KEY, created_at REAL NOT NULL);
+"""
+
 # Chunks of derived notes (answers) are excluded from the quantized vector scan by id:
 # a partial index finds those few without scanning every note. Search looks up its
 # hits' titles case-blind (duplicate file names need the path in a wikilink): at 200k
@@ -163,5 +174,6 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m020_search_indexes", M020_SEARCH_INDEXES),
     ("m030_answers", M030_ANSWERS),
     ("m031_answer_previous_hash", M031_ANSWER_PREVIOUS_HASH),
+    ("m032_inbox_archive_state", M032_INBOX_ARCHIVE_STATE),
     ("m004_fts_porter", M004_FTS_PORTER),
 ]

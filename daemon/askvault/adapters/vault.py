@@ -27,14 +27,12 @@ Decisions (see docs/reference/vault-files.md):
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
-import secrets
 import stat as stat_mod
 from dataclasses import dataclass, field
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from askvault.adapters.ignore import (
@@ -45,6 +43,14 @@ from askvault.adapters.ignore import (
     ignore_reason,
     is_note_path,
 )
+from askvault.adapters.vault_writes import (
+    TEMP_PREFIX,
+    cleanup_temp_files,
+    move_to_free_name,
+    temp_name,
+    write_atomic,
+    write_new_file,
+)
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import FileStamp, NoteFile, Skipped
 
@@ -54,20 +60,21 @@ __all__ = [
     "OversizedNote",
     "ScanResult",
     "TEMP_PREFIX",
+    "append_line",
     "cleanup_temp_files",
     "ignore_reason",
     "load_ignore_rules",
+    "move_to_free_name",
     "read_note",
     "resolve_inside",
     "scan_vault",
     "stat_note",
+    "temp_name",
     "write_atomic",
     "write_new_file",
 ]
 
-TEMP_PREFIX = ".askvault-tmp-"
 BINARY_SNIFF_BYTES = 8192
-MAX_NAME_BYTES = 255
 UNDECODABLE_NAME_REASON = "file name is not valid UTF-8"
 # Obsidian's app.json is a few hundred bytes; anything near this is not one.
 APP_JSON_MAX_BYTES = 1 << 20
@@ -400,168 +407,45 @@ def _decode(data: bytes, rel_path: str, problems: list[str]) -> str:
     return text
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically (temp file in the same folder, fsync, rename).
+def append_line(root: Path, rel_path: str, line: str, *, unless_last: bool = False) -> bool:
+    """Append `line` (ending in a newline) to the note at `rel_path`, starting a new line if
+    the note does not end in one; return False if `unless_last` and it already ends with it.
 
-    Readers see the old bytes or the new bytes, never a mix; the temp file name
-    starts with TEMP_PREFIX so the scanner and the watcher ignore it.
+    Appends only to a regular file of the vault reached without a symlink at its own name
+    and with no other hard link (so a `log.md` that points at a user's note is never
+    written); raises VaultError otherwise, OSError for the write itself.
     """
+    rel_dir, _, name = rel_path.rpartition("/")
+    folder = resolve_inside(root, rel_dir) if rel_dir else Path(os.path.realpath(root))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    flags = (os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode = stat_mod.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
-    tmp = _write_temp(path.parent, data, mode)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise VaultError(f"{rel_path} is a symlink; askvault appends only to a regular file"
+                             " (remove the link to let askvault keep its log)") from exc
         raise
-    _fsync_dir(path.parent)
-
-
-def write_new_file(
-    path: Path, data: bytes, claim: Callable[[Path], None] | None = None
-) -> Path:
-    """Write `data` to `path`, or `<stem> (2)<suffix>`, `(3)`, ... if taken; return the path used.
-
-    Never overwrites: the finished temp file is hard-linked to the free name,
-    which fails rather than replacing a file created in the meantime. `claim(candidate)`
-    runs just before each link attempt, so a caller can record the name first: a crash
-    then never leaves a file it does not know about.
-    """
-    tmp = _write_temp(path.parent, data, None)
     try:
-        for n in range(1, 10_000):
-            candidate = path if n == 1 else _numbered(path, n)
-            if claim is not None and not candidate.exists():
-                claim(candidate)
-            try:
-                _link_exclusive(tmp, candidate)
-            except FileExistsError:
-                continue
-            _fsync_dir(path.parent)
-            return candidate
-        raise VaultError(f"no free name for {path} after 9999 tries")
-    finally:
-        _unlink_quietly(tmp)
-
-
-def move_to_free_name(src: Path, path: Path) -> Path | None:
-    """Move `src` (never following a symlink) to `path`, or `<stem> (2)<suffix>`, `(3)`, ...
-    if taken; return the path used, or None if `src` is gone.
-
-    Never overwrites: the file is hard-linked to the free name (which fails rather than
-    replacing a file created in the meantime), then its old name is removed.
-    """
-    for n in range(1, 10_000):
-        candidate = path if n == 1 else _numbered(path, n)
-        try:
-            linked = _link_exclusive(src, candidate)
-        except FileExistsError:
-            continue
-        except FileNotFoundError:
-            return None
-        # After a rename (no hard links here) `src` is already gone: whatever is there now
-        # is a new file. After a link, remove `src` only if it is still the file we linked
-        # (an app's atomic save may have put a new version there meanwhile).
-        if linked and _same_file(src, candidate):
-            _unlink_quietly(src)
-        _fsync_dir(path.parent)
-        return candidate
-    raise VaultError(f"no free name for {path} after 9999 tries")
-
-
-def cleanup_temp_files(folder: Path) -> int:
-    """Remove leftover askvault temp files (from a crash mid-write) in `folder`; return how many."""
-    removed = 0
-    try:
-        with os.scandir(folder) as it:
-            for entry in it:
-                if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
-                    _unlink_quietly(Path(entry.path))
-                    removed += 1
-    except FileNotFoundError:
-        return 0
-    return removed
-
-
-def _write_temp(folder: Path, data: bytes, mode: int | None) -> Path:
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise VaultError(f"{rel_path} is not a regular file; nothing appended")
+        if st.st_nlink > 1:
+            raise VaultError(f"{rel_path} has another hard link (another note shares its"
+                             " bytes); nothing appended")
+        data = line.encode("utf-8")
+        if st.st_size > 0:
+            tail = os.pread(fd, len(data) + 1, max(0, st.st_size - len(data) - 1))
+            last_line = tail.endswith(data) and (len(tail) == len(data) or tail[:1] == b"\n")
+            if unless_last and last_line:
+                return False
+            if not tail.endswith(b"\n"):
+                data = b"\n" + data
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(tmp)
-        raise
-    os.close(fd)
-    return tmp
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        first, second = os.lstat(a), os.lstat(b)
-    except OSError:
-        return False
-    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
-
-
-def _link_exclusive(tmp: Path, target: Path) -> bool:
-    """Give `tmp` the new name `target`, failing if `target` exists: a hard link (True; `tmp`
-    keeps its name too), or where links are refused, a rename onto a placeholder reserved
-    with O_EXCL (False; `tmp` is gone)."""
-    try:
-        os.link(tmp, target, follow_symlinks=False)
-        return True
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in (
-            errno.EPERM,
-            errno.ENOTSUP,
-            errno.EOPNOTSUPP,
-            errno.EMLINK,
-            errno.ENOSYS,
-            errno.EXDEV,
-        ):
-            raise
-        # No hard links on this file system: reserve the name with O_EXCL, then
-        # rename the finished temp file onto our own empty placeholder.
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            _unlink_quietly(target)  # our empty placeholder, not a user's file
-            raise
-        return False
-
-
-def _numbered(path: Path, n: int) -> Path:
-    suffix = f" ({n}){path.suffix}"
-    stem = path.stem
-    while len((stem + suffix).encode()) > MAX_NAME_BYTES and stem:
-        stem = stem[:-1]
-    return path.with_name(stem + suffix)
-
-
-def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return  # not supported on this platform (Windows): the rename is still atomic
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
+            view = view[os.write(fd, view):]
     finally:
         os.close(fd)
+    return True

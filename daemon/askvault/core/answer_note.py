@@ -203,7 +203,7 @@ def claim_line(check: ClaimCheck) -> str:
 
 def render_flagged_callout(flagged: Sequence[ClaimCheck]) -> str:
     """The warning listing the sentences nothing the model saw supports (marked in the body)."""
-    lines = [f"> [!warning] Not found in your notes",
+    lines = ["> [!warning] Not found in your notes",
              f"> The sentences marked {FLAG_MARKER} are not supported by the excerpts the model "
              "was given; check them before relying on them:"]
     lines += [f"> - \"{_one_line(c.sentence, 200)}\" ({c.verdict}: {c.reason})" for c in flagged]

@@ -8,6 +8,15 @@ answers, then writes the final note, moves the question byte for byte to
 `failed` question stays in the inbox (the `inbox_questions` table remembers
 its answer note), so a restart resumes it and a fixed question is re-answered.
 
+An answered question is finished from a durable record (its row, status
+`archiving` then `logging`, holds the log line): the archive move is idempotent
+(an archive file that is the inbox file's own inode means the move was cut short
+after the link), and a restart after a crash anywhere archives and logs it
+exactly once. A question that cannot be archived (the folder refused, not a
+folder, a symlink out of the vault; the inbox name cannot be removed) is never
+answered again: it waits with backoff, its answer note says why, and it is
+archived and logged once that becomes possible.
+
 askvault rewrites an answer note only while its bytes are exactly what it
 wrote (sha256 in the `answers` table); otherwise it writes `<name> (2).md`.
 Every path comes from `resolve_inside`, and writes go only under `queries/`.
@@ -17,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -33,12 +41,9 @@ from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, write_tran
 from askvault.adapters.vault import (
     TEMP_PREFIX,
     cleanup_temp_files,
-    move_to_free_name,
     read_note,
     resolve_inside,
     undecodable_name,
-    write_atomic,
-    write_new_file,
 )
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
 from askvault.core.notes import parse_note
@@ -58,12 +63,9 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
+from askvault.services.answer_files import AnswerFiles, log_line_for, stem_of
 from askvault.services.index_pass import make_embedder, make_generator
-from askvault.services.question_options import (
-    is_draft,
-    parse_question_options,
-    question_summary,
-)
+from askvault.services.question_options import is_draft, parse_question_options
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -81,21 +83,16 @@ class _Candidate:
     sig: tuple[int, int, int]
 
 
-class InboxWorker:
+class InboxWorker(AnswerFiles):
     """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
 
     def __init__(
         self, settings: Settings, *, backoff_first_s: float = BACKOFF_FIRST_S,
         backoff_max_s: float = BACKOFF_MAX_S, busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
-        self.settings = settings
+        super().__init__(settings)
         self.busy_timeout_s = busy_timeout_s
-        self.root = settings.vault_path
-        q = settings.queries
-        self.inbox_rel = f"{q.folder}/{q.inbox}"
-        self.answers_rel = f"{q.folder}/{q.answers}"
-        self.archive_rel = f"{q.folder}/{q.archive}"
-        self.log_rel = f"{q.folder}/{q.log}"
+        self.inbox_rel = f"{settings.queries.folder}/{settings.queries.inbox}"
         self.backoff_first_s = backoff_first_s
         self.backoff_max_s = backoff_max_s
         self._wake = threading.Event()
@@ -109,6 +106,9 @@ class InboxWorker:
         self._delay: dict[str, float] = {}
         self._first_seen: dict[str, tuple[tuple[int, int, int], float]] = {}
         self._skip_sig: dict[str, tuple[int, int, int]] = {}
+        # Answered questions whose archive or log step waits: their backoff outlives the
+        # inbox listing (a vanished question is still to be logged).
+        self._finishing: set[str] = set()
 
     # -- the Worker protocol -------------------------------------------------------------
 
@@ -132,8 +132,9 @@ class InboxWorker:
         busy_delay = self.backoff_first_s / 2
         try:
             for rel in (self.answers_rel, self.archive_rel, self.inbox_rel):
-                with contextlib.suppress(AskvaultError):
+                with contextlib.suppress(AskvaultError, OSError):
                     cleanup_temp_files(resolve_inside(self.root, rel))
+            self.clean_placeholders(conn)
             while not stop_event.is_set():
                 try:
                     self.apply_stale_marks(conn)
@@ -145,6 +146,7 @@ class InboxWorker:
                     stop_event.wait(busy_delay)
                     continue
                 busy_delay = self.backoff_first_s / 2
+                self.finish_vanished(conn)
                 candidate = self._next_question()
                 if candidate is not None:
                     try:
@@ -171,12 +173,17 @@ class InboxWorker:
                 stop_event.wait(delay)
         return None
 
-    def _defer(self, rel: str, exc: Exception) -> None:
-        """A write failed (disk full, permissions, a busy index): keep the question, retry
-        with backoff."""
+    def _backoff(self, rel: str) -> float:
+        """Put `rel` off: 1 s doubling to the cap, per question; returns the delay."""
         delay = min(self.backoff_max_s, self._delay.get(rel, self.backoff_first_s / 2) * 2)
         self._delay[rel] = delay
         self._retry_at[rel] = time.monotonic() + delay
+        return delay
+
+    def _defer(self, rel: str, exc: Exception) -> None:
+        """A write failed (disk full, permissions, a busy index): keep the question, retry
+        with backoff."""
+        delay = self._backoff(rel)
         if isinstance(exc, (OSError, IndexBusy, DiskFull)):
             log.warning("question %s stays in the inbox, retried in %.0f s: %s", rel, delay, exc)
         else:
@@ -225,7 +232,7 @@ class InboxWorker:
                 continue
             due.append((st.st_mtime_ns, name, _Candidate(rel, Path(entry.path), sig)))
         for table in (self._first_seen, self._skip_sig, self._retry_at, self._delay):
-            for rel in [r for r in table if r not in present]:
+            for rel in [r for r in table if r not in present and r not in self._finishing]:
                 del table[rel]
         return min(due)[2] if due else None
 
@@ -248,6 +255,14 @@ class InboxWorker:
             self._skip_sig[cand.rel] = cand.sig
             return
         row = answer_store.get_question(conn, cand.rel)
+        if row is not None and row.status in ("archiving", "logging"):
+            # Answered already. The same bytes: only the archive and the log are left. Other
+            # bytes: an edit after the answer, or a new question at the old name once the
+            # move was done; the answered one is finished first, then this one is asked.
+            ours = row.status == "archiving" and row.content_sha256 == note.content_hash
+            if not self.finish_answered(conn, row, cand if ours else None) or ours:
+                return
+            row = None
         if row is not None and row.status == "failed" and row.content_sha256 == note.content_hash:
             self._skip_sig[cand.rel] = cand.sig  # unchanged since it failed: wait for an edit
             return
@@ -263,12 +278,16 @@ class InboxWorker:
         else:
             orphan = answer_store.answering_note_of(conn, cand.rel)
             answer_path = self._own_answer(conn, orphan.path) if orphan else None
-        placeholder = AnswerNote(question=question, status="answering", asked=asked,
-                                 model=options.model or self.settings.ollama.chat_model,
-                                 embed_model=self.settings.ollama.embed_model)
-        answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
-                                        cand.rel, "answering", (), _stem(cand.rel))
-        self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash, asked)
+        if row is None or row.status != "waiting" or answer_path is None:
+            # A retry of a waiting question keeps its waiting note (which says it is retried)
+            # instead of flipping it to `answering` and back on every try.
+            placeholder = AnswerNote(question=question, status="answering", asked=asked,
+                                     model=options.model or self.settings.ollama.chat_model,
+                                     embed_model=self.settings.ollama.embed_model)
+            answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
+                                            cand.rel, "answering", (), stem_of(cand.rel))
+            self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash,
+                                asked)
         watch = _QuestionWatch(cand.abs_path, cand.sig, stop_event)
         try:
             result = self._answer(conn, question, options, watch.changed, asked)
@@ -281,14 +300,12 @@ class InboxWorker:
         seen = store.content_hashes(conn, result.cited_paths)
         final = self.write_answer(conn, self._own_answer(conn, answer_path),
                                   render_answer_note(result.note), cand.rel, result.status,
-                                  tuple(result.cited_paths), _stem(cand.rel))
+                                  tuple(result.cited_paths), stem_of(cand.rel))
         if final:
             self._seen[final] = seen
         if result.status == "waiting":
             self._save_question(conn, cand.rel, final, "waiting", note.content_hash, asked)
-            delay = min(self.backoff_max_s, self._delay.get(cand.rel, self.backoff_first_s / 2) * 2)
-            self._delay[cand.rel] = delay
-            self._retry_at[cand.rel] = time.monotonic() + delay
+            delay = self._backoff(cand.rel)
             log.warning("question %s waits %.0f s: %s", cand.rel, delay, result.reason)
             return
         if result.status == "failed":
@@ -296,16 +313,66 @@ class InboxWorker:
             self._skip_sig[cand.rel] = cand.sig
             return
         self._delay.pop(cand.rel, None)
-        archived = self.archive_question(cand)
+        done = QuestionRow(cand.rel, final, "archiving", note.content_hash, asked,
+                           log_line_for(question))
         with write_transaction(conn):
-            answer_store.delete_question(conn, cand.rel)
-            if archived:
-                row_now = answer_store.get_answer(conn, final)
-                if row_now:
-                    answer_store.put_answer(conn, AnswerRow(
-                        final, archived, row_now.status, row_now.written_sha256, row_now.cited))
-        self.append_log(question)
-        log.info("answered %s -> %s (%s)", cand.rel, final, result.status)
+            answer_store.put_question(conn, done)
+        if self.finish_answered(conn, done, cand):
+            log.info("answered %s -> %s (%s)", cand.rel, final, result.status)
+
+    def finish_answered(
+        self, conn: Connection, row: QuestionRow, cand: _Candidate | None
+    ) -> bool:
+        """Archive (if `cand`, the question note itself, is given) and log an answered
+        question from its durable row; True once done, False if it waits (with backoff)."""
+        archived: str | None = None
+        if row.status == "archiving" and cand is not None:
+            archived, reason = self.archive_question(conn, cand.rel, cand.abs_path)
+            if reason is not None:
+                delay = self._backoff(row.path)
+                self._finishing.add(row.path)
+                self._show_archive_problem(conn, row.answer_path, reason)
+                log.warning("question %s is answered but cannot be archived (retried in %.0f s):"
+                            " %s", row.path, delay, reason)
+                return False
+        with write_transaction(conn):
+            answer_store.put_question(conn, replace(row, status="logging"))
+            answer_row = answer_store.get_answer(conn, row.answer_path) if archived else None
+            if answer_row is not None and archived is not None:
+                answer_store.put_answer(conn, replace(answer_row, question_path=archived))
+        self._show_archive_problem(conn, row.answer_path, None)
+        if row.log_line:
+            try:
+                # After a crash between the append and the delete below, the line is there.
+                self.append_log_line(row.log_line, unless_last=row.status == "logging")
+            except OSError as exc:
+                delay = self._backoff(row.path)
+                self._finishing.add(row.path)
+                log.warning("could not append to %s (retried in %.0f s): %s", self.log_rel,
+                            delay, exc)
+                return False
+        with write_transaction(conn):
+            answer_store.delete_question(conn, row.path)
+        self._delay.pop(row.path, None)
+        self._retry_at.pop(row.path, None)
+        self._finishing.discard(row.path)
+        return True
+
+    def finish_vanished(self, conn: Connection) -> None:
+        """Answered questions whose inbox note is gone (a crash after the move; a user's
+        delete) are logged and forgotten; nothing is done while the inbox is missing."""
+        try:
+            inbox = resolve_inside(self.root, self.inbox_rel)
+        except AskvaultError:
+            return
+        if not inbox.is_dir():
+            return
+        now = time.monotonic()
+        for row in answer_store.questions_answered(conn):
+            if self._retry_at.get(row.path, 0.0) > now:
+                continue
+            if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
+                self.finish_answered(conn, row, None)
 
     def _answer(
         self, conn: Connection, question: str, options: QuestionOptions,
@@ -351,12 +418,12 @@ class InboxWorker:
         row = answer_store.get_question(conn, cand.rel)
         asked = row.asked if row else iso_now()
         answer_path = self._own_answer(conn, row.answer_path) if row else None
-        note = AnswerNote(question=question or f"(question note {_stem(cand.rel)})",
+        note = AnswerNote(question=question or f"(question note {stem_of(cand.rel)})",
                           status="failed", asked=asked, reason=reason,
                           model=self.settings.ollama.chat_model,
                           embed_model=self.settings.ollama.embed_model)
         final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
-                                  "failed", (), _stem(cand.rel))
+                                  "failed", (), stem_of(cand.rel))
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
         self._skip_sig[cand.rel] = cand.sig
         log.warning("question %s failed: %s", cand.rel, reason)
@@ -368,95 +435,6 @@ class InboxWorker:
         with write_transaction(conn):
             answer_store.put_question(conn, QuestionRow(rel, answer_path, status, content_hash,
                                                         asked))
-
-    # -- files ---------------------------------------------------------------------------
-
-    def _own_answer(self, conn: Connection, rel: str) -> str | None:
-        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None."""
-        row = answer_store.get_answer(conn, rel)
-        if row is None:
-            return None
-        try:
-            data = resolve_inside(self.root, rel).read_bytes()
-        except (OSError, AskvaultError):
-            return None
-        return rel if row.holds(data) else None
-
-    def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> None:
-        """Replace our own note's bytes: the new hash is recorded beside the old one before
-        the rename and alone after it, so a crash anywhere leaves a note we still know."""
-        old = answer_store.get_answer(conn, row.path)
-        with write_transaction(conn):
-            answer_store.put_answer(conn, replace(
-                row, previous_sha256=old.written_sha256 if old else ""))
-        write_atomic(path, data)
-        with write_transaction(conn):
-            answer_store.put_answer(conn, replace(row, previous_sha256=""))
-
-    def write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
-        cited: tuple[str, ...], stem: str,
-    ) -> str:
-        """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`."""
-        data = text.encode("utf-8")
-        folder = resolve_inside(self.root, self.answers_rel)
-        folder.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(data).hexdigest()
-        if own_path is not None:
-            self._rewrite_own(conn, resolve_inside(self.root, own_path), data,
-                              AnswerRow(own_path, question_rel, status, digest, cited))
-            return own_path
-        else:
-            claimed: list[str] = []
-
-            def claim(candidate: Path) -> None:
-                # Recorded before the file exists: after a crash right behind the link, the
-                # restart finds this row and rewrites the note instead of adding `(2)`.
-                with write_transaction(conn):
-                    for previous in claimed:
-                        answer_store.delete_answer(conn, previous)
-                    claimed[:] = [f"{self.answers_rel}/{candidate.name}"]
-                    answer_store.put_answer(conn, AnswerRow(
-                        claimed[0], question_rel, status, digest, cited))
-
-            written = write_new_file(folder / f"{stem}.md", data, claim=claim)
-            rel = f"{self.answers_rel}/{written.name}"
-        with write_transaction(conn):
-            answer_store.put_answer(conn, AnswerRow(rel, question_rel, status, digest, cited))
-        return rel
-
-    def archive_question(self, cand: _Candidate) -> str | None:
-        """Move the question, byte for byte, to the archive (never over another file)."""
-        try:
-            folder = resolve_inside(self.root, self.archive_rel)
-            folder.mkdir(parents=True, exist_ok=True)
-        except (OSError, AskvaultError) as exc:
-            log.warning("cannot archive %s: %s", cand.rel, exc)
-            return None
-        try:
-            moved = move_to_free_name(cand.abs_path, folder / f"{_stem(cand.rel)}.md")
-        except (OSError, AskvaultError) as exc:
-            log.warning("cannot archive %s: %s", cand.rel, exc)
-            return None
-        return None if moved is None else f"{self.archive_rel}/{moved.name}"
-
-    def append_log(self, question: str) -> bool:
-        """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
-        line = f"## [{time.strftime('%Y-%m-%d')}] query | {question_summary(question)}\n"
-        try:
-            path = resolve_inside(self.root, self.log_rel)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a+b") as fh:
-                fh.seek(0, os.SEEK_END)
-                if fh.tell() > 0:
-                    fh.seek(-1, os.SEEK_END)
-                    if fh.read(1) != b"\n":
-                        line = "\n" + line
-                fh.write(line.encode("utf-8"))
-        except (OSError, AskvaultError) as exc:
-            log.warning("could not append to %s: %s", self.log_rel, exc)
-            return False
-        return True
 
     # -- stale answers -------------------------------------------------------------------
 
@@ -491,18 +469,15 @@ class InboxWorker:
                 answer_store.delete_answer(conn, row.path)  # moved out or deleted by the user
             return
         if not row.holds(data):
-            with write_transaction(conn):
-                listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
-                if row.path not in listed:
-                    listed.append(row.path)
-                store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
+            self._list_edited_stale(conn, row.path)
             return
         text = data.decode("utf-8")
         names = list(dict.fromkeys(stale_pages_of(text) + [page_wikilink(p) for p in pages]))
         new = mark_stale(text, names).encode("utf-8")
-        self._rewrite_own(conn, path, new, AnswerRow(
-            row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(), row.cited))
-
+        if not self._rewrite_own(conn, path, new, AnswerRow(
+                row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
+                row.cited)):
+            self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
 
 class _QuestionWatch:
     """`changed()` is true once shutdown began or the question file changed or vanished."""
@@ -537,8 +512,3 @@ class _Unavailable:
 
     def stream(self, messages: Any, *, model: str, num_ctx: int) -> Any:
         raise self.exc
-
-
-def _stem(rel: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    return name[:-3] if name.lower().endswith(".md") else name

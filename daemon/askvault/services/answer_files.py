@@ -1,0 +1,244 @@
+"""The files of the inbox protocol: askvault's own answer notes, the archive, the log.
+
+`AnswerFiles` owns every write the question inbox makes under `queries/` (DESIGN §2):
+answer notes are rewritten only while their bytes are still askvault's (sha256 in the
+`answers` table, re-checked right before the rename), new ones never overwrite (`(2)`),
+the archive move is idempotent and reports why it cannot happen, the log is appended
+only to a regular file of its own, and the empty names reserved where hard links are
+refused are recorded so that a start-up removes only those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import stat
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from askvault.adapters import answer_store, store
+from askvault.adapters.answer_store import AnswerRow
+from askvault.adapters.db import Connection, write_transaction
+from askvault.adapters.vault import (
+    append_line,
+    move_to_free_name,
+    resolve_inside,
+    write_atomic,
+    write_new_file,
+)
+from askvault.core.notices import what_it_says, with_archive_warning, without_archive_warning
+from askvault.errors import AskvaultError
+from askvault.services.question_options import question_summary
+from askvault.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class AnswerFiles:
+    """askvault's files under `queries/` for one vault."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.root = settings.vault_path
+        q = settings.queries
+        self.answers_rel = f"{q.folder}/{q.answers}"
+        self.archive_rel = f"{q.folder}/{q.archive}"
+        self.log_rel = f"{q.folder}/{q.log}"
+
+    def _own_answer(self, conn: Connection, rel: str) -> str | None:
+        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None."""
+        row = answer_store.get_answer(conn, rel)
+        if row is None:
+            return None
+        try:
+            data = resolve_inside(self.root, rel).read_bytes()
+        except (OSError, AskvaultError):
+            return None
+        return rel if row.holds(data) else None
+
+    def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> bool:
+        """Replace our own note's bytes: the new hash is recorded beside the old one before
+        the rename and alone after it, so a crash anywhere leaves a note we still know.
+
+        The note is read again right before the rename: if a user's save landed since it
+        was checked, nothing is replaced, the old row is put back and False is returned.
+        """
+        old = answer_store.get_answer(conn, row.path)
+        with write_transaction(conn):
+            answer_store.put_answer(conn, replace(
+                row, previous_sha256=old.written_sha256 if old else ""))
+        still_ours = old.holds if old is not None else (lambda _data: False)
+        if not write_atomic(path, data, still_ours=still_ours):
+            with write_transaction(conn):
+                if old is not None:
+                    answer_store.put_answer(conn, old)
+            log.warning("%s changed while askvault was rewriting it; the user's bytes are kept",
+                        row.path)
+            return False
+        with write_transaction(conn):
+            answer_store.put_answer(conn, replace(row, previous_sha256=""))
+        return True
+
+    def write_answer(
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        cited: tuple[str, ...], stem: str,
+    ) -> str:
+        """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`.
+
+        Our own note is left alone when it already says the same (`what_it_says`), so a
+        question retried while Ollama is down does not rewrite its waiting note each time.
+        """
+        data = text.encode("utf-8")
+        folder = resolve_inside(self.root, self.answers_rel)
+        folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(data).hexdigest()
+        if own_path is not None:
+            path = resolve_inside(self.root, own_path)
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                current = answer_store.get_answer(conn, own_path)
+                if (current is not None and current.status == status
+                        and what_it_says(path.read_bytes().decode("utf-8")) == what_it_says(text)):
+                    return own_path
+            if self._rewrite_own(conn, path, data,
+                                 AnswerRow(own_path, question_rel, status, digest, cited)):
+                return own_path
+        claimed: list[str] = []
+
+        def claim(candidate: Path) -> None:
+            # Recorded before the file exists: after a crash right behind the link, the
+            # restart finds this row and rewrites the note instead of adding `(2)`; where
+            # hard links are refused, the empty name reserved for it is known as ours.
+            with write_transaction(conn):
+                for previous in claimed:
+                    answer_store.delete_answer(conn, previous)
+                claimed[:] = [f"{self.answers_rel}/{candidate.name}"]
+                answer_store.put_answer(conn, AnswerRow(
+                    claimed[0], question_rel, status, digest, cited))
+                answer_store.record_placeholder(conn, claimed[0])
+
+        try:
+            written = write_new_file(folder / f"{stem}.md", data, claim=claim)
+        finally:
+            if claimed:
+                with write_transaction(conn):
+                    answer_store.forget_placeholders(conn, claimed)
+        rel = f"{self.answers_rel}/{written.name}"
+        with write_transaction(conn):
+            answer_store.put_answer(conn, AnswerRow(rel, question_rel, status, digest, cited))
+        return rel
+
+    def archive_question(
+        self, conn: Connection, rel: str, abs_path: Path
+    ) -> tuple[str | None, str | None]:
+        """Move the question, byte for byte, to the archive (never over another file).
+
+        Returns (the archived path, None), (None, None) if the question is gone, or
+        (None, why it cannot be archived). Calling it again after an interrupted move
+        finishes that move (the archive already holds the inbox file's inode).
+        """
+        claimed: list[str] = []
+
+        def claim(candidate: Path) -> None:
+            name = f"{self.archive_rel}/{candidate.name}"
+            with write_transaction(conn):
+                answer_store.record_placeholder(conn, name)
+            claimed.append(name)
+
+        try:
+            folder = resolve_inside(self.root, self.archive_rel)
+            folder.mkdir(parents=True, exist_ok=True)
+            if not folder.is_dir():
+                return None, f"{self.archive_rel} is not a folder"
+            moved = move_to_free_name(abs_path, folder / f"{stem_of(rel)}.md", claim=claim)
+        except FileExistsError:
+            return None, f"{self.archive_rel} is not a folder"
+        except OSError as exc:
+            where = exc.filename if isinstance(exc.filename, str) else self.archive_rel
+            return None, f"{exc.strerror or exc} ({_vault_relative(self.root, where)})"
+        except AskvaultError as exc:
+            return None, exc.message
+        finally:
+            if claimed:
+                with write_transaction(conn):
+                    answer_store.forget_placeholders(conn, claimed)
+        return (None, None) if moved is None else (f"{self.archive_rel}/{moved.name}", None)
+
+    def append_log(self, question: str) -> bool:
+        """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
+        try:
+            return self.append_log_line(log_line_for(question))
+        except OSError as exc:
+            log.warning("could not append to %s: %s", self.log_rel, exc)
+            return False
+
+    def append_log_line(self, line: str, *, unless_last: bool = False) -> bool:
+        """Append `line` to the log note. A log that is not askvault's to append to (a
+        symlink, not a regular file, outside the vault) is skipped with a warning (False);
+        an OSError (disk full, vault gone) is raised so the caller can retry."""
+        try:
+            return append_line(self.root, self.log_rel, line, unless_last=unless_last)
+        except AskvaultError as exc:
+            log.warning("not appending to %s: %s", self.log_rel, exc)
+            return False
+
+    def clean_placeholders(self, conn: Connection) -> int:
+        """Remove the empty files askvault reserved (and recorded) that a crash left behind."""
+        paths = answer_store.placeholders(conn)
+        removed = 0
+        for rel in paths:
+            with contextlib.suppress(OSError, AskvaultError):
+                path = resolve_inside(self.root, rel)
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                    path.unlink()
+                    removed += 1
+                    log.info("removed %s, an empty placeholder left by a crash", rel)
+        if paths:
+            with write_transaction(conn):
+                answer_store.forget_placeholders(conn, paths)
+        return removed
+
+    def _show_archive_problem(self, conn: Connection, answer_path: str, reason: str | None) -> None:
+        """Add (`reason`) or drop (None) the archive warning in our own answer note."""
+        own = self._own_answer(conn, answer_path)
+        row = answer_store.get_answer(conn, own) if own else None
+        if own is None or row is None:
+            return  # edited by the user, moved or deleted: the log says why
+        try:
+            path = resolve_inside(self.root, own)
+            text = path.read_bytes().decode("utf-8")
+            new = with_archive_warning(text, reason) if reason else without_archive_warning(text)
+            if new != text:
+                data = new.encode("utf-8")
+                self._rewrite_own(conn, path, data, replace(
+                    row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
+        except (OSError, UnicodeDecodeError, AskvaultError) as exc:
+            log.warning("could not update %s about its question's archive: %s", own, exc)
+
+    def _list_edited_stale(self, conn: Connection, rel: str) -> None:
+        with write_transaction(conn):
+            listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+            if rel not in listed:
+                listed.append(rel)
+            store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
+
+
+def log_line_for(question: str) -> str:
+    """The line `queries/log.md` gets for an answered question."""
+    return f"## [{time.strftime('%Y-%m-%d')}] query | {question_summary(question)}\n"
+
+
+def _vault_relative(root: Path, where: str) -> str:
+    with contextlib.suppress(ValueError):
+        return Path(where).relative_to(os.path.realpath(root)).as_posix()
+    return where
+
+
+def stem_of(rel: str) -> str:
+    """The file name of `rel` without its `.md`."""
+    name = rel.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
