@@ -157,10 +157,10 @@ def score(question: dict[str, Any], result: AnswerResult, conn: Any, excerpts_te
     expected = set(question.get("expected", []))
     if published:
         for c in report.citations:
-            if c.state == "broken":
-                continue
+            if c.state != "resolved" or not c.published:
+                continue  # not a link in the published answer
             s.cited += 1
-            if (c.path in expected or c.support == "supported") and c.grounded:
+            if c.path in expected or (c.support == "supported" and c.grounded):
                 s.cited_good += 1
         s.claims = len(report.claims)
         s.claims_supported = report.supported_claims

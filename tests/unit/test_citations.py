@@ -77,10 +77,21 @@ def test_block_is_verified() -> None:
 
 
 def test_missing_note_is_broken_and_rendered_as_plain_text() -> None:
-    answer = "Made up [[Nowhere]] and [[Nowhere|a label]] but real [[Embeds]]."
+    answer = ("Made up [[Nowhere]] and [[Nowhere|a label]]. An embed shows another note inline "
+              "[[Embeds]].")
     report = _check(answer)
     assert [c.state for c in report.citations] == ["broken", "resolved"]
-    assert render_broken_as_text(answer, report) == "Made up Nowhere and a label but real [[Embeds]]."
+    assert render_broken_as_text(answer, report) == (
+        "Made up Nowhere and a label. An embed shows another note inline [[Embeds]].")
+
+
+def test_a_resolved_link_that_backs_nothing_it_cites_is_shown_as_plain_text() -> None:
+    answer = "Rye ferments quickly in warm kitchens [[Embeds]]."
+    report = _check(answer)
+    (citation,) = report.citations
+    assert citation.state == "resolved" and citation.support == "unsupported"
+    assert not citation.published
+    assert render_broken_as_text(answer, report) == "Rye ferments quickly in warm kitchens Embeds."
 
 
 def test_pending_when_a_review_candidate_has_the_slug() -> None:
@@ -208,7 +219,7 @@ def test_a_link_to_a_page_whose_text_never_reached_the_model_is_reported_and_fla
     assert check.flagged and "not given to the model" in check.reason
     assert report.unsupported == 1
     assert annotate_answer(answer, report) == (
-        "The second section explains fermentation of rye [[Deep Note]] ⚠️.")
+        "The second section explains fermentation of rye Deep Note ⚠️.")
 
 
 def test_a_wrong_link_whose_sentence_another_excerpt_supports_gets_the_right_one_added() -> None:

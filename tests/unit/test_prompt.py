@@ -125,3 +125,11 @@ def test_cite_as_drops_headings_that_would_break_the_link() -> None:
 
 def test_quote_prefixes_every_line() -> None:
     assert quote("a\n\nb\n") == "> a\n>\n> b"
+
+
+def test_a_copied_excerpt_header_keeps_only_its_link() -> None:
+    pack = _pack(_page("Tags.md", [("Tag format", "Tags need a letter.")]))
+    plan = build_messages("q?", pack, num_ctx=8192)
+    reply = "Excerpt [1] from [[Tags#Tag format]]: tags need a letter. The excerpt from [[Tags]] too."
+    assert resolve_numbered_citations(reply, plan.excerpts) == (
+        "[[Tags#Tag format]]: tags need a letter. [[Tags]] too.")

@@ -17,7 +17,7 @@ NOTE = ("By default, snapshots are saved a minimum of 5 minutes from each other,
 def _judge(sentence: str, text: str = NOTE, question: str = "") -> tuple[str, float]:
     (content,) = content_tokens([sentence], simple_tokens, given=question)
     (evidence,) = prepare_evidence([text], simple_tokens)
-    support = judge(sentence, content, evidence)
+    support = judge(sentence, content, evidence, question=question)
     return support.verdict, support.coverage
 
 
@@ -96,3 +96,39 @@ def test_a_sentence_that_only_echoes_the_question_is_judged_strictly_on_all_its_
     assert judge("The wifi password is stored.", content, evidence, lenient=False).verdict \
         == "weak"
     assert judge("The wifi password is stored.", content, evidence).verdict == "supported"
+
+
+SEARCH = "Use the task-todo: operator to find tasks you have not checked off yet."
+
+
+def test_a_code_span_must_be_found_exactly_and_then_carries_the_claim() -> None:
+    question = "how do i search only for tasks i haven't checked off yet"
+    assert _judge("Use the `task-todo:` operator.", SEARCH, question)[0] == "supported"
+    assert _judge("Use the `task-done:` operator.", SEARCH, question)[0] == "unsupported"
+
+
+def test_a_name_must_be_in_the_page_even_when_the_question_brings_it() -> None:
+    question = "how do i add a new lane to a board in the kanban plugin"
+    note = "Drag a tab group above or below a current lane group."
+    assert _judge("To add a lane in the Kanban plugin, drag a tab group above a lane group.",
+                  note, question)[0] == "weak"
+    note = "In the Kanban plugin, drag a tab group above or below a current lane group."
+    assert _judge("To add a lane in the Kanban plugin, drag a tab group above a lane group.",
+                  note, question)[0] == "supported"
+
+
+def test_names_are_looked_for_in_every_excerpt_of_the_page() -> None:
+    first, second = prepare_evidence(
+        ["You need a custom domain first.", "Google Analytics needs a tracking code."],
+        simple_tokens, pages=["Analytics.md", "Analytics.md"])
+    sentence = "You need a custom domain first for Google."
+    (content,) = content_tokens([sentence], simple_tokens)
+    assert judge(sentence, content, first).verdict == "supported"
+    (alone,) = prepare_evidence(["You need a custom domain first."], simple_tokens)
+    assert judge(sentence, content, alone).verdict == "weak"
+
+
+def test_a_negation_the_question_brings_is_not_required_of_the_excerpt() -> None:
+    question = "how do i find tasks i haven't checked off"
+    assert _judge("Tasks you haven't checked off are found with `task-todo:`.", SEARCH,
+                  question)[0] == "supported"

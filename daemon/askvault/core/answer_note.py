@@ -234,6 +234,8 @@ def citation_line(citation: Citation) -> str:
         if citation.link.block:
             where += f" ^{citation.link.block}"
         line = f"- {target} — **resolved** → {where}"
+        if not citation.published:
+            line += " — backs no sentence it cites; shown as plain text"
     elif citation.state == "pending":
         line = f"- {target} — **pending** ({citation.reason})"
     else:

@@ -90,6 +90,16 @@ class Citation:
         verdicts = [s.verdict for s in self.supports]
         return next((v for v in order if v in verdicts), None)
 
+    @property
+    def published(self) -> bool:
+        """True when the link stays a link in the answer: it resolves and backs a sentence
+        the model saw it for (or askvault added it), or it is pending. A link that backs
+        nothing is shown as plain text, so the answer adds no false edge to the graph."""
+        if self.state == "pending":
+            return True
+        return self.state == "resolved" and (self.added or (
+            self.grounded and self.support == "supported"))
+
 
 @dataclass(frozen=True)
 class ClaimCheck:
@@ -189,7 +199,8 @@ def check_citations(
     sizes = [len(c) for c in content_tokens([c.judged for c in claims], tokenize)]
     shown = list(excerpts or ())
     evidence = prepare_evidence(
-        [e.text for e in shown], tokenize, [_header(e.title, e.heading) for e in shown]
+        [e.text for e in shown], tokenize, [_header(e.title, e.heading) for e in shown],
+        [e.path for e in shown],
     )
     resolved: dict[tuple[str, str | None, str | None], Citation] = {}
     link_evidence: dict[tuple[str, str | None, str | None], list[Evidence]] = {}
@@ -215,8 +226,8 @@ def check_citations(
             continue
         if not is_claim(claim.judged, ["_"] * size):
             continue
-        check = _judge_claim(claim, content, not echo, resolved, link_evidence, supports, shown,
-                             evidence)
+        check = _judge_claim(claim, content, not echo, question, resolved, link_evidence,
+                             supports, shown, evidence)
         if check.added:
             if check.added not in added:
                 added[check.added] = _added_citation(check.added, index, shown)
@@ -298,7 +309,7 @@ def _resolve(
 
 
 def _judge_claim(
-    claim: Claim, content: list[str], lenient: bool,
+    claim: Claim, content: list[str], lenient: bool, question: str,
     resolved: Mapping[tuple[str, str | None, str | None], Citation],
     link_evidence: Mapping[tuple[str, str | None, str | None], list[Evidence]],
     supports: dict[tuple[str, str | None, str | None], list[Support]],
@@ -311,7 +322,8 @@ def _judge_claim(
     source = None
     for cl in claim.links:
         key = _key(cl.link)
-        found = best_judgement(sentence, content, link_evidence.get(key, []), lenient=lenient)
+        found = best_judgement(sentence, content, link_evidence.get(key, []), lenient=lenient,
+                               question=question)
         citation = resolved[key]
         support = found[1] if found else Support(
             sentence, "unsupported", 0.0,
@@ -324,7 +336,7 @@ def _judge_claim(
     if best is not None and best.verdict == "supported":
         return ClaimCheck(sentence, "supported", best.coverage, cited, source, None, best.span,
                           anchor=claim.anchor)
-    other = best_judgement(sentence, content, evidence, lenient=lenient)
+    other = best_judgement(sentence, content, evidence, lenient=lenient, question=question)
     if other is not None and other[1].verdict == "supported":
         excerpt = shown[other[0]]
         link = excerpt.cite_as[2:-2]
@@ -350,6 +362,8 @@ def _flag_reason(
 ) -> str:
     states = [resolved[_key(c.link)] for c in claim.links]
     missing = f" ({', '.join(best.missing)} not in the excerpt)" if best.missing else ""
+    if best.opposite:
+        missing = " (the excerpt seems to say the opposite)"
     if states and all(not c.grounded for c in states):
         return "the cited page's text was not given to the model" if any(
             c.state == "resolved" for c in states) else "the cited link is broken"
@@ -387,8 +401,8 @@ def section_text(note: ParsedNote, heading_line: int) -> str:
 
 
 def render_broken_as_text(answer: str, report: CitationReport) -> str:
-    """The answer with every broken link replaced by its plain text (label, else target),
-    and every embed shown as code."""
+    """The answer with every link that is not published (broken, or backing nothing)
+    replaced by its plain text (label, else target), and every embed shown as code."""
     return annotate_answer(answer, report, add_links=False, flag=False)
 
 
@@ -403,10 +417,10 @@ def _as_text(span: CitedLink) -> str:
 def annotate_answer(
     answer: str, report: CitationReport, *, add_links: bool = True, flag: bool = True
 ) -> str:
-    """The answer as published: broken links as plain text, embeds as code (an answer
-    never transcludes), the links askvault added (after their claims), and a marker after
-    each claim nothing the model saw supports."""
-    broken = {_key(c.link) for c in report.citations if c.state == "broken"}
+    """The answer as published: links that are not `published` as plain text, embeds as
+    code (an answer never transcludes), the links askvault added (after their claims), and
+    a marker after each claim nothing the model saw supports."""
+    broken = {_key(c.link) for c in report.citations if not c.published}
     edits: list[tuple[int, int, str]] = []
     for span in link_spans(answer):
         if span.link.embed:

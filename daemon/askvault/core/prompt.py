@@ -134,13 +134,21 @@ def build_messages(
     return PromptPlan(messages, tuple(grounding), used, budget, dropped, tuple(excerpts))
 
 
+# Small models copy the excerpt header: "Excerpt [2] from [[Page]]: ..." - the link is
+# the citation, the rest is noise.
+_COPIED_HEADER = re.compile(
+    r"\b(?:the\s+)?excerpts?\s*(?:\[\d{1,3}\]\s*)?(?:from\s+)(?=!?\[\[)", re.IGNORECASE)
+
+
 def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str:
     """`[2]` (and `[1, 3]`, `[Excerpt 2]`) outside code -> the wikilinks of those excerpts.
 
     A number that names no excerpt is left as it is (it is then plain text, not a link).
+    A copied header ("Excerpt [2] from [[Page]]") keeps only its link.
     """
     if "[" not in reply or not excerpts:
         return reply
+    reply = _COPIED_HEADER.sub("", reply)
     masked = mask_code(reply)
     out: list[str] = []
     cursor = 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from askvault.core.query import STOPWORDS, fold
 
@@ -45,6 +45,7 @@ class Support:
     coverage: float
     span: str | None = None
     missing: tuple[str, ...] = ()
+    opposite: bool = False  # the excerpt has the same words with the other polarity
 
 
 def simple_tokens(texts: Sequence[str]) -> list[list[str]]:
@@ -58,8 +59,8 @@ class Window:
 
     text: str
     tokens: frozenset[str]
-    folded_words: frozenset[str]
     numbers: frozenset[str]
+    compact: str  # casefolded, without white space: where code spans are looked for
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Evidence:
 
     text: str
     windows: tuple[Window, ...]
+    folded_words: frozenset[str] = frozenset()  # of the whole text and its header: names
 
 
 WINDOW_SENTENCES = 2
@@ -77,12 +79,14 @@ _EVIDENCE_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s)|\n|$)")
 
 
 def prepare_evidence(
-    texts: Sequence[str], tokenize: Tokenizer, headers: Sequence[str] | None = None
+    texts: Sequence[str], tokenize: Tokenizer, headers: Sequence[str] | None = None,
+    pages: Sequence[str] | None = None,
 ) -> list[Evidence]:
     """Tokenize each text's sentences once (one tokenizer call for all of them).
 
     `headers` (one per text: the page title and heading the model saw above the excerpt)
-    count in every window of their text.
+    count in every window of their text. Names are looked for in every text of the same
+    entry of `pages` (all the excerpts of one page the model saw).
     """
     headers = list(headers) if headers is not None else [""] * len(texts)
     sentences = [[m.group(0).strip() for m in _EVIDENCE_SENTENCE.finditer(t)
@@ -100,10 +104,15 @@ def prepare_evidence(
             shown = [x for x in group[i : i + WINDOW_SENTENCES] if not x.startswith("#")]
             part = " ".join(shown or group[i : i + WINDOW_SENTENCES])
             words = frozenset(t for ts in own[i : i + WINDOW_SENTENCES] for t in ts)
-            windows.append(Window(
-                part, words | frozenset(head_tokens),
-                frozenset(_WORD.findall(fold(part + " " + header))), _numbers(part)))
-        out.append(Evidence(text, tuple(windows)))
+            raw = " ".join(group[i : i + WINDOW_SENTENCES])
+            windows.append(Window(part, words | frozenset(head_tokens), _numbers(raw),
+                                  _compact(raw)))
+        out.append(Evidence(text, tuple(windows), frozenset(_WORD.findall(fold(text + " " + header)))))
+    if pages is not None:
+        by_page: dict[str, set[str]] = {}
+        for page, ev in zip(pages, out):
+            by_page.setdefault(page, set()).update(ev.folded_words)
+        out = [replace(ev, folded_words=frozenset(by_page[page])) for page, ev in zip(pages, out)]
     return out
 
 
@@ -134,7 +143,7 @@ def claim_contents(
     for sentence, tokens in zip(sentences, rest):
         content = list(dict.fromkeys(t for t in tokens if t not in stop and not t.isdigit()))
         new = [t for t in content if t not in asked]
-        if len(new) + len(_numbers(sentence)) >= 2:  # a number is news too: "kept 7 days"
+        if len(new) + len(_exact_items(sentence)) >= 2:  # a number is news: "kept 7 days"
             out.append((new, False))
         else:
             out.append((content, bool(asked & set(content))))
@@ -142,22 +151,32 @@ def claim_contents(
 
 
 def judge(
-    sentence: str, content: Sequence[str], evidence: Evidence, *, lenient: bool = True
+    sentence: str, content: Sequence[str], evidence: Evidence, *, lenient: bool = True,
+    question: str = "",
 ) -> Support:
     """Compare one sentence (with its content tokens) with one evidence text: the verdict
     of its best window.
 
-    Numbers count as content too (and must all be found); a sentence of three or more
+    Exact items - numbers and `code spans` - count as content too and must all be found in
+    the window; when there is one and all are found, half the words suffice (the syntax or
+    figure is the claim: "use the `task-todo:` operator"). A sentence of three or more
     content items may miss one of them (a paraphrase: "every 5 minutes" for "a minimum of
     5 minutes") and still be supported, unless `lenient` is off (an echo of the question).
+    Names must appear in the excerpts of the page (a name taken from the question too: the
+    page must be about it); a negation the question does not bring must agree with the
+    window's.
     """
-    numbers = _numbers(sentence)
-    if not content and not numbers:
+    exact = _exact_items(sentence)
+    if not content and not exact:
         return Support(sentence, "unsupported", 0.0)
-    names = _names(sentence)
+    missing_names = tuple(
+        n for n in _names(sentence)
+        if not all(p in evidence.folded_words for p in _WORD.findall(fold(n))))
+    check_polarity = not _negated(question)
     best: Support | None = None
     for window in evidence.windows:
-        support = _judge_window(sentence, content, numbers, names, window, lenient)
+        support = _judge_window(sentence, content, exact, missing_names, window, lenient,
+                                check_polarity)
         if best is None or (_RANK[support.verdict], support.coverage) > (
             _RANK[best.verdict], best.coverage
         ):
@@ -168,39 +187,60 @@ def judge(
 _RANK = {"supported": 2, "weak": 1, "unsupported": 0}
 
 
-def _judge_window(sentence: str, content: Sequence[str], numbers: frozenset[str],
-                  names: list[str], window: Window, lenient: bool) -> Support:
+def _judge_window(sentence: str, content: Sequence[str], exact: tuple[str, ...],
+                  missing_names: tuple[str, ...], window: Window, lenient: bool,
+                  check_polarity: bool) -> Support:
     found = [t for t in content if t in window.tokens]
-    missing_numbers = sorted(n for n in numbers if n not in window.numbers)
-    items = len(content) + len(numbers)
-    hits = len(found) + len(numbers) - len(missing_numbers)
+    missing_exact = tuple(x for x in exact if not _exact_found(x, window))
+    items = len(content) + len(exact)
+    hits = len(found) + len(exact) - len(missing_exact)
     share = hits / items
-    missing_names = [n for n in names if not all(
-        p in window.folded_words for p in _WORD.findall(fold(n)))]
-    if missing_numbers or share < WEAK_MIN_SHARE:
+    if missing_exact or share < WEAK_MIN_SHARE:
         verdict = "unsupported"
-    elif (share >= SUPPORTED_MIN_SHARE or lenient and items >= 3 and items - hits <= 1) and (
-        not missing_names
-    ):
+    elif (share >= SUPPORTED_MIN_SHARE or lenient and items >= 3 and items - hits <= 1
+          or exact and share >= EXACT_MIN_SHARE) and not missing_names:
         verdict = "supported"
     else:
         verdict = "weak"
     span = window.text if verdict != "unsupported" else None
-    flipped: tuple[str, ...] = ()
-    if span is not None and verdict == "supported" and _negated(sentence) != _negated(span):
+    opposite = False
+    if span is not None and verdict == "supported" and check_polarity and (
+        _negates(sentence, found) != _negates(span, found)
+    ):
         # "You can recover the password" against "you cannot recover it": same words,
         # opposite claim.
-        verdict, flipped = "weak", ("the excerpt says the opposite",)
-    return Support(sentence, verdict, round(share, 3), span,
-                   tuple(missing_numbers) + tuple(missing_names) + flipped)
+        verdict, opposite = "weak", True
+    return Support(sentence, verdict, round(share, 3), span, missing_exact + missing_names,
+                   opposite)
+
+
+EXACT_MIN_SHARE = 0.5
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _exact_items(sentence: str) -> tuple[str, ...]:
+    """Numbers outside code, and code spans: what must be found exactly."""
+    codes = [c.strip() for c in _CODE_SPAN.findall(sentence) if c.strip()]
+    outside = _CODE_SPAN.sub(" ", sentence)
+    return tuple(dict.fromkeys([*sorted(_numbers(outside)), *(f"`{c}`" for c in codes)]))
+
+
+def _exact_found(item: str, window: Window) -> bool:
+    if item.startswith("`"):
+        return _compact(item.strip("`")) in window.compact
+    return item in window.numbers
+
+
+def _compact(text: str) -> str:
+    return "".join(text.casefold().split())
 
 
 def best_judgement(sentence: str, content: Sequence[str], evidence: Sequence[Evidence], *,
-                   lenient: bool = True) -> tuple[int, Support] | None:
+                   lenient: bool = True, question: str = "") -> tuple[int, Support] | None:
     """The evidence text that backs the sentence best, and how; None without evidence."""
     best: tuple[int, Support] | None = None
     for i, ev in enumerate(evidence):
-        support = judge(sentence, content, ev, lenient=lenient)
+        support = judge(sentence, content, ev, lenient=lenient, question=question)
         if best is None or (_RANK[support.verdict], support.coverage) > (
             _RANK[best[1].verdict], best[1].coverage
         ):
@@ -214,7 +254,7 @@ MIN_CLAIM_ITEMS = 2
 def is_claim(sentence: str, content: Sequence[str]) -> bool:
     """True when the sentence says something checkable: at least MIN_CLAIM_ITEMS content
     words and numbers ("For example:", "Yes." are not judged, neither backed nor flagged)."""
-    return len(content) + len(_numbers(sentence)) >= MIN_CLAIM_ITEMS
+    return len(content) + len(_exact_items(sentence)) >= MIN_CLAIM_ITEMS
 
 
 def _numbers(text: str) -> frozenset[str]:
@@ -242,6 +282,25 @@ _NEGATION = re.compile(
     r"hasn't|haven't|non)\b|n't\b",
     re.IGNORECASE,
 )
+
+
+# How many words after a negation it reaches ("cannot be recovered", "is not supported yet").
+NEGATION_SCOPE_WORDS = 4
+
+
+def _negates(text: str, tokens: Sequence[str]) -> bool:
+    """True when a negation in `text` bears on one of `tokens` (index stems): one of the
+    NEGATION_SCOPE_WORDS words after it starts like one of them. A "not" elsewhere in a
+    long excerpt sentence says nothing about the claim."""
+    stems = {t[:4] for t in tokens if len(t) >= 3}
+    if not stems:
+        return False
+    words = _WORD.findall(fold(text.replace("’", "'")).replace("n't", " not"))
+    for i, word in enumerate(words):
+        if _NEGATION.fullmatch(word) or word in ("cannot", "can't"):
+            if any(w[:4] in stems for w in words[i + 1 : i + 1 + NEGATION_SCOPE_WORDS]):
+                return True
+    return False
 
 
 def _negated(text: str) -> bool:

@@ -325,7 +325,8 @@ def _collect_citations(
 
 
 def _cited_paths(report: CitationReport) -> list[str]:
-    return list(dict.fromkeys(c.path for c in report.citations if c.state == "resolved" and c.path))
+    return list(dict.fromkeys(c.path for c in report.citations
+                              if c.state == "resolved" and c.published and c.path))
 
 
 def _wikilink(pack: ContextPack, path: str) -> str:
@@ -372,9 +373,11 @@ def _caveats(
         if c.state == "broken":
             caveats.append(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text.")
         elif c.state == "resolved" and not c.grounded:
-            caveats.append(f"`{c.target}` was cited but its text was not given to the model.")
+            caveats.append(f"`{c.target}` was cited but its text was not given to the model; "
+                           "shown as plain text.")
         elif c.state == "resolved" and c.support != "supported" and not c.added:
-            caveats.append(f"`{c.target}` does not say what the sentence citing it says.")
+            caveats.append(f"`{c.target}` does not say what the sentence citing it says; "
+                           "shown as plain text.")
     added = [c for c in report.claims if c.added]
     if added:
         caveats.append(f"askvault added {len(added)} citation(s) the model left out "
