@@ -106,6 +106,10 @@ class SearchSettings:
     )
     limit: int = _opt(10, "Default number of hits.", min=1)
     candidates: int = _opt(100, "Candidates taken from each channel before fusion.", min=1)
+    embed_timeout_s: float = _opt(
+        5.0, "Longest wait for a search query's embedding before `search` and `context`"
+        " answer from words alone, saying why (s).", min_excl=0,
+    )
 
 
 @dataclass(frozen=True)

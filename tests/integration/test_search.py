@@ -132,6 +132,25 @@ def test_search_degrades_to_words_when_ollama_is_down(indexed: Indexed,
     assert all(c != "vector" for h in result.hits for c, _ in h.matched)
 
 
+def test_search_waits_only_its_short_embedding_deadline_before_answering_from_words(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
+    import dataclasses
+    import time
+
+    from askvault.services.search import open_search
+
+    settings = dataclasses.replace(indexed.settings, search=dataclasses.replace(
+        indexed.settings.search, embed_timeout_s=0.3))
+    fake_ollama.set_fault("slow", delay_s=3.0, paths=("/api/embed",))
+    started = time.monotonic()
+    with open_search(settings) as (conn, embedder):
+        result = search(conn, settings, "blossom end rot", embedder=embedder)
+    assert time.monotonic() - started < 2.5
+    assert result.degraded and "semantic search unavailable" in result.degraded
+    assert result.hits[0].note_path == "garden/Tomato Growing.md"
+
+
 def test_search_degrades_without_an_embedder(indexed: Indexed) -> None:
     result = search(indexed.conn, indexed.settings, "sourdough", embedder=None)
     assert result.degraded == "no embedding model configured"

@@ -44,7 +44,10 @@ class SearchResult:
 @contextlib.contextmanager
 def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder | None]]:
     """The index and the query embedder (None when configuration refuses the Ollama host);
-    both closed on exit. Raises StoreError when the vault has no index yet."""
+    both closed on exit. Raises StoreError when the vault has no index yet.
+
+    The embedder waits at most `search.embed_timeout_s` for Ollama: a slow or hung server
+    costs a search a few seconds, then it answers from words and says why."""
     if not settings.db_path.exists():
         raise StoreError(f"no index for {settings.vault_path}", "run `askvault index` first")
     conn = connect(settings.db_path)
@@ -53,7 +56,8 @@ def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder | Non
         with contextlib.suppress(OllamaError):
             embedder = OllamaEmbedder(
                 settings.ollama.host, settings.ollama.embed_model,
-                timeout_s=settings.ollama.timeout_s, batch_size=settings.ollama.embed_batch_size,
+                timeout_s=min(settings.ollama.timeout_s, settings.search.embed_timeout_s),
+                batch_size=settings.ollama.embed_batch_size,
                 max_input_tokens=settings.ollama.embed_max_tokens,
                 allow_remote=settings.ollama.allow_remote_ollama,
             )
