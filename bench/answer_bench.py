@@ -293,8 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seconds = (meta["prompt_eval_s"] + meta["generation_s"]
                            + result.timings.get("retrieval_s", 0)
                            + result.timings.get("checks_s", 0)) if meta.get("cached") else wall
-                excerpts = "\n".join(e.text for e in _excerpts(result))
-                s = score(q, result, conn, excerpts, seconds, _prompt_tokens(result),
+                excerpts = "\n".join(e.text for e in result.excerpts)
+                s = score(q, result, conn, excerpts, seconds, result.prompt_tokens,
                           meta.get("prompt_tokens"))
                 scores.append(s)
                 print(json.dumps({"id": s.qid, "status": s.status, "facts": f"{s.facts_found}/"
@@ -335,14 +335,6 @@ def _interleaved(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if no:
             out.append(no.pop(0))
     return out
-
-
-def _excerpts(result: AnswerResult) -> list[Any]:
-    return list(getattr(result, "excerpts", ()))
-
-
-def _prompt_tokens(result: AnswerResult) -> int:
-    return int(getattr(result, "prompt_tokens", 0))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from askvault.services.index_pass import index_vault
 from askvault.services.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
+from support.inbox_worker import Running, wait_for
 from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -41,20 +41,6 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
     return s
 
 
-class Running:
-    def __init__(self, worker: InboxWorker) -> None:
-        self.worker = worker
-        self.stop = threading.Event()
-        self.errors: list[BaseException] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.worker.run(self.stop)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.errors.append(exc)
-
-
 @pytest.fixture
 def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
@@ -67,20 +53,7 @@ def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
 
     yield start
     for running in started:
-        running.stop.set()
-        running.thread.join(10)
-        assert not running.thread.is_alive(), "the worker must stop promptly"
-        assert not running.errors, running.errors
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
+        running.halt()
 
 
 def _status(path: Path) -> str | None:

@@ -8,7 +8,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from askvault.services.inbox import InboxWorker, log_line_for
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
+from support.inbox_worker import Running, wait_for
 from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -46,26 +46,6 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
     return s
 
 
-class Running:
-    def __init__(self, worker: InboxWorker) -> None:
-        self.worker = worker
-        self.stop = threading.Event()
-        self.errors: list[BaseException] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.worker.run(self.stop)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.errors.append(exc)
-
-    def halt(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        assert not self.thread.is_alive(), "the worker must stop promptly"
-        assert not self.errors, self.errors
-
-
 @pytest.fixture
 def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
@@ -79,16 +59,6 @@ def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
     yield start
     for running in started:
         running.halt()
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def read(path: Path) -> str:
