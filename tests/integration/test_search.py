@@ -90,6 +90,17 @@ def test_search_finds_cjk_text_long_and_short(indexed: Indexed) -> None:
     assert _paths(indexed, "地下鉄の便利", fusion_mode="words")[0] == "travel/Kyoto.md"
 
 
+def test_search_finds_cjk_extension_b_characters_short_and_long(indexed: Indexed) -> None:
+    """U+20000-U+2FA1F (e.g. 𠮷, 𩸽) were left out of the trigram index on the write side
+    while the query side looked for them there."""
+    # Only Extension B characters, inside a longer run: found by substring, not as a word.
+    (indexed.vault / "Rare kanji.md").write_text("# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n",
+                                                  encoding="utf-8")
+    index_vault(indexed.settings)
+    assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]  # trigram
+    assert _paths(indexed, "𠮷𠀋", fusion_mode="words")[:1] == ["Rare kanji.md"]  # short run
+
+
 def test_search_folds_diacritics(indexed: Indexed) -> None:
     assert _paths(indexed, "creme brulee", fusion_mode="words")[0] == "Café Notes.md"
 
@@ -247,3 +258,23 @@ def test_search_degrades_when_the_query_vector_has_another_dimension(
     result = search(indexed.conn, indexed.settings, "sourdough", embedder=indexed.embedder)
     assert result.degraded and "dimensions" in result.degraded
     assert result.hits[0].note_path == "kitchen/Sourdough.md"
+
+
+def test_migration_adds_extension_b_chunks_an_older_index_left_out(indexed: Indexed) -> None:
+    from askvault.adapters.db import apply_migrations
+
+    (indexed.vault / "Rare kanji.md").write_text("# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n",
+                                                  encoding="utf-8")
+    index_vault(indexed.settings)
+    conn = indexed.conn
+    # As the old write side left it: the chunk is not in the trigram index.
+    conn.execute("DELETE FROM chunks_trigram WHERE rowid IN (SELECT c.id FROM chunks c "
+                 "JOIN notes n ON n.id = c.note_id WHERE n.path = 'Rare kanji.md')")
+    conn.execute("DELETE FROM migrations WHERE name = 'm033_trigram_extension_b'")
+    conn.commit()
+    assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] != ["Rare kanji.md"]
+    before = conn.execute("SELECT count(*) FROM chunks_trigram").fetchone()[0]
+    assert apply_migrations(conn) == ["m033_trigram_extension_b"]
+    after = conn.execute("SELECT count(*) FROM chunks_trigram").fetchone()[0]
+    assert after == before + 1  # only the missing chunk; the others are not doubled
+    assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]

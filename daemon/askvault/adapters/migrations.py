@@ -164,6 +164,16 @@ DROP TABLE chunks_fts;
 ALTER TABLE chunks_fts_porter RENAME TO chunks_fts;
 """
 
+# CJK Extension B-F (U+20000-U+2FA1F) was missing from the write side's character class:
+# chunks written only in those characters never reached the trigram index the query
+# side searches. GLOB ranges compare code points.
+M033_TRIGRAM_EXTENSION_B = """
+INSERT INTO chunks_trigram(rowid, body)
+    SELECT c.id, n.title || char(10) || c.text FROM chunks c JOIN notes n ON n.id = c.note_id
+    WHERE (c.text GLOB '*[\U00020000-\U0002fa1f]*' OR n.title GLOB '*[\U00020000-\U0002fa1f]*')
+      AND c.id NOT IN (SELECT rowid FROM chunks_trigram);
+"""
+
 # Migrations that rewrite a whole table of an existing index, and what they do (logged).
 SLOW_MIGRATIONS = {"m004_fts_porter": "rebuilding the word index with stemming"}
 
@@ -176,4 +186,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m031_answer_previous_hash", M031_ANSWER_PREVIOUS_HASH),
     ("m032_inbox_archive_state", M032_INBOX_ARCHIVE_STATE),
     ("m004_fts_porter", M004_FTS_PORTER),
+    ("m033_trigram_extension_b", M033_TRIGRAM_EXTENSION_B),
 ]

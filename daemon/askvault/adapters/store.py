@@ -12,7 +12,6 @@ existed get it created and back-filled by the first write that touches vectors.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,10 +19,9 @@ from dataclasses import dataclass
 from sqlite_vec import serialize_float32
 
 from askvault.adapters.db import Connection
+from askvault.core.query import has_cjk
 from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
 
-# Scripts written without spaces between words: their chunks also go in the trigram index.
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 @dataclass(frozen=True)
@@ -170,7 +168,9 @@ def upsert_note(
             "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) VALUES (?,?,?,?,?)",
             (chunk_id, parsed.title, aliases_text, " ".join(chunk.heading_path), chunk.text),
         )
-        if _CJK_RE.search(chunk.text) or _CJK_RE.search(parsed.title):
+        # Scripts written without spaces between words also go in the trigram index, by
+        # the same character class the query side uses (core/query.py).
+        if has_cjk(chunk.text) or has_cjk(parsed.title):
             conn.execute(
                 "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
                 (chunk_id, parsed.title + "\n" + chunk.text),
