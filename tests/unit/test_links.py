@@ -249,3 +249,55 @@ def test_code_fence_lines_accepts_precomputed_blocks() -> None:
     assert blocks == [(1, 3), (5, 6)]
     assert code_fence_lines(lines, blocks) == code_fence_lines(lines)
     assert code_fence_lines(lines) == [False, True, True, True, False, True, True]
+
+
+# Code blocks by Markdown rules: indented blocks and HTML <pre> are code, links in them
+# are not links (issue 12).
+
+
+def _targets(text: str) -> list[str]:
+    return [link.target for link in extract_links(text)]
+
+
+def test_link_in_an_indented_code_block_is_not_a_link() -> None:
+    assert _targets("text\n\n    [[Code]]\n    more [[Code2]]\n\nafter [[A]]") == ["A"]
+
+
+def test_tab_indented_code_block_at_the_top_is_code() -> None:
+    assert _targets("\t[[Code]]\nnext") == []
+
+
+def test_blank_lines_inside_an_indented_code_block_keep_it_open() -> None:
+    assert _targets("intro\n\n    [[One]]\n\n    [[Two]]\nback [[B]]") == ["B"]
+
+
+def test_indented_line_right_after_a_paragraph_continues_it() -> None:
+    """An indented code block cannot interrupt a paragraph (lazy continuation)."""
+    assert _targets("para\n    [[Lazy]]\n") == ["Lazy"]
+
+
+def test_indented_text_inside_a_list_item_continues_the_item() -> None:
+    assert _targets("- item\n\n    [[Cont]]\n") == ["Cont"]
+    assert _targets("1. first\n    - nested [[Nested]]\n") == ["Nested"]
+    assert _targets("- a\n\t- tab nested [[Tab]]\n") == ["Tab"]
+
+
+def test_indented_code_after_a_list_has_ended_is_code() -> None:
+    assert _targets("- item\n\nparagraph\n\n    [[Code]]\n") == []
+
+
+def test_indented_lines_in_a_fenced_block_stay_fenced() -> None:
+    assert _targets("```\n    [[InFence]]\n```\n\n[[After]]") == ["After"]
+
+
+def test_link_in_an_html_pre_element_is_not_a_link() -> None:
+    assert _targets("<pre>\n[[Pre]]\n</pre>\n[[B]]") == ["B"]
+    assert _targets('x <PRE class="a">[[One line]]</PRE> [[C]]') == ["C"]
+
+
+def test_masking_code_keeps_offsets_and_line_numbers() -> None:
+    text = "a\n\n    [[Code]]\n<pre>[[P]]\n</pre>\n[[Z]]"
+    masked = mask_code(text)
+    assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
+    (link,) = extract_links(text)
+    assert link.target == "Z" and link.line == 6

@@ -31,6 +31,10 @@ _MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
 # headings are compared on their letters, digits and spaces only.
 _HEADING_PUNCT = re.compile(r"[^\w\s]|_")
 _SPACES = re.compile(r"\s+")
+# A list item's first line: `-`, `*`, `+` or `1.` / `1)` after at most three spaces.
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+# An HTML <pre> element (Obsidian shows its content as code, links included).
+_PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.IGNORECASE | re.DOTALL)
 
 
 
@@ -84,20 +88,80 @@ def has_fences(text: str) -> bool:
     return "```" in text or "~~~" in text
 
 
+def indented_code_blocks(
+    lines: Sequence[str], fenced: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, int]]:
+    """The indented code blocks of `lines` (CommonMark) as (first, last) 0-based rows.
+
+    A block is a run of lines indented by four spaces or a tab that starts after a blank
+    line (or at the top) - it cannot interrupt a paragraph - and not inside a list, where
+    such indentation continues the item. Blank lines inside the run belong to it; it
+    ends at the first line indented less. Rows of `fenced` blocks are never part of one.
+    """
+    in_fence = [False] * len(lines)
+    for first, last in fenced:
+        in_fence[first : last + 1] = [True] * (last + 1 - first)
+    blocks: list[tuple[int, int]] = []
+    previous_blank = True
+    in_list = False
+    start: int | None = None
+    last_code = -1
+    for row, line in enumerate(lines):
+        blank = not line.strip()
+        indented = line.startswith(("    ", "\t")) or line.startswith((" \t", "  \t", "   \t"))
+        if start is not None:
+            if blank:
+                continue
+            if indented and not in_fence[row]:
+                last_code = row
+                continue
+            blocks.append((start, last_code))
+            start = None
+            previous_blank = False
+        if in_fence[row]:
+            previous_blank, in_list = False, False
+            continue
+        if blank:
+            previous_blank = True
+            continue
+        if indented and previous_blank and not in_list:
+            start = last_code = row
+            continue
+        if not indented:
+            in_list = _LIST_ITEM.match(line) is not None
+        previous_blank = False
+    if start is not None:
+        blocks.append((start, last_code))
+    return blocks
+
+
+def has_indented_code(text: str) -> bool:
+    """Whether `text` may hold an indented code block: cheap, so callers skip the scan."""
+    return text.startswith(("    ", "\t")) or "\n    " in text or "\n\t" in text
+
+
 def mask_code(text: str, blocks: Sequence[tuple[int, int]] | None = None) -> str:
-    """Return `text` with fenced code blocks and inline code spans blanked out.
+    """Return `text` with code blanked out: fenced and indented code blocks, HTML
+    `<pre>` elements and inline code spans, as Obsidian (CommonMark) reads them.
 
     Blanking keeps every other character at its offset and every newline, so
     positions and line numbers found in the result hold for `text`. `blocks`,
     when given, are `fenced_blocks(text.split("\n"))` already computed by the caller.
     """
-    if "`" not in text and "~~~" not in text:
+    indented = has_indented_code(text)
+    pre = "<pre" in text or "<PRE" in text
+    if "`" not in text and "~~~" not in text and not indented and not pre:
         return text
+    if pre:
+        text = _PRE.sub(_blank_keeping_lines, text)
     lines = text.split("\n")
     if blocks is None:
         blocks = fenced_blocks(lines) if has_fences(text) else []
-    if blocks:
-        for first, last in blocks:
+    spans = list(blocks)
+    if indented:
+        spans += indented_code_blocks(lines, blocks)
+    if spans:
+        for first, last in spans:
             for row in range(first, last + 1):
                 lines[row] = " " * len(lines[row])
         text = "\n".join(lines)
@@ -192,6 +256,10 @@ def extract_links(text: str, *, masked: str | None = None, line_offset: int = 0)
 
 def _blank(match: re.Match[str]) -> str:
     return " " * len(match.group(0))
+
+
+def _blank_keeping_lines(match: re.Match[str]) -> str:
+    return "".join("\n" if ch == "\n" else " " for ch in match.group(0))
 
 
 def blank_wikilinks(text: str) -> str:
