@@ -19,12 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from askvault.core.links import extract_links, mask_code
+from askvault.core.links import MD_LINK_TEXT, WIKILINK, extract_links, mask_code
 from askvault.records import Link
 
 MIN_CLAIM_WORDS = 3
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
-_MD_LINK_TEXT = re.compile(r"\[((?:[^\[\]\n]|\[\[[^\[\]\n]*\]\])*)\]\([^)\n]*\)")
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|\w+")
 _LINE = re.compile(r"[^\n]*")
@@ -90,9 +88,9 @@ def link_spans(text: str) -> list[CitedLink]:
     if "[[" not in text:
         return []
     masked = mask_code(text)
-    masked = _MD_LINK_TEXT.sub(lambda m: " " * len(m.group(0)), masked)
+    masked = MD_LINK_TEXT.sub(lambda m: " " * len(m.group(0)), masked)
     spans: list[CitedLink] = []
-    for match in _WIKILINK.finditer(masked):
+    for match in WIKILINK.finditer(masked):
         start = match.start()
         backslashes = len(masked[:start]) - len(masked[:start].rstrip("\\"))
         if backslashes % 2 == 1:
@@ -105,7 +103,7 @@ def link_spans(text: str) -> list[CitedLink]:
 
 def strip_links(text: str) -> str:
     """`text` without its wikilinks, spaces tidied (link words would inflate any overlap)."""
-    text = " ".join(_WIKILINK.sub(" ", text).split())
+    text = " ".join(WIKILINK.sub(" ", text).split())
     return re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", text)
 
 

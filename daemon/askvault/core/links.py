@@ -19,12 +19,12 @@ from askvault.records import Heading, Link
 # (`  - ```python` inside a list, `> ~~~` inside a callout).
 _FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 # The same matches without the optional `!`: a literal first character lets the
 # regex engine skip ahead ten times faster; the `!` is looked up by hand.
 _WIKILINK_BODY = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 # `[text with [[A]] inside](url)`: the wikilink is part of the Markdown link text.
-_MD_LINK_TEXT = re.compile(r"\[((?:[^\[\]\n]|\[\[[^\[\]\n]*\]\])*)\]\([^)\n]*\)")
+MD_LINK_TEXT = re.compile(r"\[((?:[^\[\]\n]|\[\[[^\[\]\n]*\]\])*)\]\([^)\n]*\)")
 _MD_SUFFIX = re.compile(r"\.md$", re.IGNORECASE)
 # Obsidian drops `# | ^ : [ ]` from heading links it writes, and real vaults link
 # `#How large is it` to `How large is it?` or `#hasTag` to `` `hasTag()` ``:
@@ -223,7 +223,7 @@ def extract_links(text: str, *, masked: str | None = None, line_offset: int = 0)
     if "[[" not in masked:
         return []
     if "](" in masked:
-        masked = _MD_LINK_TEXT.sub(_blank, masked)
+        masked = MD_LINK_TEXT.sub(_blank, masked)
     links: list[Link] = []
     line = 1 + line_offset
     scanned = 0
@@ -266,7 +266,7 @@ def blank_wikilinks(text: str) -> str:
     """Return `text` with every `[[...]]` replaced by spaces of the same length."""
     if "[[" not in text:
         return text
-    return _WIKILINK.sub(_blank, text)
+    return WIKILINK.sub(_blank, text)
 
 
 def _is_escaped(text: str, pos: int) -> bool:
