@@ -21,7 +21,6 @@ from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.errors import IndexBusy, OllamaError
 from askvault.services.embedding import (
-    WAITING_REASON_KEY,
     drain_backlog,
     embed_waiting_reason,
     embedding_target,
@@ -35,7 +34,6 @@ log = logging.getLogger(__name__)
 
 IDLE_CHECK_S = 60.0
 PROGRESS_LOG_S = 30.0
-__all__ = ["WAITING_REASON_KEY", "EmbedLoop"]
 
 
 class EmbedLoop:
