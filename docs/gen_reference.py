@@ -29,13 +29,24 @@ def cli_reference() -> str:
     ctx = click.Context(cli, info_name="askvault", terminal_width=100, max_content_width=100,
                         help_option_names=["-h", "--help"])
     lines += ["## askvault", "", "```", cli.get_help(ctx), "```", ""]
-    for name in sorted(cli.commands):
-        command = cli.commands[name]
-        sub = click.Context(command, info_name=f"askvault {name}", parent=ctx,
+    lines += _command_sections(cli, ctx, "askvault")
+    return "\n".join(lines)
+
+
+def _command_sections(group: click.Group, parent: click.Context, path: str) -> list[str]:
+    """A section per command, sub-commands of a group after it; each usage line reads as
+    typed (`askvault service install`): the context's name is the command's own, the
+    parent contexts supply the rest."""
+    lines: list[str] = []
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        sub = click.Context(command, info_name=name, parent=parent,
                             terminal_width=100, max_content_width=100,
                             help_option_names=["-h", "--help"])
-        lines += [f"## askvault {name}", "", "```", command.get_help(sub), "```", ""]
-    return "\n".join(lines)
+        lines += [f"## {path} {name}", "", "```", command.get_help(sub), "```", ""]
+        if isinstance(command, click.Group):
+            lines += _command_sections(command, sub, f"{path} {name}")
+    return lines
 
 
 def config_reference() -> str:

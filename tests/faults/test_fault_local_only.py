@@ -1,5 +1,6 @@
 """Drill 8: local only. A non-loopback OLLAMA_HOST is refused before any connection, and
-proxy variables never route Ollama traffic (issue 15, item 2).
+proxy variables never route Ollama traffic (issue 15, item 2). A refused host is a setting,
+so `run` refuses to start rather than retry it (issue 14, item 8).
 
 In-process, the session's socket guard fails the test if a non-loopback connect (or a
 name lookup) is even attempted; the subprocess daemon is checked by its log.
@@ -13,7 +14,6 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from in_process import InProcessDaemon
 from invariants import FaultWorld, wait_until
 
 from askvault.adapters.ollama import (
@@ -22,6 +22,7 @@ from askvault.adapters.ollama import (
     check_host_allowed,
     probe_ollama,
 )
+from askvault.app.daemon import Daemon, default_workers
 from askvault.services.doctor import run_checks
 from askvault.services.ask import ask_question
 from askvault.errors import RemoteHostRefused
@@ -35,20 +36,23 @@ REMOTE = "http://10.255.255.1:11434"
 
 
 def test_remote_ollama_host_is_refused_in_process_before_any_connection(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld, fake_ollama: FakeOllama,
 ) -> None:
     world.write("Note.md", "# Note\n\nlocal words only\n")
     question = b"What are the local words?\n"
     world.write("queries/inbox/Remote.md", question)
-    daemon = inproc(**{"ollama.host": REMOTE})
     settings = settings_for(world.vault, world.state, REMOTE)
-    wait_until(lambda: "status: waiting" in _text(world), 20, "the question waits")
-    assert "refusing to connect" in _text(world)
+    # A refusal is a setting, not an outage: `run` does not start (and so never retries it).
+    with pytest.raises(RemoteHostRefused) as refused:
+        Daemon(settings, default_workers(settings)).run()
+    assert "allow_remote_ollama = true" in refused.value.hint
+    assert (world.vault / "queries/inbox/Remote.md").read_bytes() == question
+    assert _text(world) == "", "no answer note claims the question is retried"
     checks = {c.name: c for c in run_checks(settings)}
-    assert not checks["ollama reachable"].ok and "loopback" in checks["ollama reachable"].detail
+    host = checks["ollama host allowed"]
+    assert not host.ok and "loopback" in host.detail and "allow_remote_ollama" in host.hint
     with pytest.raises(RemoteHostRefused):
         ask_question(settings, "What are the local words?")
-    assert daemon.alive() and daemon.stop() == 0
     assert fake_ollama.requests == [], "nothing was sent anywhere"
     # The opt-in is honoured (checked without connecting).
     assert check_host_allowed(REMOTE, allow_remote=True) == REMOTE
@@ -58,12 +62,13 @@ def test_remote_ollama_host_is_refused_by_the_daemon_subprocess(
     world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
 ) -> None:
     world.write("Note.md", "# Note\n\nlocal words only\n")
-    daemon = daemons(OLLAMA_HOST=REMOTE)
-    daemon.wait_for_log("refusing to connect to Ollama at http://10.255.255.1", 10)
-    wait_until(lambda: daemon.proc.poll() is None, 1, "the daemon keeps indexing")
-    daemon.signal(signal.SIGTERM)
-    assert daemon.wait(5) == 0
-    assert "10.255.255.1:11434 (" not in daemon.log(), "no connection error: never tried"
+    daemon = daemons(ready=False, OLLAMA_HOST=REMOTE)
+    assert daemon.wait(15) == 1, "a refused host stops `run` at once, with exit 1"
+    log = daemon.log()
+    assert "refusing to connect to Ollama at http://10.255.255.1" in log
+    assert "allow_remote_ollama = true" in log
+    assert "10.255.255.1:11434 (" not in log, "no connection error: never tried"
+    assert fake_ollama.requests == []
 
 
 def _text(world: FaultWorld, name: str = "Remote") -> str:

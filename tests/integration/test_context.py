@@ -162,6 +162,26 @@ def test_context_json_envelope_is_versioned_and_stable(indexed: Indexed,
     assert len(chunk["lines"]) == 2 and chunk["fresh"] is True
 
 
+def test_context_text_mode_prints_the_evidence_text_under_each_citation(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
+    env = {"OLLAMA_HOST": fake_ollama.url, "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
+           "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
+    args = ["context", QUESTION, "--budget", "300", "--vault", str(indexed.vault)]
+    text = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    doc = json.loads(CliRunner().invoke(cli, [*args, "--json"], env=env,
+                                        catch_exceptions=False).stdout)
+    assert text.exit_code == 0
+    chunk = doc["pages"][0]["chunks"][0]
+    out = text.stdout
+    assert chunk["citation"] in out
+    quoted = [line.strip() for line in out.splitlines() if line.strip().startswith(">")]
+    first_line = next(line for line in chunk["text"].splitlines() if line.strip())
+    assert f"> {first_line}".rstrip() in quoted, "the evidence itself, not only its address"
+    # The lines follow their citation, before the next page.
+    assert out.index(chunk["citation"]) < out.index(f"> {first_line}".rstrip())
+
+
 def test_context_degrades_to_words_when_ollama_is_down(indexed: Indexed,
                                                        fake_ollama: FakeOllama) -> None:
     fake_ollama.set_fault("down")

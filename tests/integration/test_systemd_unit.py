@@ -34,3 +34,14 @@ def test_systemd_analyze_verify_accepts_the_unit(tmp_path: Path) -> None:
         pytest.skip(f"systemd-analyze cannot run here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "", done.stderr
+
+
+def test_the_unit_names_no_documentation_page_that_does_not_exist() -> None:
+    for line in UNIT.read_text(encoding="utf-8").splitlines():
+        if line.startswith("Documentation="):
+            uri = line.removeprefix("Documentation=")
+            assert not uri.startswith("file://%h"), f"{uri}: no install puts a page there"
+
+
+def test_a_refused_start_does_not_restart_in_a_loop() -> None:
+    assert "RestartPreventExitStatus=1 2" in UNIT.read_text(encoding="utf-8")

@@ -29,10 +29,11 @@ from askvault.adapters.lockfile import (
 )
 from askvault.app.daemon import Daemon
 from askvault.cli.main import cli
+from askvault.core.service_files import service_name
 from askvault.errors import VaultLocked
 from askvault.services.index_pass import index_vault
 from askvault.services.status import collect_status
-from askvault.settings import Settings
+from askvault.settings import Settings, vault_id
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
 
@@ -194,3 +195,15 @@ def test_writing_the_holder_is_best_effort(tmp_path: Path) -> None:
         assert write_holder(fd, LockHolder(1, "run")) is False
     finally:
         os.close(fd)
+
+
+def test_the_refusal_hint_names_the_unit_service_install_writes(tmp_path: Path) -> None:
+    vault = tmp_path / "Notes"
+    vault.mkdir()
+    folder = tmp_path / "locks"
+    folder.mkdir(mode=0o700)
+    with VaultLock(vault, "run", folder=folder):
+        with pytest.raises(VaultLocked) as refused:
+            VaultLock(vault, "run", folder=folder).acquire()
+    unit = service_name(vault_id(vault.resolve()))
+    assert f"systemctl --user stop {unit}" in refused.value.hint

@@ -139,3 +139,18 @@ def forget_placeholders(conn: Connection, paths: list[str]) -> None:
 def placeholders(conn: Connection) -> list[str]:
     """Every recorded placeholder path (a crash may have left some behind)."""
     return [r[0] for r in conn.execute("SELECT path FROM vault_placeholders ORDER BY path")]
+
+
+def answers_with_status(conn: Connection, status: str) -> list[AnswerRow]:
+    """Every answer note askvault wrote whose recorded status is `status`, by path."""
+    rows = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
+        "WHERE status = ? ORDER BY path", (status,),
+    ).fetchall()
+    return [_answer(row) for row in rows]
+
+
+def all_questions(conn: Connection) -> dict[str, QuestionRow]:
+    """Every inbox question askvault has a row for, by vault-relative path."""
+    rows = conn.execute(f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions").fetchall()
+    return {row[0]: QuestionRow(*row) for row in rows}

@@ -27,7 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from askvault.core.service_files import service_name
 from askvault.errors import AskvaultError, VaultLocked
+from askvault.settings import vault_id
 
 # A status probe holds the lock shared for a moment: retry briefly before refusing.
 ACQUIRE_TRIES = 5
@@ -130,15 +132,16 @@ class VaultLock:
         command = holder.command if holder else None
         who = ", ".join(part for part in (
             f"pid {pid}" if pid else "", f"`askvault {command}`" if command else "") if part)
+        # The unit `askvault service install` writes for this vault (docs/how-to).
+        unit = service_name(vault_id(self.vault_root))
+        stop = f"`systemctl --user stop {unit}`" + (f" or `kill {pid}`" if pid else "")
         if command == "index":
             hint = "wait for that `askvault index` to finish, then try again"
         elif self.command == "index":
             hint = ("the daemon keeps the index fresh by itself; to run `askvault index`, stop "
-                    "it first (`systemctl --user stop askvault`" + (f" or `kill {pid}`)"
-                                                                     if pid else ")"))
+                    f"it first ({stop})")
         else:
-            hint = "stop it first (`systemctl --user stop askvault`" + (
-                f" or `kill {pid}`)" if pid else ")")
+            hint = f"stop it first ({stop})"
         return VaultLocked(
             f"another askvault process ({who or 'holder unknown'}) is already running on "
             f"this vault ({self.vault_root})", hint)

@@ -31,7 +31,9 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434
 UNAVAILABLE_HINT = "is `ollama serve` running? Try `askvault doctor`"
 REMOTE_HINT = (
-    "askvault talks only to a local Ollama; set allow_remote_ollama = true to allow this host"
+    "askvault talks only to an Ollama on this machine: point OLLAMA_HOST at 127.0.0.1, or allow"
+    " this host with `allow_remote_ollama = true` under [ollama] in the config file"
+    " (or ASKVAULT_OLLAMA__ALLOW_REMOTE_OLLAMA=true)"
 )
 # Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
 # code, numbers and non-Latin text, so a piece estimated to fit really fits.
@@ -96,6 +98,38 @@ def check_host_allowed(url: str, allow_remote: bool) -> str:
     shown = f"[{host}]" if ":" in host else host
     path = split.path.strip("/")
     return f"{scheme}://{shown}:{port}" + (f"/{path}" if path else "")
+
+
+def host_refusal(url: str, allow_remote: bool) -> RemoteHostRefused | None:
+    """The refusal of this host by the configuration, or None when askvault may use it.
+
+    A refusal is a setting, not an outage: retrying it can never succeed, so callers report
+    it (with its hint, which names the setting) instead of backing off."""
+    try:
+        check_host_allowed(url, allow_remote)
+    except RemoteHostRefused as exc:
+        return exc
+    return None
+
+
+class RefusedEmbedder:
+    """Stands in for the embedder when the configuration refuses the Ollama host
+    (implements `records.Embedder`): every call raises the refusal, nothing is sent."""
+
+    def __init__(self, refusal: RemoteHostRefused) -> None:
+        self.refusal = refusal
+
+    def fingerprint(self) -> Fingerprint:
+        raise self.refusal
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        raise self.refusal
+
+    def embed_query(self, text: str) -> list[float]:
+        raise self.refusal
+
+    def close(self) -> None:
+        """Nothing to close: no connection was ever made."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -399,6 +433,7 @@ class OllamaStatus:
     models: tuple[str, ...]
     error: str | None
     hint: str | None = None
+    refused: bool = False
 
 
 def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaStatus:
@@ -406,7 +441,7 @@ def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaSt
     try:
         url = check_host_allowed(host, allow_remote)
     except RemoteHostRefused as exc:
-        return OllamaStatus(host, False, None, (), exc.message, exc.hint)
+        return OllamaStatus(host, False, None, (), exc.message, exc.hint, refused=True)
     with _client(url, timeout_s) as client:
         try:
             with _translated_errors(url, "", timeout_s):

@@ -26,6 +26,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, is_disk_full
 from askvault.adapters.lockfile import VaultLock
+from askvault.adapters.ollama import host_refusal
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
 from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import connect_for_daemon
@@ -87,7 +88,14 @@ class Daemon:
     # -- lifecycle --------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Hold the vault's lock, run until stopped, shut down within 5 s; 0 or 1."""
+        """Hold the vault's lock, run until stopped, shut down within 5 s; 0 or 1.
+
+        Raises RemoteHostRefused (exit 1, its hint naming the setting) when the
+        configuration refuses the Ollama host: settings are read once, so the daemon could
+        only retry a refusal that can never change, with every question left waiting."""
+        refusal = host_refusal(self.settings.ollama.host, self.settings.ollama.allow_remote_ollama)
+        if refusal is not None:
+            raise refusal
         lock = VaultLock(self.settings.vault_path, "run")
         lock.acquire()  # VaultLocked: the CLI prints it and exits 1
         restore: Callable[[], None] = _nothing_to_restore

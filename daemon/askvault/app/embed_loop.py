@@ -16,11 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, is_disk_full, write_transaction
+from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, is_disk_full
 from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.errors import IndexBusy, OllamaError
-from askvault.services.embedding import drain_backlog, target_fingerprint
+from askvault.services.embedding import (
+    drain_backlog,
+    embed_waiting_reason,
+    embedding_target,
+    record_embed_waiting,
+    target_fingerprint,
+)
 from askvault.services.index_pass import make_embedder
 from askvault.settings import Settings
 
@@ -28,7 +34,6 @@ log = logging.getLogger(__name__)
 
 IDLE_CHECK_S = 60.0
 PROGRESS_LOG_S = 30.0
-WAITING_REASON_KEY = "embed_waiting_reason"
 
 
 class EmbedLoop:
@@ -52,6 +57,7 @@ class EmbedLoop:
         self._embedder: Any = None
         self._fp: store.FingerprintRow | None = None
         self._reason: str | None = None
+        self._target = embedding_target(settings.ollama.host, settings.ollama.embed_model)
 
     def wake(self) -> None:
         """New text may wait for a vector: drain soon (ignored while backing off)."""
@@ -68,7 +74,7 @@ class EmbedLoop:
         if conn is None:
             return
         try:
-            self._reason = store.get_meta(conn, WAITING_REASON_KEY) or None
+            self._reason = embed_waiting_reason(conn, self._target)
             self._wake.set()  # a backlog may be left from before a restart
             while not stop.is_set():
                 self._wake.wait(self.idle_check_s)
@@ -164,8 +170,7 @@ class EmbedLoop:
         return delay
 
     def _set_reason(self, conn: Connection, reason: str | None) -> None:
-        with write_transaction(conn):
-            store.set_meta(conn, WAITING_REASON_KEY, reason or "")
+        record_embed_waiting(conn, self._target, reason)
         self._reason = reason
 
     def _pending(self, conn: Connection) -> int:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.core.progress import RateWindow, format_duration
 from askvault.errors import AskvaultError
 from askvault.services.doctor import run_checks
 from askvault.services.index_pass import index_vault
+from askvault.services.config_file import write_config_example
 from askvault.services.status import collect_status
 from askvault.settings import render_example_toml
 
@@ -24,31 +28,46 @@ from askvault.settings import render_example_toml
                    "(refused by default: it looks like an unmounted drive).")
 @handle_errors
 def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
-    """Reconcile the vault with the index and embed what is new, then exit."""
+    """Reconcile the vault with the index and embed what is new, then exit.
+
+    Exits 0 once the word index is complete, even when embeddings must wait for Ollama
+    (it says so); 1 on a real failure, a refused Ollama host included."""
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json
-    with _Bar("scanning", show) as scan_bar, _Bar("embedding", show) as embed_bar:
+    with ProgressLine("scanning", "notes", show) as scan_bar, \
+            ProgressLine("embedding", "texts", show) as embed_bar:
         report = index_vault(settings, on_scan=scan_bar.update, on_embed=embed_bar.update,
                              allow_empty=allow_empty)
     doc = report.as_dict()
     if as_json:
         print_json(doc)
     else:
-        click.echo(
-            f"{doc['added']} added, {doc['changed']} changed, {doc['deleted']} deleted, "
-            f"{doc['renamed']} renamed, "
-            f"{doc['unchanged'] + doc['touched'] + doc['rechunked']} unchanged"
-            f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
-            f"{doc['skipped']} skipped in {doc['seconds']} s; {doc['texts_embedded']} texts "
-            f"embedded, {doc['pending_embeddings']} chunks waiting for a vector"
-            + (f" ({doc['texts_failed']} texts got an unusable vector, retried later)"
-               if doc["texts_failed"] else "")
-        )
-    if report.embed_error:
+        click.echo(index_summary(doc))
+    if report.embeddings_refused and report.embed_error is not None:
         raise AskvaultError(
-            f"the index is fresh for words, but embeddings wait: {report.embed_error.message}",
-            report.embed_error.hint or "try `askvault doctor`",
-        )
+            f"the word index is complete, but embeddings are refused: "
+            f"{report.embed_error.message}", report.embed_error.hint)
+    if report.embed_error is not None and not as_json:
+        hint = f" ({report.embed_error.hint})" if report.embed_error.hint else ""
+        click.echo(f"askvault: embeddings wait: {report.embed_error.message}{hint}. The word "
+                   "index is complete and search works by words meanwhile; `askvault run` "
+                   "(or the next `askvault index`) embeds them once Ollama answers.", err=True)
+
+
+def index_summary(doc: dict[str, Any]) -> str:
+    """The closing line of `askvault index`: the whole command, scan and embedding."""
+    unchanged = doc["unchanged"] + doc["touched"] + doc["rechunked"]
+    line = (f"{doc['added']} added, {doc['changed']} changed, {doc['deleted']} deleted, "
+            f"{doc['renamed']} renamed, {unchanged} unchanged"
+            f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
+            f"{doc['skipped']} skipped (scan {format_duration(doc['seconds'])}); "
+            f"{doc['texts_embedded']} of {doc['texts_to_embed']} texts embedded "
+            f"({format_duration(doc['embed_wall_seconds'])}); "
+            f"{doc['pending_embeddings']} chunks waiting for a vector; "
+            f"{format_duration(doc['total_seconds'])} in all")
+    if doc["texts_failed"]:
+        line += f" ({doc['texts_failed']} texts got an unusable vector, retried later)"
+    return line
 
 
 @cli.command()
@@ -61,32 +80,70 @@ def status(as_json: bool, **opts: Any) -> None:
     if as_json:
         print_json(doc)
         return
-    ollama = doc["ollama"]
-    click.echo(f"vault        {doc['vault']}")
+    for line in status_lines(doc):
+        click.echo(line)
+
+
+def status_lines(doc: dict[str, Any]) -> list[str]:
+    """`askvault status` as text: the same facts as --json."""
+    ollama, embedding = doc["ollama"], doc["embedding"]
+    out = [f"vault        {doc['vault']}"]
     if doc.get("vault_unavailable"):
-        click.echo(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
-    click.echo(f"index        {doc['index']}")
-    click.echo(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
-               f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending)")
-    if doc["embedding"].get("waiting"):
-        click.echo(f"embedding    waiting: {doc['embedding']['waiting']}")
-    click.echo(f"last change  {doc['last_change_indexed_at'] or 'never'}")
-    click.echo(f"ollama       {ollama['url']} "
-               f"({'reachable' if ollama['reachable'] else 'NOT reachable'}; "
-               f"embed {ollama['embed_model']}, chat {ollama['chat_model']})")
-    click.echo(f"questions    {doc['queue']} waiting")
+        out.append(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
+    out.append(f"index        {doc['index']}")
+    out.append(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
+               f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
+               f"{embedding['model']})")
+    if (embedding.get("index_model") and not embedding.get("fingerprint")
+            and embedding["index_model"] != embedding["model"]):
+        out.append(f"embedding    the index's vectors are of {embedding['index_model']}; "
+                   f"{embedding['model']} has none yet (`askvault index` builds them)")
+    if embedding.get("waiting"):
+        out.append(f"embedding    waiting: {embedding['waiting']}")
+    out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
+    if ollama.get("refused"):
+        out.append(f"ollama       REFUSED: {ollama['error']}")
+        out.append(f"             {ollama['hint']}")
+    else:
+        reach = ("not probed" if ollama["reachable"] is None
+                 else "reachable" if ollama["reachable"] else "NOT reachable")
+        out.append(f"ollama       {ollama['url']} ({reach}; "
+                   f"embed {ollama['embed_model']}, chat {ollama['chat_model']})")
+    out.extend(_question_lines(doc["questions"]))
+    for item in doc["stale_answers"]:
+        how = ("marked stale" if item["marked"]
+               else "edited by you, so not marked: check its cited pages")
+        out.append(f"stale        {item['path']} ({how})")
     writer = doc.get("writer")
     if doc["daemon"]:
-        click.echo(f"daemon       pid {doc['daemon']}")
+        out.append(f"daemon       pid {doc['daemon']}")
     elif writer:
-        click.echo(f"daemon       not running; `askvault {writer['command'] or '?'}` "
+        out.append(f"daemon       not running; `askvault {writer['command'] or '?'}` "
                    f"(pid {writer['pid'] or '?'}) writes the index")
     else:
-        click.echo("daemon       not running")
+        out.append("daemon       not running")
     for item in doc["skipped"][:20]:
-        click.echo(f"skipped      {item['path']}: {item['reason']}")
+        out.append(f"skipped      {item['path']}: {item['reason']}")
     if len(doc["skipped"]) > 20:
-        click.echo(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
+        out.append(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
+    return out
+
+
+def _question_lines(questions: dict[str, list[str]]) -> list[str]:
+    counts = {state: len(paths) for state, paths in questions.items()}
+    to_answer = counts["new"] + counts["answering"] + counts["waiting"]
+    detail = ", ".join(f"{counts[s]} {label}" for s, label in (
+        ("new", "new"), ("answering", "being answered"), ("waiting", "waiting for Ollama"))
+        if counts[s])
+    parts = [f"{to_answer} to answer" + (f" ({detail})" if detail else "")]
+    if counts["filing"]:
+        parts.append(f"{counts['filing']} answered, being archived")
+    parts.append(f"{counts['draft']} draft{'' if counts['draft'] == 1 else 's'}")
+    parts.append(f"{counts['failed']} failed")
+    out = [f"questions    {', '.join(parts)}"]
+    out.extend(f"failed       {path} (its answer note says why; edit the question to retry)"
+               for path in questions["failed"])
+    return out
 
 
 @cli.command()
@@ -110,36 +167,73 @@ def doctor(as_json: bool, **opts: Any) -> None:
 
 @cli.command("config-example")
 @click.option("--write", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to this file instead of stdout.")
-def config_example(write: Path | None) -> None:
+              help="Write to this file instead of stdout (never over an existing file).")
+@click.option("--force", is_flag=True, help="With --write: replace an existing file.")
+@handle_errors
+def config_example(write: Path | None, force: bool) -> None:
     """Print the example configuration (every key, its default and meaning)."""
     text = render_example_toml()
     if write:
-        write.write_text(text, encoding="utf-8")
+        write_config_example(write, text, force=force)
+        click.echo(f"wrote {write}", err=True)
     else:
         click.echo(text, nl=False)
 
 
-class _Bar:
-    """A click progress bar shown only on a terminal."""
+class ProgressLine:
+    """One progress line on stderr, shown only on a terminal: done/total, percent, and an
+    ETA from the rate of a moving window (none until that rate means something)."""
 
-    def __init__(self, label: str, show: bool) -> None:
-        self.label, self.show = label, show
-        self._bar: Any = None
-        self._pos = 0
+    REDRAW_S = 0.1
+    WIDTH = 24
 
-    def __enter__(self) -> _Bar:
+    def __init__(self, label: str, unit: str, show: bool,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.label, self.unit, self.show, self.clock = label, unit, show, clock
+        self.window = RateWindow()
+        self.started: float | None = None
+        self.finished_at: float | None = None
+        self._drawn_at: float | None = None
+        self._closed = False
+        self._last = (0, 0)
+
+    def __enter__(self) -> ProgressLine:
         return self
 
     def update(self, done: int, total: int) -> None:
-        if not self.show or total <= 0:
+        now = self.clock()
+        if self.started is None:
+            self.started = now
+        self.window.add(now, done)
+        self._last = (done, total)
+        if total > 0 and done >= total and self.finished_at is None:
+            self.finished_at = now
+        if not self.show or total <= 0 or self._closed:
             return
-        if self._bar is None:
-            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.update(done - self._pos)
-        self._pos = done
+        if self.finished_at is not None:
+            # Done: the line is closed now, so the next bar starts on a line of its own.
+            click.echo("\r" + self.render(done, total) + "\x1b[K", err=True)
+            self._closed = True
+        elif self._drawn_at is None or now - self._drawn_at >= self.REDRAW_S:
+            self._drawn_at = now
+            click.echo("\r" + self.render(done, total) + "\x1b[K", nl=False, err=True)
+
+    def render(self, done: int, total: int) -> str:
+        """`scanning  [######------------------]  120/500 notes  24%  ETA 12 s`; once done,
+        the time it took instead of the ETA."""
+        filled = self.WIDTH * min(done, total) // total if total > 0 else self.WIDTH
+        percent = 100 * min(done, total) // total if total > 0 else 100
+        if done >= total and self.started is not None:
+            end = self.finished_at if self.finished_at is not None else self.clock()
+            tail = format_duration(end - self.started)
+        else:
+            eta = self.window.eta_s(done, total)
+            tail = f"ETA {format_duration(eta)}" if eta is not None else ""
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        return f"{self.label:<10}[{bar}]  {done}/{total} {self.unit}  {percent}%  {tail}".rstrip()
 
     def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
+        if self.show and self._drawn_at is not None and not self._closed:
+            done, total = self._last  # stopped short (an error, Ctrl-C): keep what it showed
+            click.echo("\r" + self.render(done, total) + "\x1b[K", err=True)
+            self._closed = True

@@ -16,6 +16,12 @@ def _warn_degraded(reason: str | None) -> None:
         click.echo(f"askvault: warning: words only, {reason}", err=True)
 
 
+def _echo_evidence(text: str) -> None:
+    """The evidence itself, quoted under its citation (blank lines kept as bare `>`)."""
+    for line in text.rstrip("\n").splitlines():
+        click.echo(f"          > {line}".rstrip())
+
+
 @cli.command("search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), help="Number of hits (default: search.limit).")
@@ -77,10 +83,12 @@ def context_command(prompt: str, budget: int, include_sources: bool, as_json: bo
         for chunk in page["chunks"]:
             lines = chunk["lines"]
             click.echo(f"        {chunk['citation']}  lines {lines[0]}-{lines[1]}")
+            _echo_evidence(chunk["text"])
     for n in doc["neighbours"]:
         click.echo(f"  near  {n['wikilink']}  ({n['why']})")
     for w in doc["sources"]:
         click.echo(f"  source {w['file']}:{w['lines'][0]}-{w['lines'][1]}")
+        _echo_evidence(w["text"])
     for line in doc["warnings"]:
         click.echo(f"warning: {line}", err=True)
     for action in doc["actions"]:

@@ -98,6 +98,11 @@ def _ollama_checks(settings: Settings, *, conn_path_exists: bool) -> list[Check]
     out = []
     status = probe_ollama(settings.ollama.host, timeout_s=min(settings.ollama.timeout_s, 5.0),
                           allow_remote=settings.ollama.allow_remote_ollama)
+    if status.refused:
+        # Refused by the configuration before any connection: `ollama serve` would not help.
+        out.append(Check("ollama host allowed", False, status.error or status.url,
+                         status.hint or ""))
+        return out
     if not status.reachable:
         out.append(Check("ollama reachable", False, status.error or status.url,
                          "start it with `ollama serve`, or set OLLAMA_HOST"))

@@ -26,6 +26,30 @@ log = logging.getLogger(__name__)
 
 FLUSH_TEXTS = 512
 FLUSH_S = 1.0
+# Why embeddings wait (Ollama down, model missing), and for which settings: a reason saved
+# by a command with another host or model is not the current state (status shows neither).
+WAITING_REASON_KEY = "embed_waiting_reason"
+WAITING_FOR_KEY = "embed_waiting_for"
+
+
+def embedding_target(host: str, model: str) -> str:
+    """The settings a waiting reason belongs to: the Ollama host and the embedding model."""
+    return f"{host.strip().rstrip('/') or 'default'} {model.strip()}"
+
+
+def record_embed_waiting(conn: Connection, target: str, reason: str | None) -> None:
+    """Save (or clear, with None) why embeddings for `target` wait."""
+    with write_transaction(conn):
+        store.set_meta(conn, WAITING_REASON_KEY, reason or "")
+        store.set_meta(conn, WAITING_FOR_KEY, target if reason else "")
+
+
+def embed_waiting_reason(conn: Connection, target: str) -> str | None:
+    """Why embeddings for `target` wait, if the last attempt with these settings failed."""
+    reason = store.get_meta(conn, WAITING_REASON_KEY) or None
+    if reason is None or (store.get_meta(conn, WAITING_FOR_KEY) or "") != target:
+        return None
+    return reason
 
 
 @dataclass
@@ -91,8 +115,10 @@ def drain_backlog(
                 report.chunks_filled += store.store_vectors(conn, fp, held)
                 for text_hash, problem in refused:
                     store.record_embed_failure(conn, fp, text_hash, problem, now)
-            if progress and held:
-                progress(len(held))
+            # Unusable vectors are done too (recorded, retried later): a bar that counted
+            # only the good ones would end short of its total.
+            if progress and (held or refused):
+                progress(len(held) + len(refused))
             held.clear()
             refused.clear()
         last_flush = time.monotonic()

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import connect, write_transaction
+from askvault.adapters.db import connect
 from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
-from askvault.errors import OllamaError
-from askvault.services.embedding import EmbedReport, drain_backlog, target_fingerprint
+from askvault.errors import OllamaError, RemoteHostRefused
+from askvault.services.embedding import (
+    EmbedReport,
+    drain_backlog,
+    embedding_target,
+    record_embed_waiting,
+    target_fingerprint,
+)
 from askvault.services.indexer import IndexReport, reconcile
 from askvault.settings import Settings
 
@@ -22,16 +29,31 @@ class PassReport:
     embed: EmbedReport = field(default_factory=EmbedReport)
     embed_error: OllamaError | None = None
     pending_embeddings: int = 0
+    texts_to_embed: int = 0
+    embed_wall_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+    @property
+    def embeddings_refused(self) -> bool:
+        """The configuration refuses the Ollama host: a failure, not a wait."""
+        return isinstance(self.embed_error, RemoteHostRefused)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             **self.index.as_dict(),
+            "texts_to_embed": self.texts_to_embed,
             "texts_embedded": self.embed.texts_embedded,
             "texts_failed": self.embed.texts_failed,
             "embed_batches": self.embed.batches,
             "embed_seconds": round(self.embed.seconds_waiting, 3),
+            "embed_wall_seconds": round(self.embed_wall_seconds, 3),
+            "total_seconds": round(self.total_seconds, 3),
             "pending_embeddings": self.pending_embeddings,
+            "words_complete": True,
+            "embeddings": ("refused" if self.embeddings_refused
+                           else "waiting" if self.embed_error else "complete"),
             "embed_error": str(self.embed_error) if self.embed_error else None,
+            "embed_hint": self.embed_error.hint if self.embed_error else None,
         }
 
 
@@ -80,14 +102,19 @@ def _index_vault(
     on_embed: Callable[[int, int], None] | None,
     allow_empty: bool,
 ) -> PassReport:
+    started = time.monotonic()
     conn = connect(settings.db_path, busy_timeout_s=settings.daemon.busy_timeout_s)
+    target = embedding_target(settings.ollama.host, settings.ollama.embed_model)
     try:
         report = PassReport(index=reconcile(conn, settings, progress=on_scan,
                                             allow_empty=allow_empty))
+        embed_started = time.monotonic()
         try:
             embedder = make_embedder(settings)
             fp = target_fingerprint(conn, embedder)
-            total = store.count_pending(conn, fp)
+            # Distinct texts, the unit the drain embeds and reports (chunks that share a
+            # text share its vector), taken as the drain will take them.
+            total = report.texts_to_embed = len(store.pending_hashes(conn, fp, time.time()))
             done = 0
 
             def progress(n: int) -> None:
@@ -96,21 +123,27 @@ def _index_vault(
                 if on_embed:
                     on_embed(done, total)
 
+            if on_embed:
+                on_embed(0, total)
             report.embed = drain_backlog(
                 conn, embedder, fp,
                 batch_size=settings.ollama.embed_batch_size, progress=progress,
             )
-            with write_transaction(conn):
-                store.set_meta(conn, "embed_waiting_reason", "")
+            record_embed_waiting(conn, target, None)
+        except RemoteHostRefused as exc:
+            # A setting, not an outage: nothing to wait for, nothing saved as a wait.
+            report.embed_error = exc
         except OllamaError as exc:
             report.embed_error = exc
-            with write_transaction(conn):
-                store.set_meta(conn, "embed_waiting_reason", exc.message)
+            record_embed_waiting(conn, target, exc.message + (f" ({exc.hint})" if exc.hint
+                                                              else ""))
+        report.embed_wall_seconds = time.monotonic() - embed_started
         live = store.live_fingerprints(conn)
         building = next((fp for fp in live if fp.state == "building"), None)
         report.pending_embeddings = store.count_pending(
             conn, building or store.active_fingerprint(conn)
         )
+        report.total_seconds = time.monotonic() - started
         return report
     finally:
         conn.close()

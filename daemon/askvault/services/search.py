@@ -15,12 +15,12 @@ from typing import Any
 
 from askvault.adapters import search_store, store
 from askvault.adapters.db import Connection, connect
-from askvault.adapters.ollama import OllamaEmbedder
+from askvault.adapters.ollama import OllamaEmbedder, RefusedEmbedder
 from askvault.core import fusion
 from askvault.core.query import (
     cjk_grams, fts_match_expression, query_terms, snippet, trigram_match_expression,
 )
-from askvault.errors import OllamaError, StoreError
+from askvault.errors import OllamaError, RemoteHostRefused, StoreError
 from askvault.records import Embedder, Hit, SearchFilters
 from askvault.settings import Settings
 
@@ -42,18 +42,19 @@ class SearchResult:
 
 
 @contextlib.contextmanager
-def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder | None]]:
-    """The index and the query embedder (None when configuration refuses the Ollama host);
-    both closed on exit. Raises StoreError when the vault has no index yet.
+def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder]]:
+    """The index and the query embedder, both closed on exit. Raises StoreError when the
+    vault has no index yet. When the configuration refuses the Ollama host the embedder is
+    a `RefusedEmbedder`, so a search answers from words and says which setting allows it.
 
     The embedder waits at most `search.embed_timeout_s` for Ollama: a slow or hung server
     costs a search a few seconds, then it answers from words and says why."""
     if not settings.db_path.exists():
         raise StoreError(f"no index for {settings.vault_path}", "run `askvault index` first")
     conn = connect(settings.db_path)
-    embedder: OllamaEmbedder | None = None
+    embedder: OllamaEmbedder | RefusedEmbedder | None = None
     try:
-        with contextlib.suppress(OllamaError):
+        try:
             embedder = OllamaEmbedder(
                 settings.ollama.host, settings.ollama.embed_model,
                 timeout_s=min(settings.ollama.timeout_s, settings.search.embed_timeout_s),
@@ -61,6 +62,8 @@ def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder | Non
                 max_input_tokens=settings.ollama.embed_max_tokens,
                 allow_remote=settings.ollama.allow_remote_ollama,
             )
+        except RemoteHostRefused as exc:
+            embedder = RefusedEmbedder(exc)
         yield conn, embedder
     finally:
         if embedder is not None:
@@ -74,6 +77,9 @@ def _query_vector(
     """(fingerprint, query vector, degraded reason)."""
     if embedder is None:
         return None, None, "no embedding model configured"
+    if isinstance(embedder, RefusedEmbedder):
+        refusal = embedder.refusal
+        return None, None, f"semantic search unavailable: {refusal.message} ({refusal.hint})"
     fp = store.active_fingerprint(conn)
     if fp is None:
         return None, None, "no vectors in the index yet (run `askvault index` with Ollama up)"

@@ -1,0 +1,122 @@
+"""`askvault service install|uninstall|status`: the per-vault user service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.services.service import (
+    PLATFORMS,
+    ServiceFile,
+    ServiceReport,
+    current_platform,
+    default_manager,
+    install_service,
+    service_file,
+    service_status,
+    uninstall_service,
+)
+
+
+def service_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--unit-dir, --no-start and the hidden --platform of every service command."""
+    options = [
+        click.option("--unit-dir", type=click.Path(file_okay=False, path_type=Path),
+                     envvar="ASKVAULT_SERVICE_DIR",
+                     help="Folder of the service file (default: ~/.config/systemd/user, or "
+                          "~/Library/LaunchAgents on macOS; or ASKVAULT_SERVICE_DIR)."),
+        click.option("--no-start", is_flag=True,
+                     help="Only write or read the file: do not call systemctl / launchctl."),
+        click.option("--platform", type=click.Choice(PLATFORMS), hidden=True,
+                     help="linux or macos (default: this system)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _target(opts: dict[str, Any]) -> tuple[ServiceFile, Any]:
+    unit_dir, no_start = opts.pop("unit_dir"), opts.pop("no_start")
+    platform = opts.pop("platform") or current_platform()
+    settings = build_settings(**opts)
+    target = service_file(settings, platform=platform, unit_dir=unit_dir,
+                          config_file=opts.get("config_file"))
+    return target, None if no_start else default_manager(platform)
+
+
+@cli.group()
+def service() -> None:
+    """Run askvault for this vault as a user service (systemd on Linux, launchd on macOS)."""
+
+
+@service.command("install")
+@common_options
+@service_options
+@click.option("--force", is_flag=True, help="Replace a service file askvault did not write.")
+@handle_errors
+def install(force: bool, **opts: Any) -> None:
+    """Write the service file for this vault and enable and start it."""
+    target, manager = _target(opts)
+    report = install_service(target, manager, force=force)
+    click.echo(f"{'wrote' if report.changed else 'unchanged'} {target.path}")
+    if manager is None:
+        for line in _start_commands(target):
+            click.echo(f"start it with: {line}")
+    else:
+        click.echo(f"enabled and started {target.handle}" + _state_text(report))
+    if target.platform == "linux":
+        click.echo(f"logs: journalctl --user -u {target.handle} -f")
+
+
+@service.command("uninstall")
+@common_options
+@service_options
+@click.option("--force", is_flag=True, help="Remove the file even if askvault did not write it.")
+@handle_errors
+def uninstall(force: bool, **opts: Any) -> None:
+    """Stop and disable this vault's service and remove its file."""
+    target, manager = _target(opts)
+    report = uninstall_service(target, manager, force=force)
+    click.echo(f"removed {target.path}" if report.changed
+               else f"no service file at {target.path}: nothing to remove")
+
+
+@service.command("status")
+@common_options
+@service_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@handle_errors
+def status(as_json: bool, **opts: Any) -> None:
+    """Whether this vault's service file is installed and up to date, and if it runs."""
+    target, manager = _target(opts)
+    report = service_status(target, manager)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    if not report.exists:
+        click.echo(f"not installed ({target.path}); `askvault service install` installs it")
+        return
+    fresh = ("up to date" if report.up_to_date else
+             "differs from what install writes now: run `askvault service install`"
+             if report.ours else "not written by askvault")
+    click.echo(f"installed    {target.path} ({fresh})")
+    if report.state is not None:
+        click.echo(f"service      {target.handle}{_state_text(report)}")
+
+
+def _state_text(report: ServiceReport) -> str:
+    state = report.state
+    if state is None:
+        return ""
+    return f" ({state.enabled or 'unknown'}, {state.active or 'unknown'})"
+
+
+def _start_commands(target: ServiceFile) -> list[str]:
+    if target.platform == "linux":
+        return ["systemctl --user daemon-reload",
+                f"systemctl --user enable --now {target.handle}"]
+    return [f"launchctl bootstrap gui/$(id -u) '{target.path}'"]
