@@ -31,9 +31,9 @@ REPLY = "An embed shows another note inline [[Embeds]]."
 
 
 @pytest.fixture
-def env(tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
-    vault = make_fixture_vault(tmp_path / "vault")
-    env = cli_env(vault, tmp_path / "state", fake_ollama.url)
+def env(vault: Path, state_dir: Path, fake_ollama: FakeOllama) -> dict[str, str]:
+    make_fixture_vault(vault)
+    env = cli_env(vault, state_dir, fake_ollama.url)
     assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
     return env
 
@@ -171,3 +171,36 @@ def test_http_bind_outside_loopback_is_refused_before_any_socket(
         f"askvault: refusing to serve MCP on {host}: not a loopback address")
     assert result.stderr.splitlines()[1].startswith("hint: `askvault mcp --http` serves this")
     assert socket_guard.violations == []
+
+
+def test_mcp_beside_the_daemon_sees_its_edits_and_saves_an_answer_while_it_runs(
+    env: dict[str, str], tmp_path: Path, fake_ollama: FakeOllama,
+    daemon_factory: Callable[..., Any],
+) -> None:
+    vault = Path(env["ASKVAULT_VAULT"])
+    daemon = daemon_factory()
+    daemon.wait_ready()
+    fake_ollama.chat_script = [REPLY]
+
+    async def body(client: ClientSession) -> tuple[list[str], Any, Any]:
+        before = await client.call_tool("search", {"query": "zanzibarite"})
+        (vault / "Ideas.md").write_text("# Ideas\n\nA zanzibarite is a made-up mineral.\n")
+        files: list[str] = []
+        with anyio.fail_after(20):
+            while "Ideas.md" not in files:
+                await anyio.sleep(0.1)
+                found = await client.call_tool("search", {"query": "zanzibarite"})
+                files = [h["file"] for h in found.structuredContent["hits"]]
+        asked = await client.call_tool("ask", {"question": "What does an embed show?",
+                                               "save": True})
+        status = await client.call_tool("status", {})
+        return [h["file"] for h in before.structuredContent["hits"]], asked, status
+
+    before, asked, status = over_stdio(env, body, tmp_path / "mcp.log")
+    assert "Ideas.md" not in before
+    assert not asked.isError and (vault / asked.structuredContent["saved"]).is_file()
+    assert status.structuredContent["daemon"] == daemon.pid
+    assert daemon.proc.poll() is None
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(10) == 0
+    assert "Traceback" not in daemon.log()
