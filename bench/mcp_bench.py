@@ -12,7 +12,13 @@ client and reports, as medians (and p90) over the questions of bench/data/help_q
 - warm context pack (`get_context_pack`, default budget);
 - a whole `askvault search --json` process per query (words, and hybrid).
 
-    .venv/bin/python bench/mcp_bench.py [--vault obsidian-help-en|obsidian-hub] [--runs 3]
+    .venv/bin/python bench/mcp_bench.py [--vault obsidian-help-en|obsidian-hub] [--runs 3] \
+        [--qmd /path/to/qmd-peer]
+
+With `--qmd` (the wrapper that ../shared/tools/qmd/install.sh prints), the same vault copy is
+indexed by qmd too and its `qmd mcp` stdio server is timed the same way: start-up, and its
+`query` tool with one `lex` search (BM25, its only mode that needs no downloaded model) and
+`rerank: false`.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from askvault.services.index_pass import index_vault  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
 QUESTIONS = REPO / "bench" / "data" / "help_questions.json"
+HITS: dict[str, int] = {}  # calls that returned at least one hit, per tool
 
 
 def bench_env(vault: Path, state: Path, url: str, **extra: str) -> dict[str, str]:
@@ -52,10 +59,11 @@ def bench_env(vault: Path, state: Path, url: str, **extra: str) -> dict[str, str
 
 
 def with_server(env: dict[str, str],
-                body: Callable[[ClientSession], Awaitable[list[float]]]) -> tuple[float, list[float]]:
+                body: Callable[[ClientSession], Awaitable[list[float]]],
+                command: list[str] | None = None) -> tuple[float, list[float]]:
     """(seconds from spawn to the initialize reply, what `body` measured)."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "askvault", "mcp"],
-                                   env=env)
+    command = command or [sys.executable, "-m", "askvault", "mcp"]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
 
     async def main() -> tuple[float, list[float]]:
         started = time.perf_counter()
@@ -69,17 +77,24 @@ def with_server(env: dict[str, str],
     return anyio.run(main)
 
 
-def timed_calls(tool: str, key: str, queries: list[str], extra: dict[str, Any] | None = None
+def timed_calls(tool: str, key: str, queries: list[str], extra: dict[str, Any] | None = None,
+                make_args: Callable[[str], dict[str, Any]] | None = None,
                 ) -> Callable[[ClientSession], Awaitable[list[float]]]:
+    def arguments(query: str) -> dict[str, Any]:
+        return make_args(query) if make_args else {key: query, **(extra or {})}
+
     async def body(client: ClientSession) -> list[float]:
-        await client.call_tool(tool, {key: queries[0], **(extra or {})})  # warm-up
+        await client.call_tool(tool, arguments(queries[0]))  # warm-up
         seconds = []
         for query in queries:
             t0 = time.perf_counter()
-            result = await client.call_tool(tool, {key: query, **(extra or {})})
+            result = await client.call_tool(tool, arguments(query))
             seconds.append(time.perf_counter() - t0)
             if result.isError:
                 raise RuntimeError(result.content[0].text)
+            found = result.structuredContent or {}
+            HITS[tool] = HITS.get(tool, 0) + bool(found.get("hits") or found.get("results")
+                                                   or found.get("pages"))
         return seconds
     return body
 
@@ -109,6 +124,26 @@ def embed_calls(url: str, queries: list[str]) -> list[float]:
         embedder.close()
 
 
+def qmd_figures(qmd: str, vault: Path, home: Path, queries: list[str], runs: int
+                ) -> dict[str, list[float]]:
+    """qmd's MCP server on the same vault: start-up and a warm BM25 `query` call."""
+    env = dict(os.environ, QMD_HOME=str(home))
+    for args in (["collection", "add", str(vault), "--name", "bench"], ["update"]):
+        subprocess.run([qmd, *args], env=env, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def lex(query: str) -> dict[str, Any]:
+        return {"searches": [{"type": "lex", "query": query}], "limit": 10, "rerank": False}
+
+    out: dict[str, list[float]] = {"qmd_startup": [], "qmd_lex": []}
+    for _ in range(runs):
+        ready, seconds = with_server(env, timed_calls("query", "", queries, make_args=lex),
+                                     command=[qmd, "mcp"])
+        out["qmd_startup"].append(ready)
+        out["qmd_lex"] += seconds
+    return out
+
+
 def ms(values: list[float]) -> str:
     return f"{median(values) * 1000:.1f} / {percentile(values, 90) * 1000:.1f}"
 
@@ -120,6 +155,7 @@ def main() -> None:
     parser.add_argument("--cli-queries", type=int, default=10,
                         help="whole-process searches per run (each costs a process start)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--qmd", help="the qmd-peer wrapper, to time qmd's MCP server too")
     args = parser.parse_args()
     queries = [q["question"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))]
 
@@ -148,11 +184,14 @@ def main() -> None:
             figures["embed"] += embed_calls(url, queries)
             figures["cli_words"] += cli_calls(words_env, queries[:args.cli_queries])
             figures["cli_hybrid"] += cli_calls(hybrid_env, queries[:args.cli_queries])
+        if args.qmd:
+            figures.update(qmd_figures(args.qmd, vault, state / "qmd", queries, args.runs))
 
     embed_ms = median(figures["embed"]) * 1000
     print(f"machine: {machine()}")
     print(f"vault: {args.vault} ({notes} notes), {len(queries)} queries x {args.runs} runs; "
           "hashed stand-in embeddings on loopback")
+    print(f"calls with at least one hit: {HITS}")
     print("| measure | median / p90 (ms) |\n|---|---:|")
     print(f"| start-up: spawn to `initialize` reply | {ms(figures['startup'])} |")
     print(f"| `search` tool, words only (no embedder) | {ms(figures['words'])} |")
@@ -162,6 +201,9 @@ def main() -> None:
     print(f"| `get_context_pack` tool (budget 4,000) | {ms(figures['context'])} |")
     print(f"| whole `askvault search --json` process, words | {ms(figures['cli_words'])} |")
     print(f"| whole `askvault search --json` process, hybrid | {ms(figures['cli_hybrid'])} |")
+    if args.qmd:
+        print(f"| qmd 2.8.3 `qmd mcp`: spawn to `initialize` reply | {ms(figures['qmd_startup'])} |")
+        print(f"| qmd `query` tool, one `lex` search, `rerank: false` | {ms(figures['qmd_lex'])} |")
     if args.json:
         args.json.write_text(json.dumps({"vault": args.vault, "notes": notes,
                                          "machine": machine(), **figures}, indent=1))
