@@ -217,6 +217,18 @@ def test_read_note_refuses_with_the_rule_named(session: WarmSession, path: str,
     assert text.splitlines()[1].startswith("hint: ")
 
 
+def test_read_note_reads_a_raw_source_but_no_other_non_note_file(
+    session: WarmSession, vault: Path
+) -> None:
+    (vault / "raw").mkdir()
+    (vault / "raw/interview.txt").write_text("Q: soil?\nA: compost.\n")
+    (vault / "misc").mkdir()
+    (vault / "misc/data.txt").write_text("not a source\n")
+    doc = structured(session, "read_note", {"path": "raw/interview.txt", "start_line": 2})
+    assert (doc["lines"], doc["text"]) == ([2, 2], "A: compost.")
+    assert "not a note (.md)" in tool_error(session, "read_note", {"path": "misc/data.txt"})
+
+
 def test_read_note_refuses_a_symlink_out_of_the_vault(
     session: WarmSession, vault: Path, tmp_path: Path
 ) -> None:
