@@ -17,6 +17,7 @@ import functools
 import ipaddress
 import json
 import logging
+import signal
 import socket
 import sys
 import threading
@@ -216,17 +217,18 @@ def serve_http(server: Server[Any, Any], sock: socket.socket,
                     lifespan=lambda _app: manager.run())
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn_server = uvicorn.Server(config)
-    url = f"http://{shown}:{port}{HTTP_PATH}"
-
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(functools.partial(uvicorn_server.serve, sockets=[sock]))
-            while not uvicorn_server.started:
-                await anyio.sleep(0.01)
-            on_ready(url)
-
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the handler
+    # it found: this one, so that the process exits 0 through our `finally` blocks (the
+    # session closed) instead of being killed by the default action.
+    previous = signal.signal(signal.SIGTERM, _exit_on_term)
     try:
-        anyio.run(run)
+        on_ready(f"http://{shown}:{port}{HTTP_PATH}")  # the socket already listens
+        uvicorn_server.run(sockets=[sock])
     finally:
+        signal.signal(signal.SIGTERM, previous)
         sock.close()
         sys.stderr.flush()
+
+
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
