@@ -103,7 +103,9 @@ def cli() -> None:
 
 def _register() -> None:
     """Import the command modules; each registers its commands on `cli`."""
-    from askvault.cli import ask_cmd, index_cmd, run_cmd, search_cmd, service_cmd  # noqa: F401
+    from askvault.cli import (  # noqa: F401
+        ask_cmd, index_cmd, mcp_cmd, run_cmd, search_cmd, service_cmd,
+    )
 
 
 _register()

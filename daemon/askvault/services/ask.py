@@ -8,10 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from askvault.adapters.db import connect
+from askvault.adapters.db import Connection, connect
 from askvault.core.answer_note import render_answer_note
 from askvault.errors import OllamaError
-from askvault.services.answering import AnswerResult, QuestionOptions, answer_question
+from askvault.records import Embedder, Generator
+from askvault.services.answering import (
+    AnswerCancelled, AnswerResult, QuestionOptions, answer_question,
+)
 from askvault.services.inbox import InboxWorker
 from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import question_summary
@@ -29,34 +32,49 @@ class AskOutcome:
 
 def ask_question(
     settings: Settings, question: str, *, on_token: Callable[[str], None] | None = None,
-    save: bool = False,
+    save: bool = False, options: QuestionOptions | None = None, log: bool = True,
+    conn: Connection | None = None, embedder: Embedder | None = None,
+    generator: Generator | None = None, should_stop: Callable[[], bool] = lambda: False,
 ) -> AskOutcome:
-    """The inbox pipeline for one question from the terminal (`askvault ask`)."""
+    """The inbox pipeline for one question from the terminal (`askvault ask`) or an agent.
+
+    A warm caller (the MCP server) hands in its open connection and Ollama clients, which
+    are then left open; otherwise they are made here and closed. `save` writes the answer
+    note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
+    question to the log note. Raises AnswerCancelled when `should_stop()` turns true before
+    anything was written."""
     worker = InboxWorker(settings)
-    conn = connect(settings.db_path)
+    own_conn = conn is None
+    conn = conn if conn is not None else connect(settings.db_path)
+    made: list[Any] = []  # the clients made here, closed here
     try:
-        generator = make_generator(settings)
-        embedder: Any = None
-        with contextlib.suppress(OllamaError):
-            embedder = make_embedder(settings)
+        if generator is None:
+            generator = make_generator(settings)
+            made.append(generator)
+            with contextlib.suppress(OllamaError):
+                embedder = make_embedder(settings)
+                made.append(embedder)
         try:
-            result = answer_question(conn, settings, question, QuestionOptions(),
-                                     embedder=embedder, generator=generator, on_token=on_token)
+            result = answer_question(conn, settings, question, options or QuestionOptions(),
+                                     embedder=embedder, generator=generator, on_token=on_token,
+                                     should_stop=should_stop)
         finally:
-            generator.close()
-            if embedder is not None:
-                embedder.close()
+            for client in made:
+                client.close()
+        if should_stop():
+            raise AnswerCancelled()
         saved = None
         if save:
             stem = _safe_stem(question)
             saved = worker.write_answer(conn, None, render_answer_note(result.note), "",
                                         result.status, tuple(result.cited_paths), stem)
         logged = None
-        if result.status in ("answered", "no-answer") and worker.append_log(question):
+        if log and result.status in ("answered", "no-answer") and worker.append_log(question):
             logged = f"query | {question_summary(question)}"
         return AskOutcome(result, saved, logged)
     finally:
-        conn.close()
+        if own_conn:
+            conn.close()
 
 
 def _safe_stem(question: str) -> str:

@@ -1,0 +1,143 @@
+"""One vault kept open for many calls: the index connection and the Ollama clients.
+
+`askvault mcp` serves agents through this: each call is the same service function the
+CLI command calls (search, build_context, ask_question, collect_status) and returns the
+same JSON document as that command's `--json`, without paying for start-up, imports or a
+new connection each time. Calls may come from several threads: the shared search
+connection is used by one call at a time, and `ask` (seconds of generation) runs on its
+own connection so that searches are not held up behind it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from askvault.adapters.db import Connection, connect
+from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
+from askvault.errors import AskvaultError, OllamaError
+from askvault.records import Embedder, SearchFilters
+from askvault.services.answering import QuestionOptions
+from askvault.services.ask import ask_question
+from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context, context_pack_to_json
+from askvault.services.index_pass import make_embedder, make_generator
+from askvault.services.note_reader import read_vault_note
+from askvault.services.question_options import parse_question_options
+from askvault.services.search import open_search, search, search_result_to_json
+from askvault.services.status import collect_status
+from askvault.settings import Settings
+
+
+class WarmSession:
+    """The vault of `settings`, opened on first use and kept open until `close()`.
+
+    The index may not exist yet when the session starts (the daemon is still building
+    it): each call then fails with the CLI's "no index" error, and a later call opens it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._search_lock = threading.Lock()
+        self._ask_lock = threading.Lock()
+        self._stack = contextlib.ExitStack()
+        self._conn: Connection | None = None
+        self._embedder: Embedder | None = None
+        self._generator: OllamaGenerator | None = None
+        self._ask_embedder: OllamaEmbedder | None = None
+
+    def open(self) -> None:
+        """Open the index and the query embedder now (a no-op when open); raises StoreError
+        when the vault has no index yet."""
+        with self._search_lock:
+            self._open_locked()
+
+    def _open_locked(self) -> tuple[Connection, Embedder | None]:
+        if self._conn is None:
+            self._conn, self._embedder = self._stack.enter_context(open_search(self.settings))
+        return self._conn, self._embedder
+
+    def close(self) -> None:
+        """Close the connection and every Ollama client."""
+        with self._search_lock, self._ask_lock:
+            self._stack.close()
+            self._conn = self._embedder = None
+            for client in (self._generator, self._ask_embedder):
+                if client is not None:
+                    client.close()
+            self._generator = self._ask_embedder = None
+
+    def search(self, query: str, *, limit: int | None = None, folders: list[str] | None = None,
+               tags: list[str] | None = None) -> dict[str, Any]:
+        """The `askvault search --json` document."""
+        filters = self._filters(folders, tags)
+        with self._search_lock:
+            conn, embedder = self._open_locked()
+            result = search(conn, self.settings, query, limit=limit, embedder=embedder,
+                            filters=filters)
+        return search_result_to_json(result)
+
+    def context(self, prompt: str, *, budget: int = DEFAULT_BUDGET_TOKENS,
+                include_sources: bool = False, folders: list[str] | None = None,
+                tags: list[str] | None = None) -> dict[str, Any]:
+        """The `askvault context --json` envelope."""
+        filters = self._filters(folders, tags)
+        with self._search_lock:
+            conn, embedder = self._open_locked()
+            pack = build_context(conn, self.settings, prompt, budget_tokens=budget,
+                                 embedder=embedder, filters=filters,
+                                 include_sources=include_sources)
+        return context_pack_to_json(pack)
+
+    def read_note(self, target: str, *, heading: str | None = None,
+                  start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        """One note, confined to the vault (services/note_reader.py)."""
+        with self._search_lock:
+            conn: Connection | None = None
+            with contextlib.suppress(AskvaultError):
+                conn, _ = self._open_locked()  # only a wikilink needs the index
+            return read_vault_note(self.settings, conn, target, heading=heading,
+                                   start_line=start_line, end_line=end_line)
+
+    def ask(self, question: str, *, folders: list[str] | None = None, save: bool = False,
+            should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+        """The `askvault ask --json` document. With `save`, the answer note is written under
+        queries/answers/ (never over another file); nothing else in the vault is written,
+        so the log note is left alone. Raises AnswerCancelled when `should_stop()` turns
+        true first."""
+        options = self._options(folders, None)
+        with self._ask_lock:
+            if not self.settings.db_path.exists():
+                self.open()  # the CLI's "no index" error
+            if self._generator is None:
+                self._generator = make_generator(self.settings)
+                with contextlib.suppress(OllamaError):
+                    self._ask_embedder = make_embedder(self.settings)
+            conn = connect(self.settings.db_path)
+            try:
+                outcome = ask_question(
+                    self.settings, question, save=save, options=options, log=False, conn=conn,
+                    embedder=self._ask_embedder, generator=self._generator,
+                    should_stop=should_stop,
+                )
+            finally:
+                conn.close()
+        return {**outcome.result.as_json(), "saved": outcome.saved, "logged": outcome.logged}
+
+    def status(self) -> dict[str, Any]:
+        """The `askvault status --json` document."""
+        return collect_status(self.settings)
+
+    def _options(self, folders: list[str] | None, tags: list[str] | None) -> QuestionOptions:
+        """Folders and tags checked as a question note's are (inside the vault, a folder)."""
+        options, errors = parse_question_options(
+            {"folders": folders or None, "tags": tags or None}, self.settings.vault_path)
+        if errors:
+            raise AskvaultError("; ".join(errors), "pass folders relative to the vault root")
+        return options
+
+    def _filters(self, folders: list[str] | None, tags: list[str] | None) -> SearchFilters | None:
+        if not folders and not tags:
+            return None
+        options = self._options(folders, tags)
+        return SearchFilters(folders=options.folders, tags=options.tags)
