@@ -135,6 +135,7 @@ class Score:
     prompt_tokens: int = 0
     prompt_tokens_counted: int | None = None
     seconds: float = 0.0
+    nearest_distance: float | None = None
     answer: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -145,7 +146,8 @@ def score(question: dict[str, Any], result: AnswerResult, conn: Any, excerpts_te
     published = result.status == "answered"
     body = result.answer if published else ""
     s = Score(question["id"], question["answerable"], result.status, answer=result.answer,
-              prompt_tokens=prompt_tokens, prompt_tokens_counted=counted, seconds=model_seconds)
+              prompt_tokens=prompt_tokens, prompt_tokens_counted=counted, seconds=model_seconds,
+              nearest_distance=result.nearest_distance)
     facts = question.get("facts", [])
     s.facts = len(facts)
     s.facts_found = sum(1 for variants in facts if _any_in(variants, body))
@@ -240,6 +242,8 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
         flags["ollama.num_ctx"] = args.num_ctx
     if args.temperature is not None:
         flags["ollama.temperature"] = args.temperature
+    if getattr(args, "max_distance", None) is not None:
+        flags["queries.max_distance"] = args.max_distance
     settings = load_settings(env={}, flags=flags)
     report = index_vault(settings)
     if report.embed_error or report.pending_embeddings:
@@ -257,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--excerpt-tokens", type=int, default=None)
     parser.add_argument("--num-ctx", type=int, default=None)
     parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-distance", type=float, default=None,
+                        help="queries.max_distance (0: measured default; 2: no cut-off)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
@@ -315,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary["label"] = args.label
     summary["settings"] = {"excerpt_tokens": settings.queries.excerpt_tokens,
                            "num_ctx": settings.ollama.num_ctx, "chat_model": args.chat_model,
-                           "temperature": settings.ollama.temperature}
+                           "temperature": settings.ollama.temperature,
+                           "max_distance": settings.queries.max_distance}
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "questions": [s.__dict__ for s in

@@ -127,6 +127,13 @@ class QueriesSettings:
         " docs/benchmarks.md (a CPU reads ~20-50 prompt tokens/s).",
         min=64,
     )
+    max_distance: float = _opt(
+        0.0,
+        "No answer is published when the nearest chunk is farther than this cosine distance"
+        " from the question (nothing in the vault is about it). 0: the value measured for"
+        " the embedding model (all-minilm: 0.58), none for a model not measured.",
+        min=0,
+    )
 
 
 @dataclass(frozen=True)

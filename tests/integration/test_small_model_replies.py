@@ -7,6 +7,7 @@ and review the diff.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -186,3 +187,41 @@ def test_trace_names_prompt_tokens_and_the_time_of_each_stage(
     assert chat["options"]["temperature"] == settings.ollama.temperature
     assert chat["options"]["num_predict"] == settings.ollama.num_predict
     assert result.prompt_tokens <= settings.queries.excerpt_tokens + 300
+
+
+def test_supported_reply_to_a_question_far_from_every_note_is_not_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """A near miss: the model quotes a real sentence for a question the vault is not about.
+    Retrieval's own distance says nothing is close, so it ends as a no-answer, unlinked."""
+    fake_ollama.chat_script = ["Snapshots are kept for 7 days [[Snapshots]]."]
+    near = dataclasses.replace(settings.queries, max_distance=0.3)
+    result = _ask(conn, dataclasses.replace(settings, queries=near),
+                  "How long are snapshots kept on the kanban board lane?")
+    text = _assert_golden("far_from_every_note", result)
+    assert result.report.supported_claims == 1  # the sentence itself is in the notes
+    assert result.status == "no-answer"
+    assert "Nothing in your notes is close to the question" in text
+    reply_part = text.split("## Closest passages found")[0]
+    assert "[[Snapshots]]" not in reply_part  # the unpublished reply adds no graph edge
+    assert "sources: []" in text and result.cited_paths == []
+
+
+def test_same_reply_to_a_close_question_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Snapshots are kept for 7 days [[Snapshots]]."]
+    near = dataclasses.replace(settings.queries, max_distance=0.9)
+    result = _ask(conn, dataclasses.replace(settings, queries=near), "How long are snapshots kept?")
+    assert result.status == "answered" and not result.reason
+
+
+def test_no_distance_cut_off_for_an_embedding_model_never_measured(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """The default (0) applies only a measured cut-off; the suite's model has none."""
+    fake_ollama.chat_script = ["Snapshots are kept for 7 days [[Snapshots]]."]
+    assert settings.queries.max_distance == 0
+    result = _ask(conn, settings, "How long are snapshots kept on the kanban board lane?")
+    assert result.status == "answered"
+    assert any(t.startswith("nearest passage at cosine distance") for t in result.note.trace)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from askvault.core.abstention import is_no_answer, is_refusal
+from askvault.core.abstention import (
+    MEASURED_MAX_DISTANCE,
+    distance_cutoff,
+    is_no_answer,
+    is_refusal,
+    too_far,
+)
 from askvault.core.prompt import NO_ANSWER_SENTENCE
 
 REFUSALS = [
@@ -48,3 +54,26 @@ def test_a_reply_with_an_answer_beside_a_refusal_is_not_a_no_answer() -> None:
 
 def test_an_empty_reply_is_not_a_refusal() -> None:
     assert not is_no_answer("")
+
+
+def test_distance_cut_off_is_the_setting_when_set() -> None:
+    assert distance_cutoff(0.4, "nomic-embed-text") == 0.4
+    assert distance_cutoff(0.4, "all-minilm") == 0.4
+
+
+def test_distance_cut_off_defaults_to_the_measured_value_of_the_model_any_tag() -> None:
+    assert distance_cutoff(0.0, "all-minilm") == MEASURED_MAX_DISTANCE["all-minilm"]
+    assert distance_cutoff(0.0, "all-minilm:latest") == MEASURED_MAX_DISTANCE["all-minilm"]
+    assert distance_cutoff(0.0, "All-MiniLM:l6-v2") == MEASURED_MAX_DISTANCE["all-minilm"]
+
+
+def test_no_distance_cut_off_for_a_model_never_measured() -> None:
+    assert distance_cutoff(0.0, "nomic-embed-text") is None
+
+
+def test_too_far_only_beyond_a_known_cut_off() -> None:
+    assert too_far(0.61, 0.58)
+    assert not too_far(0.58, 0.58)  # at the cut-off is still close
+    assert not too_far(0.2, 0.58)
+    assert not too_far(None, 0.58)  # words-only search: no distance
+    assert not too_far(0.99, None)  # no cut-off in force

@@ -75,3 +75,26 @@ def is_no_answer(reply: str) -> bool:
     """True when every sentence of `reply` that says anything is a refusal."""
     sentences = [s.strip() for s in _SENTENCE.findall(reply) if re.search(r"\w", s)]
     return bool(sentences) and all(is_refusal(s) for s in sentences)
+
+
+# Retrieval's absolute signal: the cosine distance from the question to the nearest chunk
+# of the vault (0 = same direction). Far from everything, the vault has nothing on the
+# question, whatever the model makes of the nearest excerpts. Distances depend on the
+# embedding model, so a cut-off is only applied where it was measured (docs/benchmarks.md:
+# 79 questions over the Obsidian Help vault; the farthest answerable question was 0.54, the
+# published near misses 0.47-0.61) or where the user set one.
+MEASURED_MAX_DISTANCE = {"all-minilm": 0.58}
+
+
+def distance_cutoff(setting: float, embed_model: str) -> float | None:
+    """The cut-off in force: `setting` when set (> 0), else the measured one for the
+    embedding model (its name without tag), else none."""
+    if setting > 0:
+        return setting
+    return MEASURED_MAX_DISTANCE.get(embed_model.split(":", 1)[0].strip().lower())
+
+
+def too_far(nearest_distance: float | None, cutoff: float | None) -> bool:
+    """True when the nearest chunk is farther from the question than `cutoff` allows
+    (never when either is unknown: words-only search, or no measured cut-off)."""
+    return nearest_distance is not None and cutoff is not None and nearest_distance > cutoff

@@ -215,6 +215,9 @@ def _unverified_callout(note: AnswerNote) -> str:
     reply = note.answer.strip() or "(empty)"
     refused = note.report is not None and note.report.supported_claims == 0 and not any(
         c.verdict == "weak" for c in note.report.claims)
+    if note.reason:
+        return ("> [!failure] No answer in your notes\n" + _quoted(note.reason)
+                + "\n\n> [!quote]- The model's unverified reply\n" + _quoted(reply))
     head = ("> [!failure] No answer in your notes\n> None of the model's sentences is supported "
             "by the excerpts it was given, so this is not published as an answer."
             if refused or note.report is None else

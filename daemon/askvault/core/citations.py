@@ -415,21 +415,24 @@ def _as_text(span: CitedLink) -> str:
 
 
 def annotate_answer(
-    answer: str, report: CitationReport, *, add_links: bool = True, flag: bool = True
+    answer: str, report: CitationReport, *, add_links: bool = True, flag: bool = True,
+    keep_links: bool = True,
 ) -> str:
     """The answer as published: links that are not `published` as plain text, embeds as
     code (an answer never transcludes), the links askvault added (after their claims), and
-    a marker after each claim nothing the model saw supports."""
+    a marker after each claim nothing the model saw supports. With `keep_links` False
+    (a reply that is not published as an answer) every link is plain text and none is
+    added: the note then adds no edge to the graph."""
     broken = {_key(c.link) for c in report.citations if not c.published}
     edits: list[tuple[int, int, str]] = []
     for span in link_spans(answer):
         if span.link.embed:
             # An answer never transcludes a note: an embed is shown as the syntax it is.
             edits.append((span.start, span.end, _as_text(span)))
-        elif _key(span.link) in broken:
+        elif _key(span.link) in broken or not keep_links:
             edits.append((span.start, span.end, _as_text(span)))
     for check in report.claims:
-        if add_links and check.added:
+        if add_links and keep_links and check.added:
             edits.append((check.anchor, check.anchor, f" [[{check.added}]]"))
         elif flag and check.flagged:
             edits.append((check.anchor, check.anchor, f" {FLAG_MARKER}"))

@@ -23,7 +23,7 @@ from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, resolve_inside
 from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
 from askvault.adapters.search_store import word_tokens
-from askvault.core.abstention import is_no_answer
+from askvault.core.abstention import distance_cutoff, is_no_answer, too_far
 from askvault.core.citations import (
     CitationReport,
     Excerpt,
@@ -81,6 +81,7 @@ class AnswerResult:
     reason: str = ""
     excerpts: tuple[Excerpt, ...] = ()
     prompt_tokens: int = 0
+    nearest_distance: float | None = None  # question to the nearest chunk (vectors only)
 
     def as_json(self) -> dict[str, Any]:
         """The `askvault ask --json` document."""
@@ -110,6 +111,7 @@ class AnswerResult:
             ],
             "sources": [{"page": e.wikilink, "raw": list(e.raw_paths)} for e in self.note.ledger],
             "grounding": self.grounding,
+            "nearest_distance": self.nearest_distance,
             "warnings": self.warnings,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
         }
@@ -188,24 +190,34 @@ def answer_question(
     report, notes = _collect_citations(conn, settings, linked, plan.excerpts, question)
     timings["checks_s"] = time.monotonic() - started
     status = _status(reply, report)
-    answer = annotate_answer(linked, report)
-    cited = _cited_paths(report)
+    reason = ""
+    nearest = pack.trace.get("nearest_distance")
+    cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
+    if status == "answered" and too_far(nearest, cutoff):
+        status = "no-answer"
+        reason = (f"Nothing in your notes is close to the question: the nearest passage is at "
+                  f"cosine distance {nearest:.2f}, beyond the {cutoff:.2f} of "
+                  "`queries.max_distance`, so the reply is not published as an answer.")
+    answer = annotate_answer(linked, report, keep_links=not reason)
+    cited = _cited_paths(report) if not reason else []
     note = dataclasses.replace(
         base,
         status=status,
+        reason=reason,
         answered=iso_now(),
         answer=answer,
         report=report,
         sources=tuple(_wikilink(pack, p) for p in cited),
-        supporting=_supporting(pack, report, grounding),
+        supporting=_supporting(pack, report, grounding) if not reason else (),
         caveats=tuple(_caveats(pack, report, warnings, grounding, status)),
-        ledger=_ledger(settings, report, notes),
+        ledger=_ledger(settings, report, notes) if not reason else (),
         passages=_passages(pack) if status == "no-answer" else (),
         trace=_trace(pack, plan, timings, generator),
     )
     return AnswerResult(question, status, note, answer=answer, reply=reply, report=report,
                         grounding=grounding, cited_paths=cited, warnings=warnings,
-                        timings=timings, excerpts=plan.excerpts, prompt_tokens=plan.prompt_tokens)
+                        timings=timings, excerpts=plan.excerpts, prompt_tokens=plan.prompt_tokens,
+                        reason=reason, nearest_distance=nearest)
 
 
 def _status(reply: str, report: CitationReport) -> str:
@@ -463,6 +475,9 @@ def _trace(
              f"excerpt tokens, {plan.dropped_chunks} more left out); {prompt}"]
     if pack.degraded:
         lines.append(f"degraded: {pack.degraded}")
+    nearest = pack.trace.get("nearest_distance")
+    if nearest is not None:
+        lines.append(f"nearest passage at cosine distance {nearest:.3f}")
     for i, page in enumerate(pack.pages, 1):
         channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)
         sent = "" if page.path in plan.grounding else " (not sent)"

@@ -81,9 +81,18 @@ def build_context(
         prompt=prompt, pages=tuple(pages), neighbours=tuple(neighbours),
         degraded=result.degraded, warnings=tuple(warnings), budget_tokens=budget_tokens,
         used_tokens=used, trace={"fusion": result.fusion, "candidates": len(hits),
-                                 "kept": len(kept), "taken": taken},
+                                 "kept": len(kept), "taken": taken,
+                                 "nearest_distance": _nearest_distance(result.trace)},
         actions=tuple(actions), source_windows=tuple(windows),
     )
+
+
+def _nearest_distance(trace: dict[int, dict[str, Any]]) -> float | None:
+    """The cosine distance of the nearest chunk found by the vector channel, or None when
+    no vector ranked (words-only search)."""
+    distances = [t["vector"]["raw"] for t in trace.values()
+                 if isinstance(t.get("vector"), dict) and t["vector"].get("raw") is not None]
+    return min(distances) if distances else None
 
 
 def _group_pages(
