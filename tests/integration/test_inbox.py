@@ -411,6 +411,8 @@ def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     try:
         rel = worker.write_answer(conn, None, old.decode("utf-8"), "queries/inbox/Q.md",
                                   "answering", (), "Q")
+        old = (vault / rel).read_bytes()  # as written: with its ownership marker
+        new = old.replace(b"status: answering", b"status: waiting")
         with write_transaction(conn):
             answer_store.put_answer(conn, answer_store.AnswerRow(
                 rel, "queries/inbox/Q.md", "waiting", hashlib.sha256(new).hexdigest(), (),

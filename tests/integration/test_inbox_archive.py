@@ -363,5 +363,5 @@ def test_a_save_landing_during_the_rewrite_of_our_note_is_kept_and_a_2_is_writte
         conn.close()
     assert final == "queries/answers/Q (2).md"
     assert target.read_text() == "the user's own text"
-    assert (vault / final).read_text() == "---\nstatus: answered\n---\n"
+    assert (vault / final).read_text().startswith("---\nstatus: answered\naskvault: ")
     assert row is not None and not row.holds(b"the user's own text")

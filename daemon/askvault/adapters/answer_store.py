@@ -115,12 +115,13 @@ def _answer(row: tuple[str, str, str, str, str, str]) -> AnswerRow:
     return AnswerRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4] or "[]")), row[5])
 
 
-def answering_note_of(conn: Connection, question_path: str) -> AnswerRow | None:
-    """The `answering` note written for a question whose own row was never saved (a crash
-    between writing the note and recording the question): it is resumed, not duplicated."""
+def unfinished_answer_of(conn: Connection, question_path: str) -> AnswerRow | None:
+    """The `answering`, `waiting` or `failed` note written for a question that has no row
+    of its own (a crash between writing the note and recording the question, or an index
+    rebuilt since): it is finished or replaced, not duplicated."""
     row = conn.execute(
-        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
-        "WHERE question_path = ? AND status = 'answering' ORDER BY path LIMIT 1",
+        "SELECT path FROM answers WHERE question_path = ?"
+        " AND status IN ('answering', 'waiting', 'failed') ORDER BY path LIMIT 1",
         (question_path,),
     ).fetchone()
     return get_answer(conn, row[0]) if row else None

@@ -15,6 +15,8 @@ ARCHIVE_WARNING_TITLE = "> [!warning] Question not archived"
 _ARCHIVE_WARNING = re.compile(r"\n> \[!warning\] Question not archived\n(?:>.*\n)*")
 _QUESTION_CALLOUT = re.compile(r"^> \[!question\]\n(?:>.*\n)*", re.MULTILINE)
 _TIMING_LINE = re.compile(r"^> time: [^\n]*\n?", re.MULTILINE)
+# The ownership marker (core/ownership.py) hashes the whole text, timings included.
+_MARKER_LINE = re.compile(r"^askvault: [^\n]*\n?", re.MULTILINE)
 
 
 def render_archive_warning(reason: str) -> str:
@@ -44,5 +46,6 @@ def without_archive_warning(note_text: str) -> str:
 
 
 def what_it_says(note_text: str) -> str:
-    """The note's text minus its trace's timing line: equal texts tell the user the same."""
-    return _TIMING_LINE.sub("", note_text)
+    """The note's text minus its trace's timing line and its ownership marker: equal
+    texts tell the user the same."""
+    return _MARKER_LINE.sub("", _TIMING_LINE.sub("", note_text))

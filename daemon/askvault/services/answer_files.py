@@ -31,6 +31,7 @@ from askvault.adapters.vault import (
     write_new_file,
 )
 from askvault.core.notices import what_it_says, with_archive_warning, without_archive_warning
+from askvault.core.ownership import owned_note, question_stems, sign_note
 from askvault.errors import AskvaultError
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
@@ -50,15 +51,73 @@ class AnswerFiles:
         self.log_rel = f"{q.folder}/{q.log}"
 
     def _own_answer(self, conn: Connection, rel: str) -> str | None:
-        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None."""
+        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None.
+
+        With no row (an index deleted and rebuilt), the note's ownership marker decides:
+        a note whose marker matches its text is recorded as ours again."""
         row = answer_store.get_answer(conn, rel)
         if row is None:
-            return None
+            return rel if self.adopt_own_note(conn, rel) is not None else None
         try:
             data = resolve_inside(self.root, rel).read_bytes()
         except (OSError, AskvaultError):
             return None
         return rel if row.holds(data) else None
+
+    def adopt_own_note(self, conn: Connection, rel: str) -> AnswerRow | None:
+        """Record `rel` as askvault's own again if its ownership marker matches its text
+        (core/ownership.py); None (nothing recorded) for any other note."""
+        if not rel.startswith(self.answers_rel + "/") or not rel.lower().endswith(".md"):
+            return None
+        try:
+            path = resolve_inside(self.root, rel)
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > self.settings.index.max_note_bytes:
+                return None
+            data = path.read_bytes()
+            owned = owned_note(data.decode("utf-8"), stem_of(rel))
+        except (OSError, UnicodeDecodeError, AskvaultError):
+            return None
+        if owned is None:
+            return None
+        question = f"{self.settings.queries.folder}/{self.settings.queries.inbox}/" \
+                   f"{owned.question_stem}.md"
+        row = AnswerRow(rel, question, owned.status, hashlib.sha256(data).hexdigest(),
+                        owned.cited)
+        with write_transaction(conn):
+            if answer_store.get_answer(conn, rel) is not None:
+                return None  # recorded meanwhile (not by this thread: nothing to adopt)
+            answer_store.put_answer(conn, row)
+        log.info("%s is askvault's own (its marker matches): recorded again", rel)
+        return row
+
+    def adopt_own_notes(self, conn: Connection) -> list[AnswerRow]:
+        """Every answer note with no row whose marker proves it ours, recorded again (the
+        start-up after an index was deleted and rebuilt)."""
+        try:
+            folder = resolve_inside(self.root, self.answers_rel)
+            names = sorted(e.name for e in os.scandir(folder)
+                           if e.name.lower().endswith(".md") and not e.name.startswith("."))
+        except (OSError, AskvaultError):
+            return []
+        adopted = []
+        for name in names:
+            rel = f"{self.answers_rel}/{name}"
+            if answer_store.get_answer(conn, rel) is None:
+                row = self.adopt_own_note(conn, rel)
+                if row is not None:
+                    adopted.append(row)
+        if adopted:
+            log.info("%d answer note(s) recognised as askvault's own by their marker",
+                     len(adopted))
+        return adopted
+
+    def signed(self, text: str, rel: str, old_text: str) -> bytes:
+        """`text`, a new version of our own note `rel` (whose text was `old_text`), with
+        its ownership marker, encoded."""
+        owned = owned_note(old_text, stem_of(rel))
+        stem = owned.question_stem if owned else question_stems(stem_of(rel))[-1]
+        return sign_note(text, stem).encode("utf-8")
 
     def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> bool:
         """Replace our own note's bytes: the new hash is recorded beside the old one before
@@ -92,6 +151,7 @@ class AnswerFiles:
         Our own note is left alone when it already says the same (`what_it_says`), so a
         question retried while Ollama is down does not rewrite its waiting note each time.
         """
+        text = sign_note(text, stem)
         data = text.encode("utf-8")
         folder = resolve_inside(self.root, self.answers_rel)
         folder.mkdir(parents=True, exist_ok=True)
@@ -213,7 +273,7 @@ class AnswerFiles:
             text = path.read_bytes().decode("utf-8")
             new = with_archive_warning(text, reason) if reason else without_archive_warning(text)
             if new != text:
-                data = new.encode("utf-8")
+                data = self.signed(new, own, text)
                 self._rewrite_own(conn, path, data, replace(
                     row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
         except (OSError, UnicodeDecodeError, AskvaultError) as exc:

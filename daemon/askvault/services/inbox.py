@@ -102,6 +102,9 @@ class InboxWorker(AnswerFiles):
         # report of an indexing pass that committed those notes before the answer read
         # them must not mark it stale.
         self._seen: dict[str, dict[str, str]] = {}
+        # Adopted answers (an index rebuilt): cited notes whose content at answer time is
+        # unknown until the new index reports them.
+        self._baseline_unknown: dict[str, set[str]] = {}
         self._retry_at: dict[str, float] = {}
         self._delay: dict[str, float] = {}
         self._first_seen: dict[str, tuple[tuple[int, int, int], float]] = {}
@@ -135,6 +138,7 @@ class InboxWorker(AnswerFiles):
                 with contextlib.suppress(AskvaultError, OSError):
                     cleanup_temp_files(resolve_inside(self.root, rel))
             self.clean_placeholders(conn)
+            self._adopt(conn)
             while not stop_event.is_set():
                 try:
                     self.apply_stale_marks(conn)
@@ -159,6 +163,23 @@ class InboxWorker(AnswerFiles):
                 self._wake.clear()
         finally:
             conn.close()
+
+    def _adopt(self, conn: Connection) -> None:
+        """Record again the answer notes whose marker proves them ours (an index deleted
+        and rebuilt). What their cited notes said when they were written is unknown where
+        the new index has not read those notes yet: the first report of such a note is
+        taken as that baseline, not as a change (it is the rebuilt index reading it)."""
+        try:
+            adopted = self.adopt_own_notes(conn)
+        except (IndexBusy, DiskFull) as exc:
+            log.warning("answer notes not recognised yet: %s", exc.message)
+            return
+        for row in adopted:
+            known = store.content_hashes(conn, list(row.cited))
+            self._seen[row.path] = dict(known)
+            unknown = set(row.cited) - set(known)
+            if unknown:
+                self._baseline_unknown[row.path] = unknown
 
     def _connect(self, stop_event: threading.Event) -> Connection | None:
         """The worker's connection, waiting with backoff while another writer holds a
@@ -276,8 +297,7 @@ class InboxWorker(AnswerFiles):
         if row:
             answer_path = self._own_answer(conn, row.answer_path)
         else:
-            orphan = answer_store.answering_note_of(conn, cand.rel)
-            answer_path = self._own_answer(conn, orphan.path) if orphan else None
+            answer_path = self._unfinished_answer(conn, cand.rel)
         if row is None or row.status != "waiting" or answer_path is None:
             # A retry of a waiting question keeps its waiting note (which says it is retried)
             # instead of flipping it to `answering` and back on every try.
@@ -417,7 +437,8 @@ class InboxWorker(AnswerFiles):
     ) -> None:
         row = answer_store.get_question(conn, cand.rel)
         asked = row.asked if row else iso_now()
-        answer_path = self._own_answer(conn, row.answer_path) if row else None
+        answer_path = (self._own_answer(conn, row.answer_path) if row
+                       else self._unfinished_answer(conn, cand.rel))
         note = AnswerNote(question=question or f"(question note {stem_of(cand.rel)})",
                           status="failed", asked=asked, reason=reason,
                           model=self.settings.ollama.chat_model,
@@ -427,6 +448,11 @@ class InboxWorker(AnswerFiles):
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
         self._skip_sig[cand.rel] = cand.sig
         log.warning("question %s failed: %s", cand.rel, reason)
+
+    def _unfinished_answer(self, conn: Connection, question_rel: str) -> str | None:
+        """Our own answering / waiting / failed note of a question with no row, if any."""
+        orphan = answer_store.unfinished_answer_of(conn, question_rel)
+        return self._own_answer(conn, orphan.path) if orphan else None
 
     def _save_question(
         self, conn: Connection, rel: str, answer_path: str, status: str, content_hash: str,
@@ -448,11 +474,18 @@ class InboxWorker(AnswerFiles):
                 for row in answer_store.answers_citing(conn, paths):
                     pages = [p for p in row.cited if p in paths]
                     seen = self._seen.get(row.path)
+                    unknown = self._baseline_unknown.get(row.path, set())
+                    first = [p for p in pages if p in unknown and p not in deleted]
+                    if seen is not None and first:
+                        seen.update(store.content_hashes(conn, first))
+                        unknown.difference_update(first)
+                        pages = [p for p in pages if p not in first]
                     if seen is not None:
                         now = store.content_hashes(conn, pages)
                         pages = [p for p in pages if p in deleted or now.get(p) != seen.get(p)]
                     if pages:
                         self._seen.pop(row.path, None)
+                        self._baseline_unknown.pop(row.path, None)
                         self._mark_stale(conn, row, pages)
             except (IndexBusy, DiskFull):
                 # Keep this batch and the later ones for the retry (marking is idempotent).
@@ -473,7 +506,7 @@ class InboxWorker(AnswerFiles):
             return
         text = data.decode("utf-8")
         names = list(dict.fromkeys(stale_pages_of(text) + [page_wikilink(p) for p in pages]))
-        new = mark_stale(text, names).encode("utf-8")
+        new = self.signed(mark_stale(text, names), row.path, text)
         if not self._rewrite_own(conn, path, new, AnswerRow(
                 row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
                 row.cited)):

@@ -1,0 +1,193 @@
+"""The life of question and answer notes (issues 14 and 15): ownership that survives an
+index rebuild, a vault that goes away mid-answer, answers that cannot be written, the
+new-note flow. InboxWorker on its own thread, a temp vault, the fake Ollama."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askvault.adapters import answer_store
+from askvault.adapters.db import connect
+from askvault.core.ownership import sign_note
+from askvault.services.inbox import InboxWorker
+from askvault.services.index_pass import index_vault
+from askvault.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.inbox_worker import Running, wait_for
+from support.settings_factory import settings_for
+from support.vault_factory import make_fixture_vault
+
+QUESTION = "What does an embed show?\n"
+REPLY = "An embed shows another note inline [[Embeds]]."
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = make_fixture_vault(tmp_path / "vault")
+    (root / "queries" / "inbox").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+    s = settings_for(vault, tmp_path / "state", fake_ollama.url, **{"queries.settle_s": 0.2})
+    index_vault(s)
+    return s
+
+
+@pytest.fixture
+def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(**kw: Any) -> Running:
+        running = Running(InboxWorker(settings, backoff_first_s=0.2, **kw))
+        running.thread.start()
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if running.thread.is_alive():
+            running.halt()
+
+
+def _status(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("status: "):
+            return line.split(": ", 1)[1]
+    return None
+
+
+def _delete_index(settings: Settings, *, rebuild: bool) -> None:
+    """What a user told by doctor to delete the index does (then `askvault index`)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{settings.db_path}{suffix}").unlink(missing_ok=True)
+    if rebuild:
+        index_vault(settings)
+
+
+def _answer_rows(settings: Settings) -> list[str]:
+    conn = connect(settings.db_path)
+    try:
+        return [r[0] for r in conn.execute("SELECT path FROM answers ORDER BY path")]
+    finally:
+        conn.close()
+
+
+# -- 16e: ownership that survives an index rebuild -------------------------------------
+
+
+@pytest.mark.parametrize("rebuild", [False, True], ids=["empty_index", "index_rebuilt"])
+def test_a_waiting_question_is_finished_in_place_after_the_index_is_deleted(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    rebuild: bool,
+) -> None:
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    first.halt()
+    assert 'askvault: "v1:' in answer.read_text(encoding="utf-8")
+    _delete_index(settings, rebuild=rebuild)
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    run_worker()
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists(), timeout=15)
+    assert _status(answer) in ("answered", "no-answer")
+    assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
+
+
+def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    first.halt()
+    # An edit that keeps the marker line: the marker no longer matches the text.
+    edited = answer.read_text(encoding="utf-8").replace("Waiting for Ollama", "My own words")
+    answer.write_text(edited, encoding="utf-8")
+    _delete_index(settings, rebuild=True)
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    run_worker()
+    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    assert answer.read_text(encoding="utf-8") == edited
+    assert "queries/answers/Q.md" not in _answer_rows(settings)
+
+
+@pytest.mark.parametrize("forgery", ["made_up_value", "marker_of_another_note",
+                                     "copied_to_another_name"])
+def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    forgery: str,
+) -> None:
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    mine = "---\nstatus: waiting\n---\n> [!question]\n> What does an embed show?\n\nMine.\n"
+    if forgery == "made_up_value":
+        text = mine.replace("---\n>", 'askvault: "v1:' + "0" * 64 + '"\n---\n>', 1)
+        target = answers / "Q.md"
+    elif forgery == "marker_of_another_note":
+        marker = next(line for line in sign_note(mine, "Other").splitlines()
+                      if line.startswith("askvault:"))
+        text = mine.replace("---\n>", marker + "\n---\n>", 1)
+        target = answers / "Q.md"
+    else:
+        text = sign_note(mine, "Other")  # a genuine note of question `Other`, copied as Q.md
+        target = answers / "Q.md"
+    target.write_text(text, encoding="utf-8")
+    _delete_index(settings, rebuild=True)
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: _status(answers / "Q (2).md") == "answered", timeout=15)
+    assert target.read_text(encoding="utf-8") == text
+
+
+def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    from askvault.services.indexer import index_paths
+
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    first.halt()
+    before = answer.read_bytes()
+    _delete_index(settings, rebuild=False)
+    running = run_worker()
+    wait_for(lambda: "queries/answers/Q.md" in _answer_rows(settings))
+    index_vault(settings)  # the rebuilt index reads every note: a report, not a change
+    running.worker.on_notes_changed(["Embeds.md", "Links.md"], [])
+    time.sleep(0.6)
+    assert answer.read_bytes() == before
+    embeds = vault / "Embeds.md"
+    embeds.write_text(embeds.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        index_paths(conn, settings, ["Embeds.md"])
+    finally:
+        conn.close()
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    wait_for(lambda: _status(answer) == "stale")
+    conn = connect(settings.db_path)
+    try:
+        row = answer_store.get_answer(conn, "queries/answers/Q.md")
+    finally:
+        conn.close()
+    assert row is not None and row.cited == ("Embeds.md",)
