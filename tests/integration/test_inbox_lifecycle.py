@@ -191,3 +191,63 @@ def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
     finally:
         conn.close()
     assert row is not None and row.cited == ("Embeds.md",)
+
+
+# -- 13: the vault moved away mid-answer (the drill is tests/faults/test_fault_vault_moved.py)
+
+
+def test_no_answer_note_or_folder_is_created_where_the_vault_was(
+    vault: Path, settings: Settings, tmp_path: Path
+) -> None:
+    from askvault.errors import VaultUnavailable
+
+    worker = InboxWorker(settings)
+    conn = connect(settings.db_path)
+    try:
+        vault.rename(tmp_path / "aside")
+        with pytest.raises(VaultUnavailable):
+            worker.write_answer(conn, None, "---\nstatus: answering\n---\n",
+                                "queries/inbox/Q.md", "answering", (), "Q")
+        with pytest.raises(OSError):
+            worker.append_log_line("## [2026-12-01] query | Q\n")
+        assert not vault.exists()
+        assert worker.vault_present() is False
+        vault.mkdir()  # an empty mount point in its place
+        assert worker.vault_present() is False
+        with pytest.raises(VaultUnavailable):
+            worker.write_answer(conn, None, "---\nstatus: answering\n---\n",
+                                "queries/inbox/Q.md", "answering", (), "Q")
+        assert list(vault.iterdir()) == []
+        vault.rmdir()
+        (tmp_path / "aside").rename(vault)
+        assert worker.vault_present() is True
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("status", ["answering", "waiting"])
+def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    status: str,
+) -> None:
+    from askvault.adapters.db import write_transaction
+    from askvault.core.answer_note import AnswerNote, render_answer_note
+
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        rel = InboxWorker(settings).write_answer(
+            conn, None, render_answer_note(AnswerNote(question=QUESTION.strip(), status=status,
+                                                      asked="2026-12-01T10:00:00+01:00")),
+            "queries/inbox/Q.md", status, (), "Q")
+        with write_transaction(conn):  # the rows lost, the note (with its marker) kept
+            answer_store.delete_answer(conn, rel)
+            answer_store.delete_question(conn, "queries/inbox/Q.md")
+    finally:
+        conn.close()
+    fake_ollama.chat_script = [REPLY]
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    assert _status(answer) == "answered"
+    assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]

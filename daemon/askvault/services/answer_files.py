@@ -32,7 +32,7 @@ from askvault.adapters.vault import (
 )
 from askvault.core.notices import what_it_says, with_archive_warning, without_archive_warning
 from askvault.core.ownership import owned_note, question_stems, sign_note
-from askvault.errors import AskvaultError
+from askvault.errors import AskvaultError, VaultUnavailable
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -63,6 +63,20 @@ class AnswerFiles:
         except (OSError, AskvaultError):
             return None
         return rel if row.holds(data) else None
+
+    def queries_folder_for(self, rel: str) -> Path:
+        """The folder `rel` under `queries/`, created if missing; VaultUnavailable (nothing
+        created) when the vault root or its `queries/` folder is gone: a vault moved away or
+        unmounted mid-answer must not get a fresh skeleton at its old place."""
+        queries = resolve_inside(self.root, self.settings.queries.folder)
+        if not queries.is_dir():
+            raise VaultUnavailable(
+                f"the vault's {self.settings.queries.folder}/ folder is gone from {self.root} "
+                "(the vault moved away or unmounted?)",
+                "put the vault back; askvault finishes its notes then")
+        folder = resolve_inside(self.root, rel)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def adopt_own_note(self, conn: Connection, rel: str) -> AnswerRow | None:
         """Record `rel` as askvault's own again if its ownership marker matches its text
@@ -153,8 +167,7 @@ class AnswerFiles:
         """
         text = sign_note(text, stem)
         data = text.encode("utf-8")
-        folder = resolve_inside(self.root, self.answers_rel)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = self.queries_folder_for(self.answers_rel)
         digest = hashlib.sha256(data).hexdigest()
         if own_path is not None:
             path = resolve_inside(self.root, own_path)
@@ -209,8 +222,7 @@ class AnswerFiles:
             claimed.append(name)
 
         try:
-            folder = resolve_inside(self.root, self.archive_rel)
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = self.queries_folder_for(self.archive_rel)
             if not folder.is_dir():
                 return None, f"{self.archive_rel} is not a folder"
             moved = move_to_free_name(abs_path, folder / f"{stem_of(rel)}.md", claim=claim)

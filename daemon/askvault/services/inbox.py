@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -54,6 +55,7 @@ from askvault.errors import (
     NoteUnreadable,
     OllamaError,
     PathOutsideVault,
+    VaultUnavailable,
 )
 from askvault.services.answering import (
     AnswerCancelled,
@@ -74,6 +76,7 @@ POLL_S = 0.25
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 STOP_CHECK_EVERY_S = 0.1
+VAULT_GONE_POLL_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class InboxWorker(AnswerFiles):
         # Answered questions whose archive or log step waits: their backoff outlives the
         # inbox listing (a vanished question is still to be logged).
         self._finishing: set[str] = set()
+        self._root_id = _identity(self.root)
+        self._gone_since: float | None = None
 
     # -- the Worker protocol -------------------------------------------------------------
 
@@ -140,6 +145,9 @@ class InboxWorker(AnswerFiles):
             self.clean_placeholders(conn)
             self._adopt(conn)
             while not stop_event.is_set():
+                if not self.vault_present():
+                    stop_event.wait(VAULT_GONE_POLL_S)
+                    continue
                 try:
                     self.apply_stale_marks(conn)
                 except (IndexBusy, DiskFull) as exc:
@@ -194,6 +202,27 @@ class InboxWorker(AnswerFiles):
                 stop_event.wait(delay)
         return None
 
+    def vault_present(self) -> bool:
+        """Is the vault there? Its root must be a folder and be the one the worker started
+        on, or (moved and put back, copied) hold the `queries/` folder. The change either
+        way is logged once; while it is gone nothing is written, removed or forgotten."""
+        root_id = _identity(self.root)
+        present = root_id is not None and (
+            root_id == self._root_id
+            or os.path.isdir(os.path.join(self.root, self.settings.queries.folder)))
+        if present and self._root_id is None:
+            self._root_id = root_id
+        if not present and self._gone_since is None:
+            self._gone_since = time.monotonic()
+            log.warning("the vault %s is gone (moved away or unmounted?): questions and answer"
+                        " notes wait until it is back", self.root)
+        elif present and self._gone_since is not None:
+            log.info("the vault %s is back after %.0f s; unfinished answers are finished",
+                     self.root, time.monotonic() - self._gone_since)
+            self._gone_since = None
+            self._root_id = root_id
+        return present
+
     def _backoff(self, rel: str) -> float:
         """Put `rel` off: 1 s doubling to the cap, per question; returns the delay."""
         delay = min(self.backoff_max_s, self._delay.get(rel, self.backoff_first_s / 2) * 2)
@@ -205,7 +234,9 @@ class InboxWorker(AnswerFiles):
         """A write failed (disk full, permissions, a busy index): keep the question, retry
         with backoff."""
         delay = self._backoff(rel)
-        if isinstance(exc, (OSError, IndexBusy, DiskFull)):
+        if isinstance(exc, VaultUnavailable) or not self.vault_present():
+            log.debug("question %s waits for the vault: %s", rel, exc)
+        elif isinstance(exc, (OSError, IndexBusy, DiskFull)):
             log.warning("question %s stays in the inbox, retried in %.0f s: %s", rel, delay, exc)
         else:
             log.exception("question %s failed unexpectedly; retried in %.0f s", rel, delay)
@@ -419,6 +450,8 @@ class InboxWorker(AnswerFiles):
     ) -> None:
         if stop_event.is_set():
             return  # the question stays in the inbox; the next start resumes it
+        if not self.vault_present():
+            return  # not deleted: the vault went away; its rows finish the note once back
         if os.path.lexists(cand.abs_path):
             log.info("question %s changed while being answered; answering it again", cand.rel)
             return  # the user's edit wins: it settles and is answered again
@@ -452,7 +485,30 @@ class InboxWorker(AnswerFiles):
     def _unfinished_answer(self, conn: Connection, question_rel: str) -> str | None:
         """Our own answering / waiting / failed note of a question with no row, if any."""
         orphan = answer_store.unfinished_answer_of(conn, question_rel)
+        if orphan is None:
+            orphan = self._adopt_unfinished(conn, question_rel)
         return self._own_answer(conn, orphan.path) if orphan else None
+
+    def _adopt_unfinished(self, conn: Connection, question_rel: str) -> AnswerRow | None:
+        """An unfinished note of this question that lost its row (`<stem>.md` or
+        `<stem> (N).md` whose marker proves it ours), recorded again; else None."""
+        stem = stem_of(question_rel)
+        try:
+            folder = resolve_inside(self.root, self.answers_rel)
+            names = sorted(e.name for e in os.scandir(folder)
+                           if e.name == f"{stem}.md" or (e.name.startswith(f"{stem} (")
+                                                          and e.name.endswith(").md")))
+        except (OSError, AskvaultError):
+            return None
+        for name in names:
+            rel = f"{self.answers_rel}/{name}"
+            if answer_store.get_answer(conn, rel) is not None:
+                continue
+            row = self.adopt_own_note(conn, rel)
+            if row is not None and row.question_path == question_rel and row.status in (
+                    "answering", "waiting", "failed"):
+                return row
+        return None
 
     def _save_question(
         self, conn: Connection, rel: str, answer_path: str, status: str, content_hash: str,
@@ -511,6 +567,15 @@ class InboxWorker(AnswerFiles):
                 row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
                 row.cited)):
             self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
+
+def _identity(root: Path) -> tuple[int, int] | None:
+    """(device, inode) of the vault root if it is a folder, else None."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
 
 class _QuestionWatch:
     """`changed()` is true once shutdown began or the question file changed or vanished."""
