@@ -251,3 +251,62 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
     wait_for(lambda: (vault / "queries/archive/Q.md").exists())
     assert _status(answer) == "answered"
     assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
+
+
+# -- 16b: answer notes that cannot be written show it inside the vault ------------------
+
+PROBLEM = "queries/Answers cannot be written.md"
+
+
+@pytest.mark.parametrize("fault", ["answers_is_a_file", "answers_links_out_of_the_vault"])
+def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_can(
+    vault: Path, tmp_path: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    fault: str,
+) -> None:
+    answers = vault / "queries/answers"
+    if fault == "answers_is_a_file":
+        answers.write_text("not a folder", encoding="utf-8")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        answers.symlink_to(tmp_path / "elsewhere")
+    question = vault / "queries/inbox/Q.md"
+    question.write_bytes(QUESTION.encode("utf-8"))
+    fake_ollama.chat_script = [REPLY]
+    run_worker()
+    problem = vault / PROBLEM
+    wait_for(problem.exists)
+    text = problem.read_text(encoding="utf-8")
+    assert "askvault cannot write answer notes" in text and "queries/answers/" in text
+    assert ("not a folder" in text) if fault == "answers_is_a_file" else ("outside" in text)
+    first = problem.stat()
+    time.sleep(1.6)  # several retries with the same reason: the note is not rewritten
+    again = problem.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    assert question.read_bytes() == QUESTION.encode("utf-8"), "the question is never touched"
+    assert list((tmp_path / "elsewhere").iterdir() if fault != "answers_is_a_file" else []) == []
+    answers.unlink()
+    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "answered", timeout=20)
+    wait_for(lambda: not problem.exists())
+
+
+def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
+    vault: Path, settings: Settings
+) -> None:
+    worker = InboxWorker(settings)
+    worker.show_write_problem(OSError(28, "No space left on device"), now=1000.0)
+    problem = vault / PROBLEM
+    assert "No space left on device" in problem.read_text(encoding="utf-8")
+    worker.show_write_problem(OSError(13, "Permission denied"), now=1010.0)  # within a minute
+    assert "No space left on device" in problem.read_text(encoding="utf-8")
+    worker.show_write_problem(OSError(13, "Permission denied"), now=1061.0)
+    assert "Permission denied" in problem.read_text(encoding="utf-8")
+    problem.write_text(problem.read_text(encoding="utf-8") + "my remark\n", encoding="utf-8")
+    mine = problem.read_bytes()
+    worker.show_write_problem(OSError(28, "No space left on device"), now=2000.0)
+    worker.clear_write_problem()
+    assert problem.read_bytes() == mine, "an edited note is the user's"
+    problem.unlink()
+    worker.show_write_problem(OSError(28, "No space left on device"), now=3000.0)
+    assert problem.exists()
+    InboxWorker(settings).clear_write_problem(at_start=True)
+    assert not problem.exists()

@@ -49,3 +49,22 @@ def what_it_says(note_text: str) -> str:
     """The note's text minus its trace's timing line and its ownership marker: equal
     texts tell the user the same."""
     return _MARKER_LINE.sub("", _TIMING_LINE.sub("", note_text))
+
+
+WRITE_PROBLEM_STEM = "Answers cannot be written"
+
+
+def render_write_problem(folder: str, reason: str, since: str) -> str:
+    """The note askvault keeps in `queries/` while no answer note can be written
+    (issue 15, 16b): what fails, since when, and that it goes away by itself."""
+    flat = " ".join(reason.split())
+    return (
+        "---\n"
+        "status: problem\n"
+        f"since: \"{since}\"\n"
+        "---\n"
+        "> [!failure] askvault cannot write answer notes\n"
+        f"> Writing to `{folder}/` fails: {flat}.\n"
+        "> Questions stay in the inbox and are retried by themselves. askvault removes this "
+        "note as soon as an answer note can be written again.\n"
+    )

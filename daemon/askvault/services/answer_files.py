@@ -18,6 +18,7 @@ import os
 import stat
 import time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from askvault.adapters import answer_store, store
@@ -30,13 +31,22 @@ from askvault.adapters.vault import (
     write_atomic,
     write_new_file,
 )
-from askvault.core.notices import what_it_says, with_archive_warning, without_archive_warning
+from askvault.core.notices import (
+    WRITE_PROBLEM_STEM,
+    render_write_problem,
+    what_it_says,
+    with_archive_warning,
+    without_archive_warning,
+)
 from askvault.core.ownership import owned_note, question_stems, sign_note
-from askvault.errors import AskvaultError, VaultUnavailable
+from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# The problem note is rewritten at most this often (and only when its reason changes).
+PROBLEM_NOTE_MIN_INTERVAL_S = 60.0
 
 
 class AnswerFiles:
@@ -49,6 +59,9 @@ class AnswerFiles:
         self.answers_rel = f"{q.folder}/{q.answers}"
         self.archive_rel = f"{q.folder}/{q.archive}"
         self.log_rel = f"{q.folder}/{q.log}"
+        self.problem_rel = f"{q.folder}/{WRITE_PROBLEM_STEM}.md"
+        self._problem: tuple[str, str] | None = None  # (reason, since) shown in the note
+        self._problem_shown_at = float("-inf")
 
     def _own_answer(self, conn: Connection, rel: str) -> str | None:
         """`rel` if that answer note still holds exactly the bytes askvault wrote, else None.
@@ -67,15 +80,20 @@ class AnswerFiles:
     def queries_folder_for(self, rel: str) -> Path:
         """The folder `rel` under `queries/`, created if missing; VaultUnavailable (nothing
         created) when the vault root or its `queries/` folder is gone: a vault moved away or
-        unmounted mid-answer must not get a fresh skeleton at its old place."""
+        unmounted mid-answer must not get a fresh skeleton at its old place (a missing
+        `queries/` is created only in a root that holds something: a first answer)."""
         queries = resolve_inside(self.root, self.settings.queries.folder)
-        if not queries.is_dir():
+        if not queries.is_dir() and not _holds_anything(self.root):
             raise VaultUnavailable(
                 f"the vault's {self.settings.queries.folder}/ folder is gone from {self.root} "
                 "(the vault moved away or unmounted?)",
                 "put the vault back; askvault finishes its notes then")
         folder = resolve_inside(self.root, rel)
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as exc:
+            raise VaultError(f"{rel} is not a folder (a file has its name)",
+                             f"rename or remove that file so askvault can use {rel}/") from exc
         return folder
 
     def adopt_own_note(self, conn: Connection, rel: str) -> AnswerRow | None:
@@ -164,7 +182,84 @@ class AnswerFiles:
 
         Our own note is left alone when it already says the same (`what_it_says`), so a
         question retried while Ollama is down does not rewrite its waiting note each time.
+        While no answer note can be written the problem note says so in the vault.
         """
+        try:
+            rel = self._write_answer(conn, own_path, text, question_rel, status, cited, stem)
+        except (VaultUnavailable, StoreError):
+            raise  # the vault gone, the index busy or full: not the answers folder's fault
+        except (OSError, AskvaultError) as exc:
+            self.show_write_problem(exc)
+            raise
+        self.clear_write_problem()
+        return rel
+
+    def show_write_problem(self, exc: BaseException, now: float | None = None) -> None:
+        """Keep `queries/Answers cannot be written.md` saying why (issue 15, 16b): written
+        when the reason first appears or changes, at most once a minute, never over a note
+        that is not askvault's own; the user's question notes are never touched."""
+        reason = exc.message if isinstance(exc, AskvaultError) else (
+            exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        now = time.monotonic() if now is None else now
+        if self._problem is not None and self._problem[0] == reason:
+            return
+        if now - self._problem_shown_at < PROBLEM_NOTE_MIN_INTERVAL_S:
+            return
+        since = self._problem[1] if self._problem else _iso_now()
+        log.warning("answer notes cannot be written to %s: %s", self.answers_rel, reason)
+        text = sign_note(render_write_problem(self.answers_rel, reason, since),
+                         WRITE_PROBLEM_STEM)
+        try:
+            if not self._replace_problem_note(text.encode("utf-8")):
+                return
+        except (OSError, AskvaultError) as note_exc:
+            log.warning("could not write %s either: %s", self.problem_rel, note_exc)
+            return
+        self._problem, self._problem_shown_at = (reason, since), now
+
+    def clear_write_problem(self, *, at_start: bool = False) -> None:
+        """Remove the problem note (if it is still askvault's own) once an answer note was
+        written again, or at start-up (a problem that remains shows it again)."""
+        if self._problem is None and not at_start:
+            return
+        self._problem, self._problem_shown_at = None, float("-inf")
+        with contextlib.suppress(OSError, AskvaultError):
+            path = resolve_inside(self.root, self.problem_rel)
+            if self._is_own_problem_note(path):
+                path.unlink()
+                log.info("answer notes can be written again; removed %s", self.problem_rel)
+
+    def _is_own_problem_note(self, path: Path) -> bool:
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 65536:
+                return False
+            return owned_note(path.read_bytes().decode("utf-8"), WRITE_PROBLEM_STEM) is not None
+        except (OSError, UnicodeDecodeError):
+            return False
+
+    def _replace_problem_note(self, data: bytes) -> bool:
+        """Write the problem note: a new file, or over our own; False if a user's note has
+        that name (it is left alone)."""
+        path = resolve_inside(self.root, self.problem_rel)
+        if not os.path.lexists(path):
+            self.queries_folder_for(self.settings.queries.folder)
+            with contextlib.suppress(FileExistsError):
+                written = write_new_file(path, data)
+                if written == path:
+                    return True
+                written.unlink()  # a user's note took the name meanwhile: not ours to add
+                return False
+        if not self._is_own_problem_note(path):
+            log.warning("%s is not askvault's note; not written", self.problem_rel)
+            return False
+        return write_atomic(path, data, still_ours=lambda old: owned_note(
+            old.decode("utf-8", "replace"), WRITE_PROBLEM_STEM) is not None)
+
+    def _write_answer(
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        cited: tuple[str, ...], stem: str,
+    ) -> str:
         text = sign_note(text, stem)
         data = text.encode("utf-8")
         folder = self.queries_folder_for(self.answers_rel)
@@ -308,6 +403,19 @@ def _vault_relative(root: Path, where: str) -> str:
     with contextlib.suppress(ValueError):
         return Path(where).relative_to(os.path.realpath(root)).as_posix()
     return where
+
+
+def _holds_anything(root: Path) -> bool:
+    """Is `root` a folder with at least one entry (not a vanished or empty mount point)?"""
+    try:
+        with os.scandir(root) as entries:
+            return next(iter(entries), None) is not None
+    except OSError:
+        return False
+
+
+def _iso_now() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 def stem_of(rel: str) -> str:

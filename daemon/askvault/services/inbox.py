@@ -144,6 +144,7 @@ class InboxWorker(AnswerFiles):
                     cleanup_temp_files(resolve_inside(self.root, rel))
             self.clean_placeholders(conn)
             self._adopt(conn)
+            self.clear_write_problem(at_start=True)
             while not stop_event.is_set():
                 if not self.vault_present():
                     stop_event.wait(VAULT_GONE_POLL_S)
