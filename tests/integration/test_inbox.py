@@ -120,12 +120,18 @@ def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
-def test_empty_question_fails(vault: Path, run_worker: Callable[..., Running]) -> None:
-    (vault / "queries/inbox/Empty.md").write_text("---\ntags: [x]\n---\n\n", encoding="utf-8")
+def test_an_empty_question_gets_no_note_until_it_has_text(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    # Issue 14 item 3: an empty new note is not a failed question, only an unwritten one.
+    fake_ollama.chat_script = [REPLY]
+    empty = vault / "queries/inbox/Empty.md"
+    empty.write_text("---\ntags: [x]\n---\n\n", encoding="utf-8")
     run_worker()
-    answer = vault / "queries/answers/Empty.md"
-    wait_for(lambda: _status(answer) == "failed")
-    assert "empty" in answer.read_text(encoding="utf-8")
+    time.sleep(1.0)
+    assert not (vault / "queries/answers/Empty.md").exists()
+    empty.write_text("---\ntags: [x]\n---\n" + QUESTION, encoding="utf-8")
+    wait_for(lambda: (vault / "queries/archive/Empty.md").exists())
 
 
 def test_ollama_down_then_back_answers_by_itself(

@@ -310,3 +310,87 @@ def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
     assert problem.exists()
     InboxWorker(settings).clear_write_problem(at_start=True)
     assert not problem.exists()
+
+
+# -- issue 14 item 3: the new-note flow --------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["", " \n\t\n", "---\ntags: [question]\n---\n\n"],
+                         ids=["zero_bytes", "whitespace_only", "template_frontmatter_only"])
+def test_obsidians_untitled_note_is_not_answered_until_it_is_renamed_and_typed(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, content: str
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    untitled = vault / "queries/inbox/Untitled.md"
+    untitled.write_text(content, encoding="utf-8")
+    run_worker()
+    time.sleep(1.0)
+    assert not (vault / "queries/answers").exists() or not any(
+        (vault / "queries/answers").iterdir()), "no failed note for an empty new note"
+    named = vault / "queries/inbox/How do embeds work.md"
+    untitled.rename(named)
+    named.write_text(QUESTION, encoding="utf-8")
+    wait_for(lambda: (vault / "queries/archive/How do embeds work.md").exists())
+    assert [p.name for p in (vault / "queries/answers").iterdir()] == ["How do embeds work.md"]
+    assert not fake_ollama.requests_to("/api/chat")[1:], "asked once"
+
+
+BAD = "---\nmax_sources: 0\n---\nWhat does an embed show?\n"
+
+
+@pytest.mark.parametrize("how", ["renamed_and_fixed", "deleted", "moved_out_of_the_inbox"])
+def test_a_failed_note_is_removed_when_its_question_leaves_the_inbox(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, how: str
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(BAD, encoding="utf-8")
+    run_worker()
+    failed = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(failed) == "failed")
+    if how == "renamed_and_fixed":
+        renamed = vault / "queries/inbox/R.md"
+        question.rename(renamed)
+        renamed.write_text(QUESTION, encoding="utf-8")
+        wait_for(lambda: (vault / "queries/archive/R.md").exists())
+        assert _status(vault / "queries/answers/R.md") == "answered"
+    elif how == "deleted":
+        question.unlink()
+    else:
+        question.rename(vault / "Q.md")
+    wait_for(lambda: not failed.exists())
+
+
+def test_a_failed_note_edited_by_the_user_is_kept_when_its_question_goes(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running]
+) -> None:
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(BAD, encoding="utf-8")
+    run_worker()
+    failed = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(failed) == "failed")
+    failed.write_text(failed.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
+    mine = failed.read_bytes()
+    question.unlink()
+    wait_for(lambda: "queries/answers/Q.md" not in _answer_rows(settings))
+    assert failed.read_bytes() == mine
+
+
+@pytest.mark.parametrize("index_lost", [False, True])
+def test_a_waiting_note_whose_question_was_deleted_while_stopped_is_removed_at_start(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    index_lost: bool,
+) -> None:
+    fake_ollama.set_fault("down")
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    waiting = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(waiting) == "waiting")
+    first.halt()
+    question.unlink()
+    if index_lost:
+        _delete_index(settings, rebuild=True)
+    run_worker()
+    wait_for(lambda: not waiting.exists())
+    assert _answer_rows(settings) == []

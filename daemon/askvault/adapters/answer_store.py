@@ -98,6 +98,24 @@ def questions_answered(conn: Connection) -> list[QuestionRow]:
     return [QuestionRow(*row) for row in rows]
 
 
+def questions_unfinished(conn: Connection) -> list[QuestionRow]:
+    """Questions not answered yet (`answering`, `waiting`, `failed`)."""
+    rows = conn.execute(
+        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions"
+        " WHERE status IN ('answering', 'waiting', 'failed') ORDER BY path"
+    ).fetchall()
+    return [QuestionRow(*row) for row in rows]
+
+
+def answers_unfinished(conn: Connection) -> list[AnswerRow]:
+    """Answer notes still `answering`, `waiting` or `failed`."""
+    rows = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
+        "WHERE status IN ('answering', 'waiting', 'failed') ORDER BY path"
+    ).fetchall()
+    return [_answer(r) for r in rows]
+
+
 def put_question(conn: Connection, row: QuestionRow) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO inbox_questions(path, answer_path, status, content_sha256, asked,"

@@ -145,6 +145,7 @@ class InboxWorker(AnswerFiles):
             self.clean_placeholders(conn)
             self._adopt(conn)
             self.clear_write_problem(at_start=True)
+            self.forget_vanished(conn, orphans=True)
             while not stop_event.is_set():
                 if not self.vault_present():
                     stop_event.wait(VAULT_GONE_POLL_S)
@@ -160,6 +161,7 @@ class InboxWorker(AnswerFiles):
                     continue
                 busy_delay = self.backoff_first_s / 2
                 self.finish_vanished(conn)
+                self.forget_vanished(conn)
                 candidate = self._next_question()
                 if candidate is not None:
                     try:
@@ -304,7 +306,8 @@ class InboxWorker(AnswerFiles):
             self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
             return
         parsed = parse_note(cand.rel, note.text)
-        if is_draft(parsed.frontmatter.get("draft")):
+        if is_draft(parsed.frontmatter.get("draft")) or not parsed.body.strip():
+            # A draft, or a new note still empty (Obsidian's `Untitled.md`): not yet.
             self._skip_sig[cand.rel] = cand.sig
             return
         row = answer_store.get_question(conn, cand.rel)
@@ -425,6 +428,41 @@ class InboxWorker(AnswerFiles):
                 continue
             if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
                 self.finish_answered(conn, row, None)
+
+    def forget_vanished(self, conn: Connection, *, orphans: bool = False) -> None:
+        """Questions not answered yet whose note left the inbox (deleted, renamed, moved):
+        their `answering` / `waiting` / `failed` note, if still askvault's own, is removed
+        with their rows, so no note says forever that it will be replaced. With `orphans`
+        (at start-up) also such notes that have no question row at all. Nothing is done
+        while the inbox folder is missing (a vault moved away)."""
+        try:
+            inbox = resolve_inside(self.root, self.inbox_rel)
+        except AskvaultError:
+            return
+        if not inbox.is_dir():
+            return
+        gone: list[tuple[str, str]] = []
+        for row in answer_store.questions_unfinished(conn):
+            if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
+                gone.append((row.path, row.answer_path))
+        if orphans:
+            asked = {r.answer_path for r in answer_store.questions_unfinished(conn)}
+            for answer in answer_store.answers_unfinished(conn):
+                q = answer.question_path
+                if (answer.path not in asked and q.startswith(self.inbox_rel + "/")
+                        and "/" not in q[len(self.inbox_rel) + 1:]
+                        and not os.path.lexists(inbox / q.rsplit("/", 1)[-1])):
+                    gone.append((q, answer.path))
+        for question_rel, answer_path in gone:
+            own = self._own_answer(conn, answer_path) if answer_path else None
+            if own is not None:
+                with contextlib.suppress(OSError, AskvaultError):
+                    resolve_inside(self.root, own).unlink()
+                    log.info("removed %s: its question %s left the inbox", own, question_rel)
+            with write_transaction(conn):
+                answer_store.delete_question(conn, question_rel)
+                if answer_path:
+                    answer_store.delete_answer(conn, answer_path)
 
     def _answer(
         self, conn: Connection, question: str, options: QuestionOptions,
