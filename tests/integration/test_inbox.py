@@ -341,13 +341,14 @@ def test_a_waiting_question_survives_a_restart(
 
 def test_parse_question_options_validates_and_keeps_unknown_keys_out(vault: Path) -> None:
     options, errors = parse_question_options(
-        {"folders": ["folder", "/etc", "nope"], "tags": "#a, b", "max_sources": 3,
-         "model": "llama3.2", "language": "fr", "whatever": 1}, vault)
+        {"folders": ["folder", "/etc", "nope"], "ask_tags": "#a, b", "max_sources": 3,
+         "ask_model": "llama3.2", "ask_language": "fr", "whatever": 1}, vault)
     assert options.folders == ("folder",) and options.tags == ("a", "b")
     assert (options.max_sources, options.model, options.language) == (3, "llama3.2", "fr")
     assert errors == ["folders: '/etc' is outside the vault",
                       "folders: 'nope' is not a folder of the vault"]
-    _, errors = parse_question_options({"max_sources": True, "model": 3, "tags": {"a": 1}}, vault)
+    _, errors = parse_question_options({"max_sources": True, "ask_model": 3,
+                                        "ask_tags": {"a": 1}}, vault)
     assert len(errors) == 3
 
 

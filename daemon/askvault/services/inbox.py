@@ -67,7 +67,11 @@ from askvault.services.answering import (
 )
 from askvault.services.answer_files import AnswerFiles, log_line_for, stem_of
 from askvault.services.index_pass import make_embedder, make_generator
-from askvault.services.question_options import is_draft, parse_question_options
+from askvault.services.question_options import (
+    describe_options,
+    is_draft,
+    read_question_options,
+)
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -323,10 +327,12 @@ class InboxWorker(AnswerFiles):
             self._skip_sig[cand.rel] = cand.sig  # unchanged since it failed: wait for an edit
             return
         question = parsed.body.strip()
-        options, errors = parse_question_options(parsed.frontmatter, self.root)
-        if errors:
-            self._fail(conn, cand, question, "invalid question options: " + "; ".join(errors),
-                       note.content_hash)
+        reading = read_question_options(parsed.frontmatter, self.root)
+        options, notices = reading.options, tuple(reading.notices)
+        if reading.errors:
+            self._fail(conn, cand, question,
+                       "invalid question options: " + "; ".join(reading.errors),
+                       note.content_hash, notices)
             return
         asked = row.asked if row else iso_now()
         if row:
@@ -338,7 +344,8 @@ class InboxWorker(AnswerFiles):
             # instead of flipping it to `answering` and back on every try.
             placeholder = AnswerNote(question=question, status="answering", asked=asked,
                                      model=options.model or self.settings.ollama.chat_model,
-                                     embed_model=self.settings.ollama.embed_model)
+                                     embed_model=self.settings.ollama.embed_model,
+                                     options=notices)
             answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
                                             cand.rel, "answering", (), stem_of(cand.rel))
             self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash,
@@ -353,8 +360,10 @@ class InboxWorker(AnswerFiles):
             self._after_cancel(conn, cand, answer_path, stop_event)
             return
         seen = store.content_hashes(conn, result.cited_paths)
+        shown = replace(result.note, options=notices, trace=_options_trace(options)
+                        + result.note.trace) if notices else result.note
         final = self.write_answer(conn, self._own_answer(conn, answer_path),
-                                  render_answer_note(result.note), cand.rel, result.status,
+                                  render_answer_note(shown), cand.rel, result.status,
                                   tuple(result.cited_paths), stem_of(cand.rel))
         if final:
             self._seen[final] = seen
@@ -505,7 +514,7 @@ class InboxWorker(AnswerFiles):
 
     def _fail(
         self, conn: Connection, cand: _Candidate, question: str, reason: str,
-        content_hash: str | None,
+        content_hash: str | None, notices: tuple[str, ...] = (),
     ) -> None:
         row = answer_store.get_question(conn, cand.rel)
         asked = row.asked if row else iso_now()
@@ -514,7 +523,7 @@ class InboxWorker(AnswerFiles):
         note = AnswerNote(question=question or f"(question note {stem_of(cand.rel)})",
                           status="failed", asked=asked, reason=reason,
                           model=self.settings.ollama.chat_model,
-                          embed_model=self.settings.ollama.embed_model)
+                          embed_model=self.settings.ollama.embed_model, options=notices)
         final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
                                   "failed", (), stem_of(cand.rel))
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
@@ -606,6 +615,12 @@ class InboxWorker(AnswerFiles):
                 row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
                 row.cited)):
             self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
+
+def _options_trace(options: QuestionOptions) -> tuple[str, ...]:
+    """The trace's line for the options that narrowed the search (none if none did)."""
+    described = describe_options(options)
+    return (f"options: {described}",) if described else ()
+
 
 def _identity(root: Path) -> tuple[int, int] | None:
     """(device, inode) of the vault root if it is a folder, else None."""
