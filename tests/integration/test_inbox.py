@@ -86,7 +86,8 @@ def test_question_is_answered_archived_byte_for_byte_and_logged(
     assert "[[Embeds]]" in text and "**resolved** → `Embeds.md`" in text
     log = wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
                    if (vault / "queries/log.md").exists() else "")
-    assert log == f"## [{time.strftime('%Y-%m-%d')}] query | What does an embed show?\n"
+    assert log == (f"## [{time.strftime('%Y-%m-%d')}] query | "
+                   "[[queries/answers/How do embeds work|What does an embed show?]]\n")
 
 
 def test_draft_is_left_alone_until_the_key_is_removed(
@@ -227,7 +228,7 @@ def test_re_asking_gives_a_new_answer_and_keeps_the_first(
     assert (vault / "queries/answers/Q.md").read_bytes() == first
     # The log line is appended after the archive: wait for it rather than read at once.
     wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
-             .count("query | What does an embed show?") == 2)
+             .count("|What does an embed show?]]") == 2)
 
 
 def test_questions_are_answered_oldest_first(

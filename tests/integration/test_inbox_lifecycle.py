@@ -394,3 +394,46 @@ def test_a_waiting_note_whose_question_was_deleted_while_stopped_is_removed_at_s
     run_worker()
     wait_for(lambda: not waiting.exists())
     assert _answer_rows(settings) == []
+
+
+# -- issue 14 item 4: log lines that link to their answer -------------------------------
+
+
+def test_log_lines_keep_their_shape_and_link_to_the_answer_golden() -> None:
+    from askvault.services.answer_files import log_line_for
+
+    day = time.strftime("%Y-%m-%d")
+    lines = "".join([
+        log_line_for("How do embeds work?", "queries/answers/How do embeds work.md"),
+        log_line_for("# A [bracketed] | barred question\nsecond line",
+                     "queries/answers/Q (2).md"),
+        log_line_for("A name no link can hold", "queries/answers/C# notes.md"),
+        log_line_for("Asked on the command line, not saved"),
+    ]).replace(day, "2026-12-01")
+    golden = Path(__file__).resolve().parent.parent / "golden" / "log_lines.md"
+    if __import__("os").environ.get("UPDATE_GOLDEN"):
+        golden.write_text(lines, encoding="utf-8")
+    assert golden.read_text(encoding="utf-8") == lines
+    import re
+    assert all(re.fullmatch(r"## \[\d{4}-\d\d-\d\d\] query \| .+", line)
+               for line in lines.splitlines())
+
+
+def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    log = vault / "queries/log.md"
+    (vault / "queries/inbox/Bad.md").write_text(BAD, encoding="utf-8")
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "waiting")
+    wait_for(lambda: _status(vault / "queries/answers/Bad.md") == "failed")
+    time.sleep(0.5)
+    assert not log.exists()
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    wait_for(lambda: log.exists() and log.read_text(encoding="utf-8").strip(), timeout=15)
+    assert log.read_text(encoding="utf-8") == (
+        f"## [{time.strftime('%Y-%m-%d')}] query | "
+        "[[queries/answers/Q|What does an embed show?]]\n")

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import stat
 import time
 from dataclasses import replace
@@ -334,10 +335,11 @@ class AnswerFiles:
                     answer_store.forget_placeholders(conn, claimed)
         return (None, None) if moved is None else (f"{self.archive_rel}/{moved.name}", None)
 
-    def append_log(self, question: str) -> bool:
-        """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
+    def append_log(self, question: str, answer_rel: str | None = None) -> bool:
+        """`## [YYYY-MM-DD] query | <summary>` appended to the log note (the summary a
+        link to `answer_rel` if given); failure only warns."""
         try:
-            return self.append_log_line(log_line_for(question))
+            return self.append_log_line(log_line_for(question, answer_rel))
         except OSError as exc:
             log.warning("could not append to %s: %s", self.log_rel, exc)
             return False
@@ -394,9 +396,24 @@ class AnswerFiles:
             store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
 
 
-def log_line_for(question: str) -> str:
-    """The line `queries/log.md` gets for an answered question."""
-    return f"## [{time.strftime('%Y-%m-%d')}] query | {question_summary(question)}\n"
+# Characters that end or break a wikilink's target or label.
+_LINK_BREAKERS = re.compile(r"[\[\]|#^]")
+
+
+def log_line_for(question: str, answer_rel: str | None = None) -> str:
+    """The line `queries/log.md` gets for an answered question: `## [YYYY-MM-DD] query |
+    <summary>`, the summary a link to its answer note when there is one (issue 14 item 4):
+    `## [2026-12-01] query | [[queries/answers/How do embeds work|How do embeds work?]]`.
+
+    A note name that cannot be a link target (`[`, `]`, `|`, `#`, `^`) keeps the summary
+    as plain text; brackets and bars in the summary become parentheses and slashes."""
+    summary = question_summary(question)
+    day = time.strftime("%Y-%m-%d")
+    target = answer_rel[:-3] if answer_rel and answer_rel.lower().endswith(".md") else answer_rel
+    if not target or _LINK_BREAKERS.search(target):
+        return f"## [{day}] query | {summary}\n"
+    label = summary.replace("|", "/").replace("[", "(").replace("]", ")") or stem_of(target)
+    return f"## [{day}] query | [[{target}|{label}]]\n"
 
 
 def _vault_relative(root: Path, where: str) -> str:

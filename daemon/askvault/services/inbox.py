@@ -378,7 +378,7 @@ class InboxWorker(AnswerFiles):
             return
         self._delay.pop(cand.rel, None)
         done = QuestionRow(cand.rel, final, "archiving", note.content_hash, asked,
-                           log_line_for(question))
+                           log_line_for(question, final))
         with write_transaction(conn):
             answer_store.put_question(conn, done)
         if self.finish_answered(conn, done, cand):
