@@ -437,3 +437,19 @@ def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
     assert log.read_text(encoding="utf-8") == (
         f"## [{time.strftime('%Y-%m-%d')}] query | "
         "[[queries/answers/Q|What does an embed show?]]\n")
+
+
+def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    import re
+
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    text = (vault / "queries/answers/Q.md").read_text(encoding="utf-8")
+    times = dict(re.findall(r'^(asked|answered|index_as_of): "([^"]*)"$', text, re.MULTILINE))
+    assert set(times) == {"asked", "answered", "index_as_of"}
+    for key, value in times.items():
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", value), (key, value)
