@@ -82,3 +82,39 @@ def test_cited_paths_are_read_from_the_rendered_citation_reports() -> None:
         body = (GOLDEN / f"answer_{name}.md").read_text(encoding="utf-8")
         assert cited_paths_of(body) == cited, name
     assert cited_paths_of("no report\n") == ()
+
+
+def test_obsidian_rewriting_the_yaml_of_the_properties_keeps_the_note_ours() -> None:
+    signed = sign_note(NOTE, "Q")
+    marker = next(line for line in signed.splitlines() if line.startswith("askvault:"))
+    # What Obsidian's properties editor writes back: its own quoting, order and list style.
+    rewritten = (
+        "---\n"
+        "status: answered\n"
+        "question: How do embeds work?\n"
+        "asked: 2026-12-01T10:00:00+01:00\n"
+        "sources:\n"
+        "  - \"[[Embeds]]\"\n"
+        f"{marker}\n"
+        "---\n" + signed.split("\n---\n", 1)[1]
+    )
+    assert owned_note(rewritten, "Q") is not None
+
+
+def test_only_an_ignored_refresh_property_is_allowed_beside_the_marker() -> None:
+    from askvault.core.ownership import properties_of, without_property
+
+    signed = sign_note(NOTE, "Q")
+    asked = signed.replace("status: answered\n", "status: answered\nrefresh: true\n")
+    assert owned_note(asked, "Q") is None
+    assert owned_note(asked, "Q", ignore=("refresh",)) is not None
+    assert properties_of(asked)["refresh"] is True
+    assert without_property(asked, "refresh") == signed
+    edited = asked.replace("An embed shows", "An embed displays")
+    assert owned_note(edited, "Q", ignore=("refresh",)) is None
+
+
+def test_a_yaml_alias_bomb_is_not_expanded() -> None:
+    bomb = "---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\naskvault: \"v1:" + "0" * 64 + "\"\n---\n"
+    assert owned_note(bomb, "Q") is None
+    assert sign_note(bomb, "Q") == bomb
