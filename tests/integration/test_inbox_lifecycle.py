@@ -453,3 +453,82 @@ def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
     assert set(times) == {"asked", "answered", "index_as_of"}
     for key, value in times.items():
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", value), (key, value)
+
+
+# -- issue 14 item 5: `refresh: true` on a stale answer ----------------------------------
+
+
+def _stale_answer(vault: Path, settings: Settings, running: Running, question: bytes) -> Path:
+    from askvault.services.indexer import index_paths
+
+    (vault / "queries/inbox/Q.md").write_bytes(question)
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    embeds = vault / "Embeds.md"
+    embeds.write_text(embeds.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        index_paths(conn, settings, ["Embeds.md"])
+    finally:
+        conn.close()
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    wait_for(lambda: _status(answer) == "stale")
+    return answer
+
+
+def _set_refresh(answer: Path) -> None:
+    """What Obsidian's properties panel does: a `refresh: true` line in the frontmatter."""
+    text = answer.read_text(encoding="utf-8")
+    answer.write_text(text.replace("status: stale\n", "status: stale\nrefresh: true\n", 1),
+                      encoding="utf-8")
+
+
+def test_refresh_on_a_stale_answer_asks_again_beside_it_and_keeps_the_old(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    question = b"---\nask_folders: []\nkept: yes\n---\nWhat does an embed show?\n"
+    running = run_worker()
+    answer = _stale_answer(vault, settings, running, question)
+    _set_refresh(answer)
+    running.worker.notice(["queries/answers/Q.md"])
+    fresh = vault / "queries/answers/Q (2).md"
+    wait_for(lambda: (vault / "queries/archive/Q (2).md").exists(), timeout=15)
+    assert _status(fresh) == "answered"
+    old = answer.read_text(encoding="utf-8")
+    assert _status(answer) == "stale" and "refresh:" not in old
+    assert (vault / "queries/archive/Q (2).md").read_bytes() == question, "asked as it was"
+    assert len(fake_ollama.requests_to("/api/chat")) == 2
+    time.sleep(0.5)
+    assert not (vault / "queries/answers/Q (3).md").exists(), "asked once"
+    running.worker.on_notes_changed(["Embeds.md"], [])  # still ours: still marked
+    assert "queries/answers/Q.md" in _answer_rows(settings)
+
+
+def test_refresh_on_an_answer_edited_by_the_user_is_not_acted_on(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    running = run_worker()
+    answer = _stale_answer(vault, settings, running, QUESTION.encode("utf-8"))
+    _set_refresh(answer)
+    answer.write_text(answer.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
+    mine = answer.read_bytes()
+    running.worker.notice(["queries/answers/Q.md"])
+    time.sleep(1.5)
+    assert answer.read_bytes() == mine
+    assert not (vault / "queries/answers/Q (2).md").exists()
+    assert list((vault / "queries/inbox").iterdir()) == []
+
+
+def test_refresh_set_while_the_daemon_was_stopped_is_acted_on_at_start(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    running = run_worker()
+    answer = _stale_answer(vault, settings, running, QUESTION.encode("utf-8"))
+    running.halt()
+    _set_refresh(answer)
+    run_worker()
+    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    assert "refresh:" not in answer.read_text(encoding="utf-8")

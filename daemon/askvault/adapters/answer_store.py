@@ -107,6 +107,16 @@ def questions_unfinished(conn: Connection) -> list[QuestionRow]:
     return [QuestionRow(*row) for row in rows]
 
 
+def answers_with_status(conn: Connection, statuses: tuple[str, ...]) -> list[AnswerRow]:
+    """Answer notes whose recorded status is one of `statuses`."""
+    marks = ",".join("?" * len(statuses))
+    rows = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
+        f"WHERE status IN ({marks}) ORDER BY path", statuses,
+    ).fetchall()
+    return [_answer(r) for r in rows]
+
+
 def answers_unfinished(conn: Connection) -> list[AnswerRow]:
     """Answer notes still `answering`, `waiting` or `failed`."""
     rows = conn.execute(

@@ -45,9 +45,11 @@ from askvault.adapters.vault import (
     read_note,
     resolve_inside,
     undecodable_name,
+    write_new_file,
 )
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
 from askvault.core.notes import parse_note
+from askvault.core.ownership import owned_note, properties_of, sign_note, without_property
 from askvault.errors import (
     AskvaultError,
     DiskFull,
@@ -81,6 +83,8 @@ BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 STOP_CHECK_EVERY_S = 0.1
 VAULT_GONE_POLL_S = 1.0
+REFRESH_KEY = "refresh"
+REFRESH_STATUSES = ("stale", "answered", "no-answer")
 
 
 @dataclass(frozen=True)
@@ -119,14 +123,20 @@ class InboxWorker(AnswerFiles):
         # Answered questions whose archive or log step waits: their backoff outlives the
         # inbox listing (a vanished question is still to be logged).
         self._finishing: set[str] = set()
+        self._answers_touched: set[str] = set()
         self._root_id = _identity(self.root)
         self._gone_since: float | None = None
 
     # -- the Worker protocol -------------------------------------------------------------
 
     def notice(self, paths: list[str]) -> None:
-        """Vault-relative paths under queries/ changed: look at the inbox again soon."""
-        if any(p.startswith(self.inbox_rel + "/") for p in paths):
+        """Vault-relative paths under queries/ changed: look at the inbox again soon, and
+        at changed answer notes (a `refresh: true` set in Obsidian)."""
+        touched = {p for p in paths if p.startswith(self.answers_rel + "/")}
+        if touched:
+            with self._lock:
+                self._answers_touched |= touched
+        if touched or any(p.startswith(self.inbox_rel + "/") for p in paths):
             self._wake.set()
 
     def on_notes_changed(self, changed: list[str], deleted: list[str]) -> None:
@@ -150,6 +160,9 @@ class InboxWorker(AnswerFiles):
             self._adopt(conn)
             self.clear_write_problem(at_start=True)
             self.forget_vanished(conn, orphans=True)
+            with self._lock:  # a refresh set while the daemon was stopped
+                self._answers_touched |= {r.path for r in answer_store.answers_with_status(
+                    conn, REFRESH_STATUSES)}
             while not stop_event.is_set():
                 if not self.vault_present():
                     stop_event.wait(VAULT_GONE_POLL_S)
@@ -166,6 +179,7 @@ class InboxWorker(AnswerFiles):
                 busy_delay = self.backoff_first_s / 2
                 self.finish_vanished(conn)
                 self.forget_vanished(conn)
+                self.refresh_asked(conn)
                 candidate = self._next_question()
                 if candidate is not None:
                     try:
@@ -472,6 +486,75 @@ class InboxWorker(AnswerFiles):
                 answer_store.delete_question(conn, question_rel)
                 if answer_path:
                     answer_store.delete_answer(conn, answer_path)
+
+    def refresh_asked(self, conn: Connection) -> None:
+        """Answer notes the user set `refresh: true` on (issue 14 item 5): the question is
+        asked again — its archived note copied back into the inbox, options and all — and
+        answered beside the old answer, which is kept with the property removed. Only a
+        note that is otherwise untouched (its marker matches with `refresh` left out);
+        an edited one is the user's and is left alone."""
+        with self._lock:
+            touched, self._answers_touched = self._answers_touched, set()
+        for rel in sorted(touched):
+            try:
+                self._refresh(conn, rel)
+            except (IndexBusy, DiskFull):
+                with self._lock:
+                    self._answers_touched.add(rel)
+                raise
+            except (OSError, AskvaultError) as exc:
+                log.warning("could not ask %s again: %s", rel, exc)
+
+    def _refresh(self, conn: Connection, rel: str) -> None:
+        row = answer_store.get_answer(conn, rel)
+        if row is None or row.status not in REFRESH_STATUSES:
+            return
+        path = resolve_inside(self.root, rel)
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > self.settings.index.max_note_bytes:
+            return
+        data = path.read_bytes()
+        if row.holds(data):
+            return  # as askvault wrote it: no refresh asked
+        text = data.decode("utf-8", "replace")
+        if not is_draft(properties_of(text).get(REFRESH_KEY)):
+            return
+        owned = owned_note(text, stem_of(rel), ignore=(REFRESH_KEY,))
+        if owned is None:
+            log.warning("%s asks for a refresh but was edited; it is the user's note now "
+                        "(drop a question in the inbox to ask again)", rel)
+            return
+        question = self._question_bytes(row, properties_of(text).get("question"))
+        if question is None:
+            log.warning("%s asks for a refresh but its question is unknown", rel)
+            return
+        # The property goes first: a crash before the question lands loses the request
+        # (visible: no new answer, the property gone), never asks twice.
+        kept = sign_note(without_property(text, REFRESH_KEY), owned.question_stem)
+        new = kept.encode("utf-8")
+        with write_transaction(conn):
+            answer_store.put_answer(conn, replace(
+                row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
+        if not self._rewrite_own(conn, path, new, replace(
+                row, written_sha256=hashlib.sha256(new).hexdigest(), previous_sha256="")):
+            return
+        inbox = resolve_inside(self.root, self.inbox_rel)
+        inbox.mkdir(parents=True, exist_ok=True)
+        asked = write_new_file(inbox / f"{owned.question_stem}.md", question)
+        log.info("%s: refresh asked; the question is asked again as %s/%s", rel,
+                 self.inbox_rel, asked.name)
+        self._wake.set()
+
+    def _question_bytes(self, row: AnswerRow, question: Any) -> bytes | None:
+        """The archived question note of `row` (options and all), else its question text."""
+        if row.question_path.startswith(self.archive_rel + "/"):
+            with contextlib.suppress(OSError, AskvaultError):
+                archived = resolve_inside(self.root, row.question_path)
+                if archived.is_file() and not archived.is_symlink():
+                    return archived.read_bytes()
+        if isinstance(question, str) and question.strip():
+            return (question.strip() + "\n").encode("utf-8")
+        return None
 
     def _answer(
         self, conn: Connection, question: str, options: QuestionOptions,
