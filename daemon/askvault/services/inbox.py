@@ -28,7 +28,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -45,11 +44,9 @@ from askvault.adapters.vault import (
     read_note,
     resolve_inside,
     undecodable_name,
-    write_new_file,
 )
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
 from askvault.core.notes import parse_note
-from askvault.core.ownership import owned_note, properties_of, sign_note, without_property
 from askvault.errors import (
     AskvaultError,
     DiskFull,
@@ -67,7 +64,8 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
-from askvault.services.answer_files import AnswerFiles, log_line_for, stem_of
+from askvault.services.answer_files import log_line_for, stem_of
+from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import (
     describe_options,
@@ -83,8 +81,6 @@ BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 STOP_CHECK_EVERY_S = 0.1
 VAULT_GONE_POLL_S = 1.0
-REFRESH_KEY = "refresh"
-REFRESH_STATUSES = ("stale", "answered", "no-answer")
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ class _Candidate:
     sig: tuple[int, int, int]
 
 
-class InboxWorker(AnswerFiles):
+class InboxWorker(AnswerUpkeep):
     """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
 
     def __init__(
@@ -103,7 +99,6 @@ class InboxWorker(AnswerFiles):
     ) -> None:
         super().__init__(settings)
         self.busy_timeout_s = busy_timeout_s
-        self.inbox_rel = f"{settings.queries.folder}/{settings.queries.inbox}"
         self.backoff_first_s = backoff_first_s
         self.backoff_max_s = backoff_max_s
         self._wake = threading.Event()
@@ -123,9 +118,6 @@ class InboxWorker(AnswerFiles):
         # Answered questions whose archive or log step waits: their backoff outlives the
         # inbox listing (a vanished question is still to be logged).
         self._finishing: set[str] = set()
-        self._answers_touched: set[str] = set()
-        self._root_id = _identity(self.root)
-        self._gone_since: float | None = None
 
     # -- the Worker protocol -------------------------------------------------------------
 
@@ -134,8 +126,7 @@ class InboxWorker(AnswerFiles):
         at changed answer notes (a `refresh: true` set in Obsidian)."""
         touched = {p for p in paths if p.startswith(self.answers_rel + "/")}
         if touched:
-            with self._lock:
-                self._answers_touched |= touched
+            self.note_answers_touched(touched)
         if touched or any(p.startswith(self.inbox_rel + "/") for p in paths):
             self._wake.set()
 
@@ -160,9 +151,7 @@ class InboxWorker(AnswerFiles):
             self._adopt(conn)
             self.clear_write_problem(at_start=True)
             self.forget_vanished(conn, orphans=True)
-            with self._lock:  # a refresh set while the daemon was stopped
-                self._answers_touched |= {r.path for r in answer_store.answers_with_status(
-                    conn, REFRESH_STATUSES)}
+            self.note_refreshable(conn)
             while not stop_event.is_set():
                 if not self.vault_present():
                     stop_event.wait(VAULT_GONE_POLL_S)
@@ -222,27 +211,6 @@ class InboxWorker(AnswerFiles):
                 log.warning("the inbox waits: %s; retrying in %.0f s", exc.message, delay)
                 stop_event.wait(delay)
         return None
-
-    def vault_present(self) -> bool:
-        """Is the vault there? Its root must be a folder and be the one the worker started
-        on, or (moved and put back, copied) hold the `queries/` folder. The change either
-        way is logged once; while it is gone nothing is written, removed or forgotten."""
-        root_id = _identity(self.root)
-        present = root_id is not None and (
-            root_id == self._root_id
-            or os.path.isdir(os.path.join(self.root, self.settings.queries.folder)))
-        if present and self._root_id is None:
-            self._root_id = root_id
-        if not present and self._gone_since is None:
-            self._gone_since = time.monotonic()
-            log.warning("the vault %s is gone (moved away or unmounted?): questions and answer"
-                        " notes wait until it is back", self.root)
-        elif present and self._gone_since is not None:
-            log.info("the vault %s is back after %.0f s; unfinished answers are finished",
-                     self.root, time.monotonic() - self._gone_since)
-            self._gone_since = None
-            self._root_id = root_id
-        return present
 
     def _backoff(self, rel: str) -> float:
         """Put `rel` off: 1 s doubling to the cap, per question; returns the delay."""
@@ -452,110 +420,6 @@ class InboxWorker(AnswerFiles):
             if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
                 self.finish_answered(conn, row, None)
 
-    def forget_vanished(self, conn: Connection, *, orphans: bool = False) -> None:
-        """Questions not answered yet whose note left the inbox (deleted, renamed, moved):
-        their `answering` / `waiting` / `failed` note, if still askvault's own, is removed
-        with their rows, so no note says forever that it will be replaced. With `orphans`
-        (at start-up) also such notes that have no question row at all. Nothing is done
-        while the inbox folder is missing (a vault moved away)."""
-        try:
-            inbox = resolve_inside(self.root, self.inbox_rel)
-        except AskvaultError:
-            return
-        if not inbox.is_dir():
-            return
-        gone: list[tuple[str, str]] = []
-        for row in answer_store.questions_unfinished(conn):
-            if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
-                gone.append((row.path, row.answer_path))
-        if orphans:
-            asked = {r.answer_path for r in answer_store.questions_unfinished(conn)}
-            for answer in answer_store.answers_unfinished(conn):
-                q = answer.question_path
-                if (answer.path not in asked and q.startswith(self.inbox_rel + "/")
-                        and "/" not in q[len(self.inbox_rel) + 1:]
-                        and not os.path.lexists(inbox / q.rsplit("/", 1)[-1])):
-                    gone.append((q, answer.path))
-        for question_rel, answer_path in gone:
-            own = self._own_answer(conn, answer_path) if answer_path else None
-            if own is not None:
-                with contextlib.suppress(OSError, AskvaultError):
-                    resolve_inside(self.root, own).unlink()
-                    log.info("removed %s: its question %s left the inbox", own, question_rel)
-            with write_transaction(conn):
-                answer_store.delete_question(conn, question_rel)
-                if answer_path:
-                    answer_store.delete_answer(conn, answer_path)
-
-    def refresh_asked(self, conn: Connection) -> None:
-        """Answer notes the user set `refresh: true` on (issue 14 item 5): the question is
-        asked again — its archived note copied back into the inbox, options and all — and
-        answered beside the old answer, which is kept with the property removed. Only a
-        note that is otherwise untouched (its marker matches with `refresh` left out);
-        an edited one is the user's and is left alone."""
-        with self._lock:
-            touched, self._answers_touched = self._answers_touched, set()
-        for rel in sorted(touched):
-            try:
-                self._refresh(conn, rel)
-            except (IndexBusy, DiskFull):
-                with self._lock:
-                    self._answers_touched.add(rel)
-                raise
-            except (OSError, AskvaultError) as exc:
-                log.warning("could not ask %s again: %s", rel, exc)
-
-    def _refresh(self, conn: Connection, rel: str) -> None:
-        row = answer_store.get_answer(conn, rel)
-        if row is None or row.status not in REFRESH_STATUSES:
-            return
-        path = resolve_inside(self.root, rel)
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > self.settings.index.max_note_bytes:
-            return
-        data = path.read_bytes()
-        if row.holds(data):
-            return  # as askvault wrote it: no refresh asked
-        text = data.decode("utf-8", "replace")
-        if not is_draft(properties_of(text).get(REFRESH_KEY)):
-            return
-        owned = owned_note(text, stem_of(rel), ignore=(REFRESH_KEY,))
-        if owned is None:
-            log.warning("%s asks for a refresh but was edited; it is the user's note now "
-                        "(drop a question in the inbox to ask again)", rel)
-            return
-        question = self._question_bytes(row, properties_of(text).get("question"))
-        if question is None:
-            log.warning("%s asks for a refresh but its question is unknown", rel)
-            return
-        # The property goes first: a crash before the question lands loses the request
-        # (visible: no new answer, the property gone), never asks twice.
-        kept = sign_note(without_property(text, REFRESH_KEY), owned.question_stem)
-        new = kept.encode("utf-8")
-        with write_transaction(conn):
-            answer_store.put_answer(conn, replace(
-                row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
-        if not self._rewrite_own(conn, path, new, replace(
-                row, written_sha256=hashlib.sha256(new).hexdigest(), previous_sha256="")):
-            return
-        inbox = resolve_inside(self.root, self.inbox_rel)
-        inbox.mkdir(parents=True, exist_ok=True)
-        asked = write_new_file(inbox / f"{owned.question_stem}.md", question)
-        log.info("%s: refresh asked; the question is asked again as %s/%s", rel,
-                 self.inbox_rel, asked.name)
-        self._wake.set()
-
-    def _question_bytes(self, row: AnswerRow, question: Any) -> bytes | None:
-        """The archived question note of `row` (options and all), else its question text."""
-        if row.question_path.startswith(self.archive_rel + "/"):
-            with contextlib.suppress(OSError, AskvaultError):
-                archived = resolve_inside(self.root, row.question_path)
-                if archived.is_file() and not archived.is_symlink():
-                    return archived.read_bytes()
-        if isinstance(question, str) and question.strip():
-            return (question.strip() + "\n").encode("utf-8")
-        return None
-
     def _answer(
         self, conn: Connection, question: str, options: QuestionOptions,
         should_stop: Callable[[], bool], asked: str,
@@ -612,34 +476,6 @@ class InboxWorker(AnswerFiles):
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
         self._skip_sig[cand.rel] = cand.sig
         log.warning("question %s failed: %s", cand.rel, reason)
-
-    def _unfinished_answer(self, conn: Connection, question_rel: str) -> str | None:
-        """Our own answering / waiting / failed note of a question with no row, if any."""
-        orphan = answer_store.unfinished_answer_of(conn, question_rel)
-        if orphan is None:
-            orphan = self._adopt_unfinished(conn, question_rel)
-        return self._own_answer(conn, orphan.path) if orphan else None
-
-    def _adopt_unfinished(self, conn: Connection, question_rel: str) -> AnswerRow | None:
-        """An unfinished note of this question that lost its row (`<stem>.md` or
-        `<stem> (N).md` whose marker proves it ours), recorded again; else None."""
-        stem = stem_of(question_rel)
-        try:
-            folder = resolve_inside(self.root, self.answers_rel)
-            names = sorted(e.name for e in os.scandir(folder)
-                           if e.name == f"{stem}.md" or (e.name.startswith(f"{stem} (")
-                                                          and e.name.endswith(").md")))
-        except (OSError, AskvaultError):
-            return None
-        for name in names:
-            rel = f"{self.answers_rel}/{name}"
-            if answer_store.get_answer(conn, rel) is not None:
-                continue
-            row = self.adopt_own_note(conn, rel)
-            if row is not None and row.question_path == question_rel and row.status in (
-                    "answering", "waiting", "failed"):
-                return row
-        return None
 
     def _save_question(
         self, conn: Connection, rel: str, answer_path: str, status: str, content_hash: str,
@@ -703,15 +539,6 @@ def _options_trace(options: QuestionOptions) -> tuple[str, ...]:
     """The trace's line for the options that narrowed the search (none if none did)."""
     described = describe_options(options)
     return (f"options: {described}",) if described else ()
-
-
-def _identity(root: Path) -> tuple[int, int] | None:
-    """(device, inode) of the vault root if it is a folder, else None."""
-    try:
-        st = os.stat(root)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 class _QuestionWatch:
