@@ -43,7 +43,8 @@ def test_dropped_question_is_answered_archived_and_logged(
     assert archived.read_bytes() == data
     assert not (inbox / "How do embeds work.md").exists()
     assert log.read_text(encoding="utf-8") == (
-        f"## [{time.strftime('%Y-%m-%d')}] query | What does an embed show?\n")
+        f"## [{time.strftime('%Y-%m-%d')}] query | "
+        "[[queries/answers/How do embeds work|What does an embed show?]]\n")
     assert probe.note_paths() == ["Embeds.md"], "queries/ is not indexed as knowledge"
 
     daemon.signal(signal.SIGTERM)

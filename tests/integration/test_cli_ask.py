@@ -69,6 +69,8 @@ def test_ask_save_writes_the_answer_note(
     assert (vault / "queries/answers/What does an embed show.md").exists()
     assert (vault / "queries/answers/What does an embed show (2).md").exists()
     assert "Saved: queries/answers/What does an embed show (2).md" in result.stdout
+    assert (vault / "queries/log.md").read_text(encoding="utf-8").splitlines()[-1].endswith(
+        "query | [[queries/answers/What does an embed show (2)|What does an embed show?]]")
 
 
 def test_ask_with_ollama_down_shows_passages_and_exits_1(

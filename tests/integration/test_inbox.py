@@ -86,7 +86,8 @@ def test_question_is_answered_archived_byte_for_byte_and_logged(
     assert "[[Embeds]]" in text and "**resolved** → `Embeds.md`" in text
     log = wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
                    if (vault / "queries/log.md").exists() else "")
-    assert log == f"## [{time.strftime('%Y-%m-%d')}] query | What does an embed show?\n"
+    assert log == (f"## [{time.strftime('%Y-%m-%d')}] query | "
+                   "[[queries/answers/How do embeds work|What does an embed show?]]\n")
 
 
 def test_draft_is_left_alone_until_the_key_is_removed(
@@ -120,12 +121,18 @@ def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
-def test_empty_question_fails(vault: Path, run_worker: Callable[..., Running]) -> None:
-    (vault / "queries/inbox/Empty.md").write_text("---\ntags: [x]\n---\n\n", encoding="utf-8")
+def test_an_empty_question_gets_no_note_until_it_has_text(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    # Issue 14 item 3: an empty new note is not a failed question, only an unwritten one.
+    fake_ollama.chat_script = [REPLY]
+    empty = vault / "queries/inbox/Empty.md"
+    empty.write_text("---\ntags: [x]\n---\n\n", encoding="utf-8")
     run_worker()
-    answer = vault / "queries/answers/Empty.md"
-    wait_for(lambda: _status(answer) == "failed")
-    assert "empty" in answer.read_text(encoding="utf-8")
+    time.sleep(1.0)
+    assert not (vault / "queries/answers/Empty.md").exists()
+    empty.write_text("---\ntags: [x]\n---\n" + QUESTION, encoding="utf-8")
+    wait_for(lambda: (vault / "queries/archive/Empty.md").exists())
 
 
 def test_ollama_down_then_back_answers_by_itself(
@@ -221,7 +228,7 @@ def test_re_asking_gives_a_new_answer_and_keeps_the_first(
     assert (vault / "queries/answers/Q.md").read_bytes() == first
     # The log line is appended after the archive: wait for it rather than read at once.
     wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
-             .count("query | What does an embed show?") == 2)
+             .count("|What does an embed show?]]") == 2)
 
 
 def test_questions_are_answered_oldest_first(
@@ -335,13 +342,14 @@ def test_a_waiting_question_survives_a_restart(
 
 def test_parse_question_options_validates_and_keeps_unknown_keys_out(vault: Path) -> None:
     options, errors = parse_question_options(
-        {"folders": ["folder", "/etc", "nope"], "tags": "#a, b", "max_sources": 3,
-         "model": "llama3.2", "language": "fr", "whatever": 1}, vault)
+        {"folders": ["folder", "/etc", "nope"], "ask_tags": "#a, b", "max_sources": 3,
+         "ask_model": "llama3.2", "ask_language": "fr", "whatever": 1}, vault)
     assert options.folders == ("folder",) and options.tags == ("a", "b")
     assert (options.max_sources, options.model, options.language) == (3, "llama3.2", "fr")
     assert errors == ["folders: '/etc' is outside the vault",
                       "folders: 'nope' is not a folder of the vault"]
-    _, errors = parse_question_options({"max_sources": True, "model": 3, "tags": {"a": 1}}, vault)
+    _, errors = parse_question_options({"max_sources": True, "ask_model": 3,
+                                        "ask_tags": {"a": 1}}, vault)
     assert len(errors) == 3
 
 
@@ -411,6 +419,8 @@ def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     try:
         rel = worker.write_answer(conn, None, old.decode("utf-8"), "queries/inbox/Q.md",
                                   "answering", (), "Q")
+        old = (vault / rel).read_bytes()  # as written: with its ownership marker
+        new = old.replace(b"status: answering", b"status: waiting")
         with write_transaction(conn):
             answer_store.put_answer(conn, answer_store.AnswerRow(
                 rel, "queries/inbox/Q.md", "waiting", hashlib.sha256(new).hexdigest(), (),

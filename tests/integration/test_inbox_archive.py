@@ -144,7 +144,7 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
     wait_for(lambda: log_lines(vault))
     wait_for(lambda: "Question not archived" not in read(answer))
     time.sleep(0.5)
-    assert log_lines(vault) == [log_line_for(QUESTION).rstrip("\n")]
+    assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
     assert chats(fake_ollama) == 1
     assert names(vault / "queries/answers") == ["Q.md"] and status_of(answer) == "answered"
 
@@ -163,7 +163,7 @@ def _answered_state(settings: Settings, status: str = "archiving") -> str:
         with write_transaction(conn):
             answer_store.put_question(conn, answer_store.QuestionRow(
                 Q_REL, rel, status, hashlib.sha256(QUESTION.encode()).hexdigest(),
-                "2026-01-01", log_line_for(QUESTION)))
+                "2026-01-01", log_line_for(QUESTION, rel)))
     finally:
         conn.close()
     return rel
@@ -202,7 +202,7 @@ def test_crash_between_inbox_unlink_and_the_transaction_still_logs_the_line(
     (vault / "queries/archive/Q.md").write_text(QUESTION, encoding="utf-8")  # moved, then kill
     run_worker()
     wait_for(lambda: _question_rows(settings) == 0)
-    assert log_lines(vault) == [log_line_for(QUESTION).rstrip("\n")]
+    assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
     assert chats(fake_ollama) == 0
 
 
@@ -210,10 +210,11 @@ def test_crash_between_the_log_append_and_the_delete_does_not_log_twice(
     vault: Path, settings: Settings, run_worker: Callable[..., Running],
 ) -> None:
     _answered_state(settings, status="logging")
-    (vault / "queries/log.md").write_text(log_line_for(QUESTION), encoding="utf-8")
+    (vault / "queries/log.md").write_text(log_line_for(QUESTION, "queries/answers/Q.md"),
+                                          encoding="utf-8")
     run_worker()
     wait_for(lambda: _question_rows(settings) == 0)
-    assert log_lines(vault) == [log_line_for(QUESTION).rstrip("\n")]
+    assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
 
 
 def test_an_answered_question_edited_before_its_archive_is_logged_and_asked_anew(
@@ -363,5 +364,5 @@ def test_a_save_landing_during_the_rewrite_of_our_note_is_kept_and_a_2_is_writte
         conn.close()
     assert final == "queries/answers/Q (2).md"
     assert target.read_text() == "the user's own text"
-    assert (vault / final).read_text() == "---\nstatus: answered\n---\n"
+    assert (vault / final).read_text().startswith("---\nstatus: answered\naskvault: ")
     assert row is not None and not row.holds(b"the user's own text")

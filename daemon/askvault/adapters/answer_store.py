@@ -98,6 +98,35 @@ def questions_answered(conn: Connection) -> list[QuestionRow]:
     return [QuestionRow(*row) for row in rows]
 
 
+def questions_unfinished(conn: Connection) -> list[QuestionRow]:
+    """Questions not answered yet (`answering`, `waiting`, `failed`)."""
+    rows = conn.execute(
+        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions"
+        " WHERE status IN ('answering', 'waiting', 'failed') ORDER BY path"
+    ).fetchall()
+    return [QuestionRow(*row) for row in rows]
+
+
+def answers_with_status(conn: Connection, statuses: str | tuple[str, ...]) -> list[AnswerRow]:
+    """Answer notes whose recorded status is `statuses` (one, or one of several), by path."""
+    statuses = (statuses,) if isinstance(statuses, str) else statuses
+    marks = ",".join("?" * len(statuses))
+    rows = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
+        f"WHERE status IN ({marks}) ORDER BY path", statuses,
+    ).fetchall()
+    return [_answer(r) for r in rows]
+
+
+def answers_unfinished(conn: Connection) -> list[AnswerRow]:
+    """Answer notes still `answering`, `waiting` or `failed`."""
+    rows = conn.execute(
+        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
+        "WHERE status IN ('answering', 'waiting', 'failed') ORDER BY path"
+    ).fetchall()
+    return [_answer(r) for r in rows]
+
+
 def put_question(conn: Connection, row: QuestionRow) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO inbox_questions(path, answer_path, status, content_sha256, asked,"
@@ -115,12 +144,13 @@ def _answer(row: tuple[str, str, str, str, str, str]) -> AnswerRow:
     return AnswerRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4] or "[]")), row[5])
 
 
-def answering_note_of(conn: Connection, question_path: str) -> AnswerRow | None:
-    """The `answering` note written for a question whose own row was never saved (a crash
-    between writing the note and recording the question): it is resumed, not duplicated."""
+def unfinished_answer_of(conn: Connection, question_path: str) -> AnswerRow | None:
+    """The `answering`, `waiting` or `failed` note written for a question that has no row
+    of its own (a crash between writing the note and recording the question, or an index
+    rebuilt since): it is finished or replaced, not duplicated."""
     row = conn.execute(
-        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
-        "WHERE question_path = ? AND status = 'answering' ORDER BY path LIMIT 1",
+        "SELECT path FROM answers WHERE question_path = ?"
+        " AND status IN ('answering', 'waiting', 'failed') ORDER BY path LIMIT 1",
         (question_path,),
     ).fetchone()
     return get_answer(conn, row[0]) if row else None
@@ -139,15 +169,6 @@ def forget_placeholders(conn: Connection, paths: list[str]) -> None:
 def placeholders(conn: Connection) -> list[str]:
     """Every recorded placeholder path (a crash may have left some behind)."""
     return [r[0] for r in conn.execute("SELECT path FROM vault_placeholders ORDER BY path")]
-
-
-def answers_with_status(conn: Connection, status: str) -> list[AnswerRow]:
-    """Every answer note askvault wrote whose recorded status is `status`, by path."""
-    rows = conn.execute(
-        "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
-        "WHERE status = ? ORDER BY path", (status,),
-    ).fetchall()
-    return [_answer(row) for row in rows]
 
 
 def all_questions(conn: Connection) -> dict[str, QuestionRow]:

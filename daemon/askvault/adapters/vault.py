@@ -417,6 +417,9 @@ def append_line(root: Path, rel_path: str, line: str, *, unless_last: bool = Fal
     """
     rel_dir, _, name = rel_path.rpartition("/")
     folder = resolve_inside(root, rel_dir) if rel_dir else Path(os.path.realpath(root))
+    if not os.path.isdir(root):
+        # A vault moved away or unmounted: never recreate its skeleton at the old place.
+        raise FileNotFoundError(errno.ENOENT, "the vault folder is gone", str(root))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     flags = (os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)

@@ -67,6 +67,8 @@ class AnswerNote:
     passages: tuple[Passage, ...] = ()
     stale_pages: tuple[str, ...] = ()
     extra_frontmatter: dict[str, str] = field(default_factory=dict)
+    # The question's options that narrowed the search, and warnings about its option keys.
+    options: tuple[str, ...] = ()
 
 
 def render_answer_note(note: AnswerNote) -> str:
@@ -74,6 +76,8 @@ def render_answer_note(note: AnswerNote) -> str:
     parts = [render_frontmatter(note), render_question_callout(note.question)]
     if note.stale_pages:
         parts.append(render_stale_callout(note.stale_pages))
+    if note.options:
+        parts.append("> [!note] Question options\n" + "\n".join(f"> {o}" for o in note.options))
     if note.status == "answering":
         parts.append("> [!info] Answering\n> askvault is writing the answer; this note will be "
                      "replaced when it is ready.")

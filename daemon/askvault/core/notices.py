@@ -15,6 +15,8 @@ ARCHIVE_WARNING_TITLE = "> [!warning] Question not archived"
 _ARCHIVE_WARNING = re.compile(r"\n> \[!warning\] Question not archived\n(?:>.*\n)*")
 _QUESTION_CALLOUT = re.compile(r"^> \[!question\]\n(?:>.*\n)*", re.MULTILINE)
 _TIMING_LINE = re.compile(r"^> time: [^\n]*\n?", re.MULTILINE)
+# The ownership marker (core/ownership.py) hashes the whole text, timings included.
+_MARKER_LINE = re.compile(r"^askvault: [^\n]*\n?", re.MULTILINE)
 
 
 def render_archive_warning(reason: str) -> str:
@@ -44,5 +46,25 @@ def without_archive_warning(note_text: str) -> str:
 
 
 def what_it_says(note_text: str) -> str:
-    """The note's text minus its trace's timing line: equal texts tell the user the same."""
-    return _TIMING_LINE.sub("", note_text)
+    """The note's text minus its trace's timing line and its ownership marker: equal
+    texts tell the user the same."""
+    return _MARKER_LINE.sub("", _TIMING_LINE.sub("", note_text))
+
+
+WRITE_PROBLEM_STEM = "Answers cannot be written"
+
+
+def render_write_problem(folder: str, reason: str, since: str) -> str:
+    """The note askvault keeps in `queries/` while no answer note can be written
+    (issue 15, 16b): what fails, since when, and that it goes away by itself."""
+    flat = " ".join(reason.split())
+    return (
+        "---\n"
+        "status: problem\n"
+        f"since: \"{since}\"\n"
+        "---\n"
+        "> [!failure] askvault cannot write answer notes\n"
+        f"> Writing to `{folder}/` fails: {flat}.\n"
+        "> Questions stay in the inbox and are retried by themselves. askvault removes this "
+        "note as soon as an answer note can be written again.\n"
+    )

@@ -15,9 +15,11 @@ import hashlib
 import json
 import logging
 import os
+import re
 import stat
 import time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from askvault.adapters import answer_store, store
@@ -30,12 +32,22 @@ from askvault.adapters.vault import (
     write_atomic,
     write_new_file,
 )
-from askvault.core.notices import what_it_says, with_archive_warning, without_archive_warning
-from askvault.errors import AskvaultError
+from askvault.core.notices import (
+    WRITE_PROBLEM_STEM,
+    render_write_problem,
+    what_it_says,
+    with_archive_warning,
+    without_archive_warning,
+)
+from askvault.core.ownership import owned_note, question_stems, sign_note
+from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# The problem note is rewritten at most this often (and only when its reason changes).
+PROBLEM_NOTE_MIN_INTERVAL_S = 60.0
 
 
 class AnswerFiles:
@@ -48,17 +60,97 @@ class AnswerFiles:
         self.answers_rel = f"{q.folder}/{q.answers}"
         self.archive_rel = f"{q.folder}/{q.archive}"
         self.log_rel = f"{q.folder}/{q.log}"
+        self.problem_rel = f"{q.folder}/{WRITE_PROBLEM_STEM}.md"
+        self._problem: tuple[str, str] | None = None  # (reason, since) shown in the note
+        self._problem_shown_at = float("-inf")
 
     def _own_answer(self, conn: Connection, rel: str) -> str | None:
-        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None."""
+        """`rel` if that answer note still holds exactly the bytes askvault wrote, else None.
+
+        With no row (an index deleted and rebuilt), the note's ownership marker decides:
+        a note whose marker matches its text is recorded as ours again."""
         row = answer_store.get_answer(conn, rel)
         if row is None:
-            return None
+            return rel if self.adopt_own_note(conn, rel) is not None else None
         try:
             data = resolve_inside(self.root, rel).read_bytes()
         except (OSError, AskvaultError):
             return None
         return rel if row.holds(data) else None
+
+    def queries_folder_for(self, rel: str) -> Path:
+        """The folder `rel` under `queries/`, created if missing; VaultUnavailable (nothing
+        created) when the vault root or its `queries/` folder is gone: a vault moved away or
+        unmounted mid-answer must not get a fresh skeleton at its old place (a missing
+        `queries/` is created only in a root that holds something: a first answer)."""
+        queries = resolve_inside(self.root, self.settings.queries.folder)
+        if not queries.is_dir() and not _holds_anything(self.root):
+            raise VaultUnavailable(
+                f"the vault's {self.settings.queries.folder}/ folder is gone from {self.root} "
+                "(the vault moved away or unmounted?)",
+                "put the vault back; askvault finishes its notes then")
+        folder = resolve_inside(self.root, rel)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as exc:
+            raise VaultError(f"{rel} is not a folder (a file has its name)",
+                             f"rename or remove that file so askvault can use {rel}/") from exc
+        return folder
+
+    def adopt_own_note(self, conn: Connection, rel: str) -> AnswerRow | None:
+        """Record `rel` as askvault's own again if its ownership marker matches its text
+        (core/ownership.py); None (nothing recorded) for any other note."""
+        if not rel.startswith(self.answers_rel + "/") or not rel.lower().endswith(".md"):
+            return None
+        try:
+            path = resolve_inside(self.root, rel)
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > self.settings.index.max_note_bytes:
+                return None
+            data = path.read_bytes()
+            owned = owned_note(data.decode("utf-8"), stem_of(rel))
+        except (OSError, UnicodeDecodeError, AskvaultError):
+            return None
+        if owned is None:
+            return None
+        question = f"{self.settings.queries.folder}/{self.settings.queries.inbox}/" \
+                   f"{owned.question_stem}.md"
+        row = AnswerRow(rel, question, owned.status, hashlib.sha256(data).hexdigest(),
+                        owned.cited)
+        with write_transaction(conn):
+            if answer_store.get_answer(conn, rel) is not None:
+                return None  # recorded meanwhile (not by this thread: nothing to adopt)
+            answer_store.put_answer(conn, row)
+        log.info("%s is askvault's own (its marker matches): recorded again", rel)
+        return row
+
+    def adopt_own_notes(self, conn: Connection) -> list[AnswerRow]:
+        """Every answer note with no row whose marker proves it ours, recorded again (the
+        start-up after an index was deleted and rebuilt)."""
+        try:
+            folder = resolve_inside(self.root, self.answers_rel)
+            names = sorted(e.name for e in os.scandir(folder)
+                           if e.name.lower().endswith(".md") and not e.name.startswith("."))
+        except (OSError, AskvaultError):
+            return []
+        adopted = []
+        for name in names:
+            rel = f"{self.answers_rel}/{name}"
+            if answer_store.get_answer(conn, rel) is None:
+                row = self.adopt_own_note(conn, rel)
+                if row is not None:
+                    adopted.append(row)
+        if adopted:
+            log.info("%d answer note(s) recognised as askvault's own by their marker",
+                     len(adopted))
+        return adopted
+
+    def signed(self, text: str, rel: str, old_text: str) -> bytes:
+        """`text`, a new version of our own note `rel` (whose text was `old_text`), with
+        its ownership marker, encoded."""
+        owned = owned_note(old_text, stem_of(rel))
+        stem = owned.question_stem if owned else question_stems(stem_of(rel))[-1]
+        return sign_note(text, stem).encode("utf-8")
 
     def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> bool:
         """Replace our own note's bytes: the new hash is recorded beside the old one before
@@ -91,10 +183,87 @@ class AnswerFiles:
 
         Our own note is left alone when it already says the same (`what_it_says`), so a
         question retried while Ollama is down does not rewrite its waiting note each time.
+        While no answer note can be written the problem note says so in the vault.
         """
+        try:
+            rel = self._write_answer(conn, own_path, text, question_rel, status, cited, stem)
+        except (VaultUnavailable, StoreError):
+            raise  # the vault gone, the index busy or full: not the answers folder's fault
+        except (OSError, AskvaultError) as exc:
+            self.show_write_problem(exc)
+            raise
+        self.clear_write_problem()
+        return rel
+
+    def show_write_problem(self, exc: BaseException, now: float | None = None) -> None:
+        """Keep `queries/Answers cannot be written.md` saying why (issue 15, 16b): written
+        when the reason first appears or changes, at most once a minute, never over a note
+        that is not askvault's own; the user's question notes are never touched."""
+        reason = exc.message if isinstance(exc, AskvaultError) else (
+            exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        now = time.monotonic() if now is None else now
+        if self._problem is not None and self._problem[0] == reason:
+            return
+        if now - self._problem_shown_at < PROBLEM_NOTE_MIN_INTERVAL_S:
+            return
+        since = self._problem[1] if self._problem else _iso_now()
+        log.warning("answer notes cannot be written to %s: %s", self.answers_rel, reason)
+        text = sign_note(render_write_problem(self.answers_rel, reason, since),
+                         WRITE_PROBLEM_STEM)
+        try:
+            if not self._replace_problem_note(text.encode("utf-8")):
+                return
+        except (OSError, AskvaultError) as note_exc:
+            log.warning("could not write %s either: %s", self.problem_rel, note_exc)
+            return
+        self._problem, self._problem_shown_at = (reason, since), now
+
+    def clear_write_problem(self, *, at_start: bool = False) -> None:
+        """Remove the problem note (if it is still askvault's own) once an answer note was
+        written again, or at start-up (a problem that remains shows it again)."""
+        if self._problem is None and not at_start:
+            return
+        self._problem, self._problem_shown_at = None, float("-inf")
+        with contextlib.suppress(OSError, AskvaultError):
+            path = resolve_inside(self.root, self.problem_rel)
+            if self._is_own_problem_note(path):
+                path.unlink()
+                log.info("answer notes can be written again; removed %s", self.problem_rel)
+
+    def _is_own_problem_note(self, path: Path) -> bool:
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 65536:
+                return False
+            return owned_note(path.read_bytes().decode("utf-8"), WRITE_PROBLEM_STEM) is not None
+        except (OSError, UnicodeDecodeError):
+            return False
+
+    def _replace_problem_note(self, data: bytes) -> bool:
+        """Write the problem note: a new file, or over our own; False if a user's note has
+        that name (it is left alone)."""
+        path = resolve_inside(self.root, self.problem_rel)
+        if not os.path.lexists(path):
+            self.queries_folder_for(self.settings.queries.folder)
+            with contextlib.suppress(FileExistsError):
+                written = write_new_file(path, data)
+                if written == path:
+                    return True
+                written.unlink()  # a user's note took the name meanwhile: not ours to add
+                return False
+        if not self._is_own_problem_note(path):
+            log.warning("%s is not askvault's note; not written", self.problem_rel)
+            return False
+        return write_atomic(path, data, still_ours=lambda old: owned_note(
+            old.decode("utf-8", "replace"), WRITE_PROBLEM_STEM) is not None)
+
+    def _write_answer(
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        cited: tuple[str, ...], stem: str,
+    ) -> str:
+        text = sign_note(text, stem)
         data = text.encode("utf-8")
-        folder = resolve_inside(self.root, self.answers_rel)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = self.queries_folder_for(self.answers_rel)
         digest = hashlib.sha256(data).hexdigest()
         if own_path is not None:
             path = resolve_inside(self.root, own_path)
@@ -149,8 +318,7 @@ class AnswerFiles:
             claimed.append(name)
 
         try:
-            folder = resolve_inside(self.root, self.archive_rel)
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = self.queries_folder_for(self.archive_rel)
             if not folder.is_dir():
                 return None, f"{self.archive_rel} is not a folder"
             moved = move_to_free_name(abs_path, folder / f"{stem_of(rel)}.md", claim=claim)
@@ -167,10 +335,11 @@ class AnswerFiles:
                     answer_store.forget_placeholders(conn, claimed)
         return (None, None) if moved is None else (f"{self.archive_rel}/{moved.name}", None)
 
-    def append_log(self, question: str) -> bool:
-        """`## [YYYY-MM-DD] query | <summary>` appended to the log note; failure only warns."""
+    def append_log(self, question: str, answer_rel: str | None = None) -> bool:
+        """`## [YYYY-MM-DD] query | <summary>` appended to the log note (the summary a
+        link to `answer_rel` if given); failure only warns."""
         try:
-            return self.append_log_line(log_line_for(question))
+            return self.append_log_line(log_line_for(question, answer_rel))
         except OSError as exc:
             log.warning("could not append to %s: %s", self.log_rel, exc)
             return False
@@ -213,7 +382,7 @@ class AnswerFiles:
             text = path.read_bytes().decode("utf-8")
             new = with_archive_warning(text, reason) if reason else without_archive_warning(text)
             if new != text:
-                data = new.encode("utf-8")
+                data = self.signed(new, own, text)
                 self._rewrite_own(conn, path, data, replace(
                     row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
         except (OSError, UnicodeDecodeError, AskvaultError) as exc:
@@ -227,15 +396,43 @@ class AnswerFiles:
             store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
 
 
-def log_line_for(question: str) -> str:
-    """The line `queries/log.md` gets for an answered question."""
-    return f"## [{time.strftime('%Y-%m-%d')}] query | {question_summary(question)}\n"
+# Characters that end or break a wikilink's target or label.
+_LINK_BREAKERS = re.compile(r"[\[\]|#^]")
+
+
+def log_line_for(question: str, answer_rel: str | None = None) -> str:
+    """The line `queries/log.md` gets for an answered question: `## [YYYY-MM-DD] query |
+    <summary>`, the summary a link to its answer note when there is one (issue 14 item 4):
+    `## [2026-12-01] query | [[queries/answers/How do embeds work|How do embeds work?]]`.
+
+    A note name that cannot be a link target (`[`, `]`, `|`, `#`, `^`) keeps the summary
+    as plain text; brackets and bars in the summary become parentheses and slashes."""
+    summary = question_summary(question)
+    day = time.strftime("%Y-%m-%d")
+    target = answer_rel[:-3] if answer_rel and answer_rel.lower().endswith(".md") else answer_rel
+    if not target or _LINK_BREAKERS.search(target):
+        return f"## [{day}] query | {summary}\n"
+    label = summary.replace("|", "/").replace("[", "(").replace("]", ")") or stem_of(target)
+    return f"## [{day}] query | [[{target}|{label}]]\n"
 
 
 def _vault_relative(root: Path, where: str) -> str:
     with contextlib.suppress(ValueError):
         return Path(where).relative_to(os.path.realpath(root)).as_posix()
     return where
+
+
+def _holds_anything(root: Path) -> bool:
+    """Is `root` a folder with at least one entry (not a vanished or empty mount point)?"""
+    try:
+        with os.scandir(root) as entries:
+            return next(iter(entries), None) is not None
+    except OSError:
+        return False
+
+
+def _iso_now() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 def stem_of(rel: str) -> str:

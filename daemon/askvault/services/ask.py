@@ -69,7 +69,7 @@ def ask_question(
             saved = worker.write_answer(conn, None, render_answer_note(result.note), "",
                                         result.status, tuple(result.cited_paths), stem)
         logged = None
-        if log and result.status in ("answered", "no-answer") and worker.append_log(question):
+        if log and result.status in ("answered", "no-answer") and worker.append_log(question, saved):
             logged = f"query | {question_summary(question)}"
         return AskOutcome(result, saved, logged)
     finally:

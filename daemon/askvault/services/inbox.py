@@ -54,6 +54,7 @@ from askvault.errors import (
     NoteUnreadable,
     OllamaError,
     PathOutsideVault,
+    VaultUnavailable,
 )
 from askvault.services.answering import (
     AnswerCancelled,
@@ -63,9 +64,14 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
-from askvault.services.answer_files import AnswerFiles, log_line_for, stem_of
+from askvault.services.answer_files import log_line_for, stem_of
+from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.index_pass import make_embedder, make_generator
-from askvault.services.question_options import is_draft, parse_question_options
+from askvault.services.question_options import (
+    describe_options,
+    is_draft,
+    read_question_options,
+)
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -74,6 +80,7 @@ POLL_S = 0.25
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 STOP_CHECK_EVERY_S = 0.1
+VAULT_GONE_POLL_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ class _Candidate:
     sig: tuple[int, int, int]
 
 
-class InboxWorker(AnswerFiles):
+class InboxWorker(AnswerUpkeep):
     """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
 
     def __init__(
@@ -92,7 +99,6 @@ class InboxWorker(AnswerFiles):
     ) -> None:
         super().__init__(settings)
         self.busy_timeout_s = busy_timeout_s
-        self.inbox_rel = f"{settings.queries.folder}/{settings.queries.inbox}"
         self.backoff_first_s = backoff_first_s
         self.backoff_max_s = backoff_max_s
         self._wake = threading.Event()
@@ -102,6 +108,9 @@ class InboxWorker(AnswerFiles):
         # report of an indexing pass that committed those notes before the answer read
         # them must not mark it stale.
         self._seen: dict[str, dict[str, str]] = {}
+        # Adopted answers (an index rebuilt): cited notes whose content at answer time is
+        # unknown until the new index reports them.
+        self._baseline_unknown: dict[str, set[str]] = {}
         self._retry_at: dict[str, float] = {}
         self._delay: dict[str, float] = {}
         self._first_seen: dict[str, tuple[tuple[int, int, int], float]] = {}
@@ -113,8 +122,12 @@ class InboxWorker(AnswerFiles):
     # -- the Worker protocol -------------------------------------------------------------
 
     def notice(self, paths: list[str]) -> None:
-        """Vault-relative paths under queries/ changed: look at the inbox again soon."""
-        if any(p.startswith(self.inbox_rel + "/") for p in paths):
+        """Vault-relative paths under queries/ changed: look at the inbox again soon, and
+        at changed answer notes (a `refresh: true` set in Obsidian)."""
+        touched = {p for p in paths if p.startswith(self.answers_rel + "/")}
+        if touched:
+            self.note_answers_touched(touched)
+        if touched or any(p.startswith(self.inbox_rel + "/") for p in paths):
             self._wake.set()
 
     def on_notes_changed(self, changed: list[str], deleted: list[str]) -> None:
@@ -135,7 +148,14 @@ class InboxWorker(AnswerFiles):
                 with contextlib.suppress(AskvaultError, OSError):
                     cleanup_temp_files(resolve_inside(self.root, rel))
             self.clean_placeholders(conn)
+            self._adopt(conn)
+            self.clear_write_problem(at_start=True)
+            self.forget_vanished(conn, orphans=True)
+            self.note_refreshable(conn)
             while not stop_event.is_set():
+                if not self.vault_present():
+                    stop_event.wait(VAULT_GONE_POLL_S)
+                    continue
                 try:
                     self.apply_stale_marks(conn)
                 except (IndexBusy, DiskFull) as exc:
@@ -147,6 +167,8 @@ class InboxWorker(AnswerFiles):
                     continue
                 busy_delay = self.backoff_first_s / 2
                 self.finish_vanished(conn)
+                self.forget_vanished(conn)
+                self.refresh_asked(conn)
                 candidate = self._next_question()
                 if candidate is not None:
                     try:
@@ -159,6 +181,23 @@ class InboxWorker(AnswerFiles):
                 self._wake.clear()
         finally:
             conn.close()
+
+    def _adopt(self, conn: Connection) -> None:
+        """Record again the answer notes whose marker proves them ours (an index deleted
+        and rebuilt). What their cited notes said when they were written is unknown where
+        the new index has not read those notes yet: the first report of such a note is
+        taken as that baseline, not as a change (it is the rebuilt index reading it)."""
+        try:
+            adopted = self.adopt_own_notes(conn)
+        except (IndexBusy, DiskFull) as exc:
+            log.warning("answer notes not recognised yet: %s", exc.message)
+            return
+        for row in adopted:
+            known = store.content_hashes(conn, list(row.cited))
+            self._seen[row.path] = dict(known)
+            unknown = set(row.cited) - set(known)
+            if unknown:
+                self._baseline_unknown[row.path] = unknown
 
     def _connect(self, stop_event: threading.Event) -> Connection | None:
         """The worker's connection, waiting with backoff while another writer holds a
@@ -184,7 +223,9 @@ class InboxWorker(AnswerFiles):
         """A write failed (disk full, permissions, a busy index): keep the question, retry
         with backoff."""
         delay = self._backoff(rel)
-        if isinstance(exc, (OSError, IndexBusy, DiskFull)):
+        if isinstance(exc, VaultUnavailable) or not self.vault_present():
+            log.debug("question %s waits for the vault: %s", rel, exc)
+        elif isinstance(exc, (OSError, IndexBusy, DiskFull)):
             log.warning("question %s stays in the inbox, retried in %.0f s: %s", rel, delay, exc)
         else:
             log.exception("question %s failed unexpectedly; retried in %.0f s", rel, delay)
@@ -251,7 +292,8 @@ class InboxWorker(AnswerFiles):
             self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
             return
         parsed = parse_note(cand.rel, note.text)
-        if is_draft(parsed.frontmatter.get("draft")):
+        if is_draft(parsed.frontmatter.get("draft")) or not parsed.body.strip():
+            # A draft, or a new note still empty (Obsidian's `Untitled.md`): not yet.
             self._skip_sig[cand.rel] = cand.sig
             return
         row = answer_store.get_question(conn, cand.rel)
@@ -267,23 +309,25 @@ class InboxWorker(AnswerFiles):
             self._skip_sig[cand.rel] = cand.sig  # unchanged since it failed: wait for an edit
             return
         question = parsed.body.strip()
-        options, errors = parse_question_options(parsed.frontmatter, self.root)
-        if errors:
-            self._fail(conn, cand, question, "invalid question options: " + "; ".join(errors),
-                       note.content_hash)
+        reading = read_question_options(parsed.frontmatter, self.root)
+        options, notices = reading.options, tuple(reading.notices)
+        if reading.errors:
+            self._fail(conn, cand, question,
+                       "invalid question options: " + "; ".join(reading.errors),
+                       note.content_hash, notices)
             return
         asked = row.asked if row else iso_now()
         if row:
             answer_path = self._own_answer(conn, row.answer_path)
         else:
-            orphan = answer_store.answering_note_of(conn, cand.rel)
-            answer_path = self._own_answer(conn, orphan.path) if orphan else None
+            answer_path = self._unfinished_answer(conn, cand.rel)
         if row is None or row.status != "waiting" or answer_path is None:
             # A retry of a waiting question keeps its waiting note (which says it is retried)
             # instead of flipping it to `answering` and back on every try.
             placeholder = AnswerNote(question=question, status="answering", asked=asked,
                                      model=options.model or self.settings.ollama.chat_model,
-                                     embed_model=self.settings.ollama.embed_model)
+                                     embed_model=self.settings.ollama.embed_model,
+                                     options=notices)
             answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
                                             cand.rel, "answering", (), stem_of(cand.rel))
             self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash,
@@ -298,8 +342,10 @@ class InboxWorker(AnswerFiles):
             self._after_cancel(conn, cand, answer_path, stop_event)
             return
         seen = store.content_hashes(conn, result.cited_paths)
+        shown = replace(result.note, options=notices, trace=_options_trace(options)
+                        + result.note.trace) if notices else result.note
         final = self.write_answer(conn, self._own_answer(conn, answer_path),
-                                  render_answer_note(result.note), cand.rel, result.status,
+                                  render_answer_note(shown), cand.rel, result.status,
                                   tuple(result.cited_paths), stem_of(cand.rel))
         if final:
             self._seen[final] = seen
@@ -314,7 +360,7 @@ class InboxWorker(AnswerFiles):
             return
         self._delay.pop(cand.rel, None)
         done = QuestionRow(cand.rel, final, "archiving", note.content_hash, asked,
-                           log_line_for(question))
+                           log_line_for(question, final))
         with write_transaction(conn):
             answer_store.put_question(conn, done)
         if self.finish_answered(conn, done, cand):
@@ -399,6 +445,8 @@ class InboxWorker(AnswerFiles):
     ) -> None:
         if stop_event.is_set():
             return  # the question stays in the inbox; the next start resumes it
+        if not self.vault_present():
+            return  # not deleted: the vault went away; its rows finish the note once back
         if os.path.lexists(cand.abs_path):
             log.info("question %s changed while being answered; answering it again", cand.rel)
             return  # the user's edit wins: it settles and is answered again
@@ -413,15 +461,16 @@ class InboxWorker(AnswerFiles):
 
     def _fail(
         self, conn: Connection, cand: _Candidate, question: str, reason: str,
-        content_hash: str | None,
+        content_hash: str | None, notices: tuple[str, ...] = (),
     ) -> None:
         row = answer_store.get_question(conn, cand.rel)
         asked = row.asked if row else iso_now()
-        answer_path = self._own_answer(conn, row.answer_path) if row else None
+        answer_path = (self._own_answer(conn, row.answer_path) if row
+                       else self._unfinished_answer(conn, cand.rel))
         note = AnswerNote(question=question or f"(question note {stem_of(cand.rel)})",
                           status="failed", asked=asked, reason=reason,
                           model=self.settings.ollama.chat_model,
-                          embed_model=self.settings.ollama.embed_model)
+                          embed_model=self.settings.ollama.embed_model, options=notices)
         final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
                                   "failed", (), stem_of(cand.rel))
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
@@ -448,11 +497,18 @@ class InboxWorker(AnswerFiles):
                 for row in answer_store.answers_citing(conn, paths):
                     pages = [p for p in row.cited if p in paths]
                     seen = self._seen.get(row.path)
+                    unknown = self._baseline_unknown.get(row.path, set())
+                    first = [p for p in pages if p in unknown and p not in deleted]
+                    if seen is not None and first:
+                        seen.update(store.content_hashes(conn, first))
+                        unknown.difference_update(first)
+                        pages = [p for p in pages if p not in first]
                     if seen is not None:
                         now = store.content_hashes(conn, pages)
                         pages = [p for p in pages if p in deleted or now.get(p) != seen.get(p)]
                     if pages:
                         self._seen.pop(row.path, None)
+                        self._baseline_unknown.pop(row.path, None)
                         self._mark_stale(conn, row, pages)
             except (IndexBusy, DiskFull):
                 # Keep this batch and the later ones for the retry (marking is idempotent).
@@ -473,11 +529,17 @@ class InboxWorker(AnswerFiles):
             return
         text = data.decode("utf-8")
         names = list(dict.fromkeys(stale_pages_of(text) + [page_wikilink(p) for p in pages]))
-        new = mark_stale(text, names).encode("utf-8")
+        new = self.signed(mark_stale(text, names), row.path, text)
         if not self._rewrite_own(conn, path, new, AnswerRow(
                 row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
                 row.cited)):
             self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
+
+def _options_trace(options: QuestionOptions) -> tuple[str, ...]:
+    """The trace's line for the options that narrowed the search (none if none did)."""
+    described = describe_options(options)
+    return (f"options: {described}",) if described else ()
+
 
 class _QuestionWatch:
     """`changed()` is true once shutdown began or the question file changed or vanished."""

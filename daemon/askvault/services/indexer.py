@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from askvault.adapters import store
@@ -428,4 +429,6 @@ def _pair_renames(conn: Connection, report: IndexReport, removed: dict[str, str]
 
 
 def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    """ISO 8601 to the second with the local offset: the one format of every time askvault
+    shows (answer notes, status), issue 14 item 2."""
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")

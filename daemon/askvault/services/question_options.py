@@ -1,8 +1,18 @@
-"""The options a question note may set in its frontmatter, validated (DESIGN §2)."""
+"""The options a question note may set in its frontmatter, validated (DESIGN §2).
+
+Options live in askvault's own namespace, `ask_*` keys, so the properties Obsidian and
+its templates add (`tags:`, `aliases:`, `language:`...) never change the search
+(docs/decisions.md, "Question options: `ask_*` keys"). Of the earlier bare names only
+`folders` and `max_sources` are still read (no template adds them; a note says to
+rename them); `tags`, `model` and `language` are ordinary properties now. An unknown
+`ask_*` key, or a key one typo away from an option, gets a warning in the answer note.
+"""
 
 from __future__ import annotations
 
+import difflib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,41 +21,120 @@ from askvault.errors import PathOutsideVault
 from askvault.services.answering import QuestionOptions
 
 LOG_SUMMARY_CHARS = 80
-KNOWN_OPTIONS = ("folders", "tags", "max_sources", "model", "language")
+OPTION_PREFIX = "ask_"
+KNOWN_OPTIONS = ("ask_folders", "ask_tags", "ask_max_sources", "ask_model", "ask_language")
+# Earlier bare names still read, when their `ask_` form is absent: askvault-only words.
+LEGACY_OPTIONS = {"folders": "ask_folders", "max_sources": "ask_max_sources"}
+# Earlier bare names no longer read (`tags`, `model`, `language`): ordinary properties of
+# many notes and templates, so they pass silently like any other property.
+TYPO_CUTOFF = 0.8
+# Obsidian's own properties and askvault's `draft`: never flagged as a typo of an option.
+ORDINARY_PROPERTIES = frozenset({"draft", "tags", "tag", "aliases", "alias", "cssclasses",
+                                 "cssclass", "publish", "permalink", "model", "language"})
+
+
+@dataclass(frozen=True)
+class OptionsReading:
+    """A question's options, one error per invalid value, and what the note should say:
+    the options that narrow the search and warnings about keys."""
+
+    options: QuestionOptions
+    errors: list[str]
+    notices: list[str]
 
 
 def parse_question_options(
     frontmatter: dict[str, Any], vault: Path
 ) -> tuple[QuestionOptions, list[str]]:
-    """The known options of a question's frontmatter, and one message per invalid value.
+    """The known options of a question's frontmatter, and one message per invalid value."""
+    reading = read_question_options(frontmatter, vault)
+    return reading.options, reading.errors
 
-    Unknown keys are ignored (and kept in the archived note, which is never rewritten).
-    """
+
+def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsReading:
+    """The question's `ask_*` options (and the legacy names still read), validated, with
+    the notices its answer note shows. Other keys are kept (in the archived note) and
+    ignored."""
     errors: list[str] = []
+    warnings: list[str] = []
+    values: dict[str, Any] = {}
+    written: dict[str, str] = {}  # option -> the key the note used (errors name that one)
+    for key, value in frontmatter.items():
+        name = str(key)
+        if name in KNOWN_OPTIONS:
+            values[name] = value
+        elif name in LEGACY_OPTIONS:
+            new = LEGACY_OPTIONS[name]
+            if new in frontmatter:
+                warnings.append(f"`{name}:` is ignored: `{new}:` is set (remove `{name}:`).")
+            else:
+                values[new], written[new] = value, name
+                warnings.append(f"`{name}:` is read as `{new}:`; rename it, the bare name "
+                                "may stop working.")
+        elif name.lower().startswith(OPTION_PREFIX) or _near_option(name):
+            guess = _near_option(name)
+            hint = f" Did you mean `{guess}:`?" if guess else (
+                " Known options: " + ", ".join(f"`{k}`" for k in KNOWN_OPTIONS) + ".")
+            warnings.append(f"Unknown option `{name}:` is ignored.{hint}")
     folders = []
-    for folder in _str_list(frontmatter.get("folders"), "folders", errors):
+    key = written.get("ask_folders", "ask_folders")
+    for folder in _str_list(values.get("ask_folders"), key, errors):
         clean = folder.strip().rstrip("/")
         try:
             resolved = resolve_inside(vault, clean)
         except PathOutsideVault:
-            errors.append(f"folders: {folder!r} is outside the vault")
+            errors.append(f"{key}: {folder!r} is outside the vault")
             continue
         if not clean or not resolved.is_dir():
-            errors.append(f"folders: {folder!r} is not a folder of the vault")
+            errors.append(f"{key}: {folder!r} is not a folder of the vault")
             continue
         folders.append(clean)
-    tags = [t.strip().lstrip("#") for t in _str_list(frontmatter.get("tags"), "tags", errors)]
-    max_sources = frontmatter.get("max_sources")
+    tags = [t.strip().lstrip("#")
+            for t in _str_list(values.get("ask_tags"), "ask_tags", errors)]
+    max_sources = values.get("ask_max_sources")
     if max_sources is not None and (
         isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1
     ):
-        errors.append(f"max_sources: must be a whole number >= 1 (got {max_sources!r})")
+        errors.append(f"{written.get('ask_max_sources', 'ask_max_sources')}: must be a whole"
+                      f" number >= 1 (got {max_sources!r})")
         max_sources = None
-    model = _str_value(frontmatter.get("model"), "model", errors)
-    language = _str_value(frontmatter.get("language"), "language", errors)
+    model = _str_value(values.get("ask_model"), "ask_model", errors)
+    language = _str_value(values.get("ask_language"), "ask_language", errors)
     options = QuestionOptions(tuple(folders), tuple(t for t in tags if t), max_sources, model,
                               language)
-    return options, errors
+    narrowed = describe_options(options)
+    return OptionsReading(options, errors, ([narrowed] if narrowed else []) + warnings)
+
+
+def describe_options(options: QuestionOptions) -> str:
+    """One line naming the options that narrow the search or change the answer ('' if
+    none): shown in the answer note and its trace."""
+    parts = []
+    if options.folders:
+        parts.append("folders " + ", ".join(f"`{f}`" for f in options.folders))
+    if options.tags:
+        parts.append("tags " + ", ".join(f"`#{t}`" for t in options.tags))
+    if options.max_sources:
+        parts.append(f"at most {options.max_sources} source(s)")
+    if options.model:
+        parts.append(f"model `{options.model}`")
+    if options.language:
+        parts.append(f"language `{options.language}`")
+    return ("Narrowed by this question's options: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _near_option(key: str) -> str | None:
+    """The option `key` looks like a typo of (`foldrs`, `ask_folder`, `Max_Sources`), or
+    None. Obsidian's own properties (`tag`, `alias`...) are never taken for a typo."""
+    lowered = key.lower()
+    if lowered in ORDINARY_PROPERTIES:
+        return None
+    names = {k: k for k in KNOWN_OPTIONS}
+    names.update({k[len(OPTION_PREFIX):]: k for k in KNOWN_OPTIONS})
+    if lowered in names:
+        return names[lowered] if key != names[lowered] else None
+    match = difflib.get_close_matches(lowered, list(names), n=1, cutoff=TYPO_CUTOFF)
+    return names[match[0]] if match else None
 
 
 def _str_list(value: Any, key: str, errors: list[str]) -> list[str]:

@@ -1,0 +1,534 @@
+"""The life of question and answer notes (issues 14 and 15): ownership that survives an
+index rebuild, a vault that goes away mid-answer, answers that cannot be written, the
+new-note flow. InboxWorker on its own thread, a temp vault, the fake Ollama."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askvault.adapters import answer_store
+from askvault.adapters.db import connect
+from askvault.core.ownership import sign_note
+from askvault.services.inbox import InboxWorker
+from askvault.services.index_pass import index_vault
+from askvault.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.inbox_worker import Running, wait_for
+from support.settings_factory import settings_for
+from support.vault_factory import make_fixture_vault
+
+QUESTION = "What does an embed show?\n"
+REPLY = "An embed shows another note inline [[Embeds]]."
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = make_fixture_vault(tmp_path / "vault")
+    (root / "queries" / "inbox").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+    s = settings_for(vault, tmp_path / "state", fake_ollama.url, **{"queries.settle_s": 0.2})
+    index_vault(s)
+    return s
+
+
+@pytest.fixture
+def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(**kw: Any) -> Running:
+        running = Running(InboxWorker(settings, backoff_first_s=0.2, **kw))
+        running.thread.start()
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if running.thread.is_alive():
+            running.halt()
+
+
+def _status(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("status: "):
+            return line.split(": ", 1)[1]
+    return None
+
+
+def _delete_index(settings: Settings, *, rebuild: bool) -> None:
+    """What a user told by doctor to delete the index does (then `askvault index`)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{settings.db_path}{suffix}").unlink(missing_ok=True)
+    if rebuild:
+        index_vault(settings)
+
+
+def _answer_rows(settings: Settings) -> list[str]:
+    conn = connect(settings.db_path)
+    try:
+        return [r[0] for r in conn.execute("SELECT path FROM answers ORDER BY path")]
+    finally:
+        conn.close()
+
+
+# -- 16e: ownership that survives an index rebuild -------------------------------------
+
+
+@pytest.mark.parametrize("rebuild", [False, True], ids=["empty_index", "index_rebuilt"])
+def test_a_waiting_question_is_finished_in_place_after_the_index_is_deleted(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    rebuild: bool,
+) -> None:
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    first.halt()
+    assert 'askvault: "v1:' in answer.read_text(encoding="utf-8")
+    _delete_index(settings, rebuild=rebuild)
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    run_worker()
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists(), timeout=15)
+    assert _status(answer) in ("answered", "no-answer")
+    assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
+
+
+def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(answer) == "waiting")
+    first.halt()
+    # An edit that keeps the marker line: the marker no longer matches the text.
+    edited = answer.read_text(encoding="utf-8").replace("Waiting for Ollama", "My own words")
+    answer.write_text(edited, encoding="utf-8")
+    _delete_index(settings, rebuild=True)
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    run_worker()
+    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    assert answer.read_text(encoding="utf-8") == edited
+    assert "queries/answers/Q.md" not in _answer_rows(settings)
+
+
+@pytest.mark.parametrize("forgery", ["made_up_value", "marker_of_another_note",
+                                     "copied_to_another_name"])
+def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    forgery: str,
+) -> None:
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    mine = "---\nstatus: waiting\n---\n> [!question]\n> What does an embed show?\n\nMine.\n"
+    if forgery == "made_up_value":
+        text = mine.replace("---\n>", 'askvault: "v1:' + "0" * 64 + '"\n---\n>', 1)
+        target = answers / "Q.md"
+    elif forgery == "marker_of_another_note":
+        marker = next(line for line in sign_note(mine, "Other").splitlines()
+                      if line.startswith("askvault:"))
+        text = mine.replace("---\n>", marker + "\n---\n>", 1)
+        target = answers / "Q.md"
+    else:
+        text = sign_note(mine, "Other")  # a genuine note of question `Other`, copied as Q.md
+        target = answers / "Q.md"
+    target.write_text(text, encoding="utf-8")
+    _delete_index(settings, rebuild=True)
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: _status(answers / "Q (2).md") == "answered", timeout=15)
+    assert target.read_text(encoding="utf-8") == text
+
+
+def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    from askvault.services.indexer import index_paths
+
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    first.halt()
+    before = answer.read_bytes()
+    _delete_index(settings, rebuild=False)
+    running = run_worker()
+    wait_for(lambda: "queries/answers/Q.md" in _answer_rows(settings))
+    index_vault(settings)  # the rebuilt index reads every note: a report, not a change
+    running.worker.on_notes_changed(["Embeds.md", "Links.md"], [])
+    time.sleep(0.6)
+    assert answer.read_bytes() == before
+    embeds = vault / "Embeds.md"
+    embeds.write_text(embeds.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        index_paths(conn, settings, ["Embeds.md"])
+    finally:
+        conn.close()
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    wait_for(lambda: _status(answer) == "stale")
+    conn = connect(settings.db_path)
+    try:
+        row = answer_store.get_answer(conn, "queries/answers/Q.md")
+    finally:
+        conn.close()
+    assert row is not None and row.cited == ("Embeds.md",)
+
+
+# -- 13: the vault moved away mid-answer (the drill is tests/faults/test_fault_vault_moved.py)
+
+
+def test_no_answer_note_or_folder_is_created_where_the_vault_was(
+    vault: Path, settings: Settings, tmp_path: Path
+) -> None:
+    from askvault.errors import VaultUnavailable
+
+    worker = InboxWorker(settings)
+    conn = connect(settings.db_path)
+    try:
+        vault.rename(tmp_path / "aside")
+        with pytest.raises(VaultUnavailable):
+            worker.write_answer(conn, None, "---\nstatus: answering\n---\n",
+                                "queries/inbox/Q.md", "answering", (), "Q")
+        with pytest.raises(OSError):
+            worker.append_log_line("## [2026-12-01] query | Q\n")
+        assert not vault.exists()
+        assert worker.vault_present() is False
+        vault.mkdir()  # an empty mount point in its place
+        assert worker.vault_present() is False
+        with pytest.raises(VaultUnavailable):
+            worker.write_answer(conn, None, "---\nstatus: answering\n---\n",
+                                "queries/inbox/Q.md", "answering", (), "Q")
+        assert list(vault.iterdir()) == []
+        vault.rmdir()
+        (tmp_path / "aside").rename(vault)
+        assert worker.vault_present() is True
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("status", ["answering", "waiting"])
+def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    status: str,
+) -> None:
+    from askvault.adapters.db import write_transaction
+    from askvault.core.answer_note import AnswerNote, render_answer_note
+
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        rel = InboxWorker(settings).write_answer(
+            conn, None, render_answer_note(AnswerNote(question=QUESTION.strip(), status=status,
+                                                      asked="2026-12-01T10:00:00+01:00")),
+            "queries/inbox/Q.md", status, (), "Q")
+        with write_transaction(conn):  # the rows lost, the note (with its marker) kept
+            answer_store.delete_answer(conn, rel)
+            answer_store.delete_question(conn, "queries/inbox/Q.md")
+    finally:
+        conn.close()
+    fake_ollama.chat_script = [REPLY]
+    run_worker()
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    assert _status(answer) == "answered"
+    assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
+
+
+# -- 16b: answer notes that cannot be written show it inside the vault ------------------
+
+PROBLEM = "queries/Answers cannot be written.md"
+
+
+@pytest.mark.parametrize("fault", ["answers_is_a_file", "answers_links_out_of_the_vault"])
+def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_can(
+    vault: Path, tmp_path: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    fault: str,
+) -> None:
+    answers = vault / "queries/answers"
+    if fault == "answers_is_a_file":
+        answers.write_text("not a folder", encoding="utf-8")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        answers.symlink_to(tmp_path / "elsewhere")
+    question = vault / "queries/inbox/Q.md"
+    question.write_bytes(QUESTION.encode("utf-8"))
+    fake_ollama.chat_script = [REPLY]
+    run_worker()
+    problem = vault / PROBLEM
+    wait_for(problem.exists)
+    text = problem.read_text(encoding="utf-8")
+    assert "askvault cannot write answer notes" in text and "queries/answers/" in text
+    assert ("not a folder" in text) if fault == "answers_is_a_file" else ("outside" in text)
+    first = problem.stat()
+    time.sleep(1.6)  # several retries with the same reason: the note is not rewritten
+    again = problem.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    assert question.read_bytes() == QUESTION.encode("utf-8"), "the question is never touched"
+    assert list((tmp_path / "elsewhere").iterdir() if fault != "answers_is_a_file" else []) == []
+    answers.unlink()
+    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "answered", timeout=20)
+    wait_for(lambda: not problem.exists())
+
+
+def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
+    vault: Path, settings: Settings
+) -> None:
+    worker = InboxWorker(settings)
+    worker.show_write_problem(OSError(28, "No space left on device"), now=1000.0)
+    problem = vault / PROBLEM
+    assert "No space left on device" in problem.read_text(encoding="utf-8")
+    worker.show_write_problem(OSError(13, "Permission denied"), now=1010.0)  # within a minute
+    assert "No space left on device" in problem.read_text(encoding="utf-8")
+    worker.show_write_problem(OSError(13, "Permission denied"), now=1061.0)
+    assert "Permission denied" in problem.read_text(encoding="utf-8")
+    problem.write_text(problem.read_text(encoding="utf-8") + "my remark\n", encoding="utf-8")
+    mine = problem.read_bytes()
+    worker.show_write_problem(OSError(28, "No space left on device"), now=2000.0)
+    worker.clear_write_problem()
+    assert problem.read_bytes() == mine, "an edited note is the user's"
+    problem.unlink()
+    worker.show_write_problem(OSError(28, "No space left on device"), now=3000.0)
+    assert problem.exists()
+    InboxWorker(settings).clear_write_problem(at_start=True)
+    assert not problem.exists()
+
+
+# -- issue 14 item 3: the new-note flow --------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["", " \n\t\n", "---\ntags: [question]\n---\n\n"],
+                         ids=["zero_bytes", "whitespace_only", "template_frontmatter_only"])
+def test_obsidians_untitled_note_is_not_answered_until_it_is_renamed_and_typed(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, content: str
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    untitled = vault / "queries/inbox/Untitled.md"
+    untitled.write_text(content, encoding="utf-8")
+    run_worker()
+    time.sleep(1.0)
+    assert not (vault / "queries/answers").exists() or not any(
+        (vault / "queries/answers").iterdir()), "no failed note for an empty new note"
+    named = vault / "queries/inbox/How do embeds work.md"
+    untitled.rename(named)
+    named.write_text(QUESTION, encoding="utf-8")
+    wait_for(lambda: (vault / "queries/archive/How do embeds work.md").exists())
+    assert [p.name for p in (vault / "queries/answers").iterdir()] == ["How do embeds work.md"]
+    assert not fake_ollama.requests_to("/api/chat")[1:], "asked once"
+
+
+BAD = "---\nmax_sources: 0\n---\nWhat does an embed show?\n"
+
+
+@pytest.mark.parametrize("how", ["renamed_and_fixed", "deleted", "moved_out_of_the_inbox"])
+def test_a_failed_note_is_removed_when_its_question_leaves_the_inbox(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, how: str
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(BAD, encoding="utf-8")
+    run_worker()
+    failed = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(failed) == "failed")
+    if how == "renamed_and_fixed":
+        renamed = vault / "queries/inbox/R.md"
+        question.rename(renamed)
+        renamed.write_text(QUESTION, encoding="utf-8")
+        wait_for(lambda: (vault / "queries/archive/R.md").exists())
+        assert _status(vault / "queries/answers/R.md") == "answered"
+    elif how == "deleted":
+        question.unlink()
+    else:
+        question.rename(vault / "Q.md")
+    wait_for(lambda: not failed.exists())
+
+
+def test_a_failed_note_edited_by_the_user_is_kept_when_its_question_goes(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running]
+) -> None:
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(BAD, encoding="utf-8")
+    run_worker()
+    failed = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(failed) == "failed")
+    failed.write_text(failed.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
+    mine = failed.read_bytes()
+    question.unlink()
+    wait_for(lambda: "queries/answers/Q.md" not in _answer_rows(settings))
+    assert failed.read_bytes() == mine
+
+
+@pytest.mark.parametrize("index_lost", [False, True])
+def test_a_waiting_note_whose_question_was_deleted_while_stopped_is_removed_at_start(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    index_lost: bool,
+) -> None:
+    fake_ollama.set_fault("down")
+    question = vault / "queries/inbox/Q.md"
+    question.write_text(QUESTION, encoding="utf-8")
+    first = run_worker()
+    waiting = vault / "queries/answers/Q.md"
+    wait_for(lambda: _status(waiting) == "waiting")
+    first.halt()
+    question.unlink()
+    if index_lost:
+        _delete_index(settings, rebuild=True)
+    run_worker()
+    wait_for(lambda: not waiting.exists())
+    assert _answer_rows(settings) == []
+
+
+# -- issue 14 item 4: log lines that link to their answer -------------------------------
+
+
+def test_log_lines_keep_their_shape_and_link_to_the_answer_golden() -> None:
+    from askvault.services.answer_files import log_line_for
+
+    day = time.strftime("%Y-%m-%d")
+    lines = "".join([
+        log_line_for("How do embeds work?", "queries/answers/How do embeds work.md"),
+        log_line_for("# A [bracketed] | barred question\nsecond line",
+                     "queries/answers/Q (2).md"),
+        log_line_for("A name no link can hold", "queries/answers/C# notes.md"),
+        log_line_for("Asked on the command line, not saved"),
+    ]).replace(day, "2026-12-01")
+    golden = Path(__file__).resolve().parent.parent / "golden" / "log_lines.md"
+    if __import__("os").environ.get("UPDATE_GOLDEN"):
+        golden.write_text(lines, encoding="utf-8")
+    assert golden.read_text(encoding="utf-8") == lines
+    import re
+    assert all(re.fullmatch(r"## \[\d{4}-\d\d-\d\d\] query \| .+", line)
+               for line in lines.splitlines())
+
+
+def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    log = vault / "queries/log.md"
+    (vault / "queries/inbox/Bad.md").write_text(BAD, encoding="utf-8")
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "waiting")
+    wait_for(lambda: _status(vault / "queries/answers/Bad.md") == "failed")
+    time.sleep(0.5)
+    assert not log.exists()
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    wait_for(lambda: log.exists() and log.read_text(encoding="utf-8").strip(), timeout=15)
+    assert log.read_text(encoding="utf-8") == (
+        f"## [{time.strftime('%Y-%m-%d')}] query | "
+        "[[queries/answers/Q|What does an embed show?]]\n")
+
+
+def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    import re
+
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
+    run_worker()
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    text = (vault / "queries/answers/Q.md").read_text(encoding="utf-8")
+    times = dict(re.findall(r'^(asked|answered|index_as_of): "([^"]*)"$', text, re.MULTILINE))
+    assert set(times) == {"asked", "answered", "index_as_of"}
+    for key, value in times.items():
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", value), (key, value)
+
+
+# -- issue 14 item 5: `refresh: true` on a stale answer ----------------------------------
+
+
+def _stale_answer(vault: Path, settings: Settings, running: Running, question: bytes) -> Path:
+    from askvault.services.indexer import index_paths
+
+    (vault / "queries/inbox/Q.md").write_bytes(question)
+    answer = vault / "queries/answers/Q.md"
+    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    embeds = vault / "Embeds.md"
+    embeds.write_text(embeds.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
+    conn = connect(settings.db_path)
+    try:
+        index_paths(conn, settings, ["Embeds.md"])
+    finally:
+        conn.close()
+    running.worker.on_notes_changed(["Embeds.md"], [])
+    wait_for(lambda: _status(answer) == "stale")
+    return answer
+
+
+def _set_refresh(answer: Path) -> None:
+    """What Obsidian's properties panel does: a `refresh: true` line in the frontmatter."""
+    text = answer.read_text(encoding="utf-8")
+    answer.write_text(text.replace("status: stale\n", "status: stale\nrefresh: true\n", 1),
+                      encoding="utf-8")
+
+
+def test_refresh_on_a_stale_answer_asks_again_beside_it_and_keeps_the_old(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    question = b"---\nask_folders: []\nkept: yes\n---\nWhat does an embed show?\n"
+    running = run_worker()
+    answer = _stale_answer(vault, settings, running, question)
+    _set_refresh(answer)
+    running.worker.notice(["queries/answers/Q.md"])
+    fresh = vault / "queries/answers/Q (2).md"
+    wait_for(lambda: (vault / "queries/archive/Q (2).md").exists(), timeout=15)
+    assert _status(fresh) == "answered"
+    old = answer.read_text(encoding="utf-8")
+    assert _status(answer) == "stale" and "refresh:" not in old
+    assert (vault / "queries/archive/Q (2).md").read_bytes() == question, "asked as it was"
+    assert len(fake_ollama.requests_to("/api/chat")) == 2
+    time.sleep(0.5)
+    assert not (vault / "queries/answers/Q (3).md").exists(), "asked once"
+    running.worker.on_notes_changed(["Embeds.md"], [])  # still ours: still marked
+    assert "queries/answers/Q.md" in _answer_rows(settings)
+
+
+def test_refresh_on_an_answer_edited_by_the_user_is_not_acted_on(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    running = run_worker()
+    answer = _stale_answer(vault, settings, running, QUESTION.encode("utf-8"))
+    _set_refresh(answer)
+    answer.write_text(answer.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
+    mine = answer.read_bytes()
+    running.worker.notice(["queries/answers/Q.md"])
+    time.sleep(1.5)
+    assert answer.read_bytes() == mine
+    assert not (vault / "queries/answers/Q (2).md").exists()
+    assert list((vault / "queries/inbox").iterdir()) == []
+
+
+def test_refresh_set_while_the_daemon_was_stopped_is_acted_on_at_start(
+    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    running = run_worker()
+    answer = _stale_answer(vault, settings, running, QUESTION.encode("utf-8"))
+    running.halt()
+    _set_refresh(answer)
+    run_worker()
+    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    assert "refresh:" not in answer.read_text(encoding="utf-8")

@@ -1,0 +1,150 @@
+"""Question options in askvault's own namespace (issue 14 item 1): `ask_*` keys narrow the
+search, ordinary properties never do, unknown or misspelt keys are warned about in the
+answer note, and the options in force are shown in the note and its trace."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askvault.core.answer_note import AnswerNote, render_answer_note
+from askvault.services.inbox import InboxWorker
+from askvault.services.index_pass import index_vault
+from askvault.services.question_options import read_question_options
+from askvault.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.inbox_worker import Running, wait_for
+from support.settings_factory import settings_for
+from support.vault_factory import make_fixture_vault
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+REPLY = "An embed shows another note inline [[Embeds]]."
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = make_fixture_vault(tmp_path / "vault")
+    (root / "queries" / "inbox").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+    s = settings_for(vault, tmp_path / "state", fake_ollama.url, **{"queries.settle_s": 0.2})
+    index_vault(s)
+    return s
+
+
+@pytest.fixture
+def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(**kw: Any) -> Running:
+        running = Running(InboxWorker(settings, backoff_first_s=0.2, **kw))
+        running.thread.start()
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.halt()
+
+
+def _answered(vault: Path, stem: str) -> str:
+    wait_for(lambda: (vault / f"queries/archive/{stem}.md").exists())
+    return (vault / f"queries/answers/{stem}.md").read_text(encoding="utf-8")
+
+
+def test_a_template_tags_property_never_narrows_the_search(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(
+        "---\ntags: [physics, question]\nlanguage: en\nmodel: gpt\n---\nWhat does an embed show?\n",
+        encoding="utf-8")
+    run_worker()
+    text = _answered(vault, "Q")
+    assert "status: answered" in text and "0 page(s) retrieved" not in text
+    assert "Question options" not in text, "ordinary properties are not options"
+
+
+def test_ask_options_narrow_the_search_and_are_shown_in_the_note_and_its_trace(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    prompts: list[str] = []
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        prompts.append(str(messages))
+        return "The second section explains fermentation of rye [[Deep Note]]."
+
+    fake_ollama.chat_script = reply
+    (vault / "queries/inbox/Q.md").write_text(
+        "---\nask_folders: [folder]\nask_max_sources: 2\ntags: [bread]\n---\n"
+        "What does the second section explain?\n", encoding="utf-8")
+    run_worker()
+    text = _answered(vault, "Q")
+    narrowed = "Narrowed by this question's options: folders `folder`; at most 2 source(s)."
+    assert f"> [!note] Question options\n> {narrowed}" in text
+    assert f"> options: {narrowed}" in text  # the trace
+    assert "Embeds" not in prompts[0] and "fermentation" in prompts[0]
+
+
+def test_unknown_and_misspelt_option_keys_are_warned_about_in_the_answer_note(
+    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(
+        "---\nfoldrs: [folder]\nask_tagz: [x]\nask_colour: red\n---\nWhat does an embed show?\n",
+        encoding="utf-8")
+    run_worker()
+    text = _answered(vault, "Q")
+    assert "> Unknown option `foldrs:` is ignored. Did you mean `ask_folders:`?" in text
+    assert "> Unknown option `ask_tagz:` is ignored. Did you mean `ask_tags:`?" in text
+    assert "> Unknown option `ask_colour:` is ignored. Known options: `ask_folders`" in text
+    assert "status: answered" in text  # warnings, not errors: the search is not narrowed
+
+
+def test_invalid_ask_values_fail_naming_the_key_as_written(vault: Path) -> None:
+    reading = read_question_options({"ask_folders": ["../out"], "max_sources": 0}, vault)
+    assert reading.errors == ["ask_folders: '../out' is outside the vault",
+                              "max_sources: must be a whole number >= 1 (got 0)"]
+
+
+@pytest.mark.parametrize("frontmatter,notices", [
+    ({"tags": ["physics"], "tag": "x", "aliases": ["a"], "language": "en", "model": "m",
+      "cssclasses": ["wide"], "date": "2026-12-01", "sources": ["[[A]]"], "draft": False}, []),
+    ({"folders": ["folder"]}, ["Narrowed by this question's options: folders `folder`.",
+                               "`folders:` is read as `ask_folders:`; rename it, the bare name "
+                               "may stop working."]),
+    ({"folders": ["nope"], "ask_folders": "folder"},
+     ["Narrowed by this question's options: folders `folder`.",
+      "`folders:` is ignored: `ask_folders:` is set (remove `folders:`)."]),
+    ({"Ask_Tags": "a", "max_source": 3},
+     ["Unknown option `Ask_Tags:` is ignored. Did you mean `ask_tags:`?",
+      "Unknown option `max_source:` is ignored. Did you mean `ask_max_sources:`?"]),
+    ({"ask_tags": "#a, b", "ask_model": "llama3.2", "ask_language": "fr"},
+     ["Narrowed by this question's options: tags `#a`, `#b`; model `llama3.2`; "
+      "language `fr`."]),
+], ids=["ordinary_properties", "legacy_name_read", "legacy_and_new_both", "typos",
+        "every_option"])
+def test_read_question_options_notices(
+    vault: Path, frontmatter: dict[str, Any], notices: list[str]
+) -> None:
+    reading = read_question_options(frontmatter, vault)
+    assert reading.errors == [] and reading.notices == notices
+
+
+def test_the_options_callout_matches_golden(vault: Path) -> None:
+    reading = read_question_options({"ask_folders": "folder", "foldr": "x"}, vault)
+    text = render_answer_note(AnswerNote(
+        question="What does the second section explain?", status="answering",
+        asked="2026-12-01T10:00:00+01:00", model="llama3.2", embed_model="nomic-embed-text",
+        options=tuple(reading.notices)))
+    path = GOLDEN / "answer_options.md"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text
