@@ -225,3 +225,31 @@ def test_no_distance_cut_off_for_an_embedding_model_never_measured(
     result = _ask(conn, settings, "How long are snapshots kept on the kanban board lane?")
     assert result.status == "answered"
     assert any(t.startswith("nearest passage at cosine distance") for t in result.note.trace)
+
+
+def test_sources_name_a_page_by_its_path_when_another_note_has_its_name(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    """`## Sources`, `sources:` and the supporting pages write the link search wrote:
+    `[[Archive/Snapshots]]` when two notes are called Snapshots (it was `[[Snapshots]]` in
+    `## Sources`, which Obsidian may resolve to the other note)."""
+    from askvault.adapters.db import connect
+    from askvault.services.index_pass import index_vault
+    from support.settings_factory import settings_for
+
+    (vault / "Archive").mkdir()
+    (vault / "Archive" / "Snapshots.md").write_text(
+        "# Snapshots\n\nOld snapshots were kept for 3 days.\n", encoding="utf-8")
+    settings = settings_for(vault, tmp_path / "state2", fake_ollama.url)
+    index_vault(settings)
+    fake_ollama.chat_script = ["Old snapshots were kept for 3 days [[Archive/Snapshots]]."]
+    conn = connect(settings.db_path)
+    try:
+        result = _ask(conn, settings, "How long were old snapshots kept?")
+    finally:
+        conn.close()
+    text = render_answer_note(result.note)
+    assert result.status == "answered"
+    assert 'sources:\n  - "[[Archive/Snapshots]]"' in text
+    sources = text.split("## Sources")[1].split("##")[0]
+    assert "[[Archive/Snapshots]]" in sources and "[[Snapshots]]" not in sources

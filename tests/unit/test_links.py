@@ -301,3 +301,13 @@ def test_masking_code_keeps_offsets_and_line_numbers() -> None:
     assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
     (link,) = extract_links(text)
     assert link.target == "Z" and link.line == 6
+
+
+def test_page_link_uses_the_file_name_unless_another_note_has_it() -> None:
+    from askvault.core.links import page_link
+
+    assert page_link("garden/Roses.md") == "[[Roses]]"
+    assert page_link("garden/Roses.md", "Pruning") == "[[Roses#Pruning]]"
+    assert page_link("garden/Roses.md", None, {"roses.md"}) == "[[garden/Roses]]"
+    assert page_link("garden/ROSES.MD", None, {"roses.md"}) == "[[garden/ROSES]]"
+    assert page_link("Top.md", None, {"roses.md"}) == "[[Top]]"

@@ -42,6 +42,17 @@ def strip_md_suffix(name: str) -> str:
     """`Note.md` -> `Note` (any letter case); other names unchanged."""
     return _MD_SUFFIX.sub("", name)
 
+
+def page_link(path: str, heading: str | None = None,
+              duplicate_basenames: Iterable[str] = ()) -> str:
+    """The wikilink askvault writes for a vault path: `[[Name]]` / `[[Name#Heading]]`, or
+    `[[folder/Name]]` when another note has the same file name (`duplicate_basenames`:
+    lower-cased file names with `.md`, as `search_store.duplicate_basenames` gives them)."""
+    name = strip_md_suffix(path)
+    if path.rsplit("/", 1)[-1].lower() not in set(duplicate_basenames):
+        name = name.rsplit("/", 1)[-1]
+    return f"[[{name}#{heading}]]" if heading else f"[[{name}]]"
+
 def fenced_blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
     """The fenced code blocks of `lines` as (first, last) 0-based rows, fences included.
 

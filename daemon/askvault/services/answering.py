@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import store
+from askvault.adapters import search_store, store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, resolve_inside
 from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
@@ -31,7 +31,13 @@ from askvault.core.citations import (
     check_citations,
     slug,
 )
-from askvault.core.links import LinkIndex, build_link_index, extract_links, resolve_link
+from askvault.core.links import (
+    LinkIndex,
+    build_link_index,
+    extract_links,
+    page_link,
+    resolve_link,
+)
 from askvault.core.notes import parse_note
 from askvault.core.prompt import (
     PromptPlan,
@@ -200,6 +206,7 @@ def answer_question(
                   "`queries.max_distance`, so the reply is not published as an answer.")
     answer = annotate_answer(linked, report, keep_links=not reason)
     cited = _cited_paths(report) if not reason else []
+    duplicates = search_store.duplicate_basenames(conn, cited) if cited else set()
     note = dataclasses.replace(
         base,
         status=status,
@@ -207,10 +214,10 @@ def answer_question(
         answered=iso_now(),
         answer=answer,
         report=report,
-        sources=tuple(_wikilink(pack, p) for p in cited),
-        supporting=_supporting(pack, report, grounding) if not reason else (),
+        sources=tuple(_wikilink(pack, p, duplicates) for p in cited),
+        supporting=_supporting(pack, report, grounding, duplicates) if not reason else (),
         caveats=tuple(_caveats(pack, report, warnings, grounding, status)),
-        ledger=_ledger(settings, report, notes) if not reason else (),
+        ledger=_ledger(settings, report, notes, pack, duplicates) if not reason else (),
         passages=_passages(pack) if status == "no-answer" else (),
         trace=_trace(pack, plan, timings, generator),
     )
@@ -341,19 +348,19 @@ def _cited_paths(report: CitationReport) -> list[str]:
                               if c.state == "resolved" and c.published and c.path))
 
 
-def _wikilink(pack: ContextPack, path: str) -> str:
+def _wikilink(pack: ContextPack, path: str, duplicates: set[str]) -> str:
     page = next((p for p in pack.pages if p.path == path), None)
-    return page.wikilink if page else page_wikilink(path)
+    return page.wikilink if page else page_link(path, None, duplicates)
 
 
-def page_wikilink(path: str) -> str:
-    """`[[name]]` for a vault path (the name without `.md`)."""
-    name = path[:-3] if path.lower().endswith(".md") else path
-    return f"[[{name.rsplit('/', 1)[-1]}]]"
+def page_wikilink(path: str, duplicates: set[str] | frozenset[str] = frozenset()) -> str:
+    """`[[name]]` for a vault path; `[[folder/name]]` when its file name is in `duplicates`
+    (see `search_store.duplicate_basenames`), as search and the excerpts write it."""
+    return page_link(path, None, duplicates)
 
 
 def _supporting(
-    pack: ContextPack, report: CitationReport, grounding: list[str]
+    pack: ContextPack, report: CitationReport, grounding: list[str], duplicates: set[str]
 ) -> tuple[SupportingPage, ...]:
     ranks = {p.path: i for i, p in enumerate(pack.pages)}
     cited = _cited_paths(report)
@@ -368,7 +375,7 @@ def _supporting(
             headings = [c.heading for c in page.chunks if c.heading]
             where = f" (excerpt under “{headings[0]}”)" if headings else ""
             why = f"ranked #{ranks[path] + 1} of {len(pack.pages)} by retrieval{where}"
-        lines.append(SupportingPage(_wikilink(pack, path), why + backed))
+        lines.append(SupportingPage(_wikilink(pack, path, duplicates), why + backed))
     return tuple(lines)
 
 
@@ -400,13 +407,14 @@ def _caveats(
 
 
 def _ledger(
-    settings: Settings, report: CitationReport, notes: Mapping[str, ParsedNote]
+    settings: Settings, report: CitationReport, notes: Mapping[str, ParsedNote],
+    pack: ContextPack, duplicates: set[str],
 ) -> tuple[LedgerEntry, ...]:
     entries = []
     for path in _cited_paths(report):
         note = notes.get(path)
         raw = resolve_raw_sources(settings, note.sources if note else ())
-        entries.append(LedgerEntry(page_wikilink(path), tuple(raw)))
+        entries.append(LedgerEntry(_wikilink(pack, path, duplicates), tuple(raw)))
     return tuple(entries)
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store, search_store, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, write_transaction
 from askvault.adapters.vault import (
@@ -528,7 +528,9 @@ class InboxWorker(AnswerUpkeep):
             self._list_edited_stale(conn, row.path)
             return
         text = data.decode("utf-8")
-        names = list(dict.fromkeys(stale_pages_of(text) + [page_wikilink(p) for p in pages]))
+        duplicates = search_store.duplicate_basenames(conn, pages)
+        names = list(dict.fromkeys(stale_pages_of(text)
+                                   + [page_wikilink(p, duplicates) for p in pages]))
         new = self.signed(mark_stale(text, names), row.path, text)
         if not self._rewrite_own(conn, path, new, AnswerRow(
                 row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),

@@ -17,6 +17,7 @@ from askvault.adapters import search_store, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.ollama import OllamaEmbedder, RefusedEmbedder
 from askvault.core import fusion
+from askvault.core.links import page_link
 from askvault.core.query import (
     cjk_grams, fts_match_expression, query_terms, snippet, trigram_match_expression,
 )
@@ -219,11 +220,7 @@ def _to_hit(scored: fusion.Scored, row: search_store.ChunkRow) -> Hit:
 
 def wikilink(path: str, heading: str | None, duplicate_basenames: set[str]) -> str:
     """`[[Name#Heading]]` for a page: its file name, or its path when the name is not unique."""
-    name = path[:-3] if path.lower().endswith(".md") else path
-    base = path.rsplit("/", 1)[-1].lower()
-    if base not in duplicate_basenames:
-        name = name.rsplit("/", 1)[-1]
-    return f"[[{name}#{heading}]]" if heading else f"[[{name}]]"
+    return page_link(path, heading, duplicate_basenames)
 
 
 def hit_to_json(hit: Hit, wikilink_text: str, terms: list[str]) -> dict[str, Any]:
