@@ -9,7 +9,7 @@ from askvault.core.claims import MIN_CLAIM_WORDS, split_claims
 
 
 def _claims(answer: str) -> list[tuple[str, list[str]]]:
-    return [(c.text, [l.link.target for l in c.links]) for c in split_claims(answer)]
+    return [(c.text, [span.link.target for span in c.links]) for c in split_claims(answer)]
 
 
 PLACEMENTS = {

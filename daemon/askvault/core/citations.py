@@ -298,8 +298,9 @@ def _resolve(
                 prepare_evidence([text], tokenize, [_header(note.title, heading_text)]))
     mine = [i for i, e in enumerate(shown) if e.path == path]
     if heading_text:
-        under = [i for i in mine if shown[i].heading and normalize_name(shown[i].heading)
-                 == normalize_name(heading_text)]
+        wanted = normalize_name(heading_text)
+        under = [i for i in mine
+                 if (h := shown[i].heading) is not None and normalize_name(h) == wanted]
         mine = under or mine
     if not mine:
         return Citation(link, "resolved", path=path, heading=heading_text,
@@ -327,7 +328,7 @@ def _judge_claim(
         citation = resolved[key]
         support = found[1] if found else Support(
             sentence, "unsupported", 0.0,
-            missing=(), span=None) 
+            missing=(), span=None)
         supports[key].append(support)
         if best is None or (_RANK[support.verdict], support.coverage) > (
             _RANK[best.verdict], best.coverage

@@ -147,7 +147,7 @@ def split_claims(answer: str) -> list[Claim]:
             _cut_sentence(answer, plain, spans, s0, s1, line_links, line, claims)
         block.claims.extend(line.claims)
     # A marker or an added link goes after the links that already close the claim.
-    return [replace(c, anchor=max([c.anchor] + [l.end for l in c.links if l.start >= c.anchor]))
+    return [replace(c, anchor=max([c.anchor] + [span.end for span in c.links if span.start >= c.anchor]))
             for c in claims]
 
 
