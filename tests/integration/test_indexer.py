@@ -162,7 +162,7 @@ def test_deleted_note_leaves_no_rows(vault: Path, tmp_path: Path, fake_ollama: F
     assert fp is not None
     chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
     fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
-    vec_ids = {r[0] for r in conn.execute(f"SELECT chunk_id FROM {fp.vec_table}")}
+    vec_ids = {r[0] for r in conn.execute(f"SELECT chunk_id FROM {fp.bits_table}")}
     conn.close()
     assert chunk_ids == fts_ids == vec_ids
 

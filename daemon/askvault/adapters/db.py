@@ -19,7 +19,7 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
-from askvault.adapters.migrations import MIGRATIONS, SLOW_MIGRATIONS
+from askvault.adapters.migrations import MIGRATIONS, PAGE_SIZE_BYTES, SLOW_MIGRATIONS, split_sql
 from askvault.errors import DiskFull, IndexBusy, StoreError
 
 # How long a statement waits for another writer's lock before IndexBusy; the daemon then
@@ -67,6 +67,9 @@ def connect(
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         if not readonly:
+            if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # Only a new file can take it (WAL fixes the page size once written).
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -178,6 +181,13 @@ def apply_migrations(conn: Connection) -> list[str]:
     for name, sql in MIGRATIONS:
         if name in done:
             continue
+        if callable(sql):
+            # Runs its own transactions (resumable after a kill); recorded once it returns.
+            sql(conn, write_transaction, lambda line: log.warning("%s", line))
+            with write_transaction(conn):
+                conn.execute("INSERT OR IGNORE INTO migrations VALUES (?, ?)", (name, time.time()))
+            applied.append(name)
+            continue
         if name in SLOW_MIGRATIONS and done:
             # Rewrites every row of a table: seconds per 100k chunks, one time, and other
             # openers wait (or report the index busy) until it is done.
@@ -187,16 +197,14 @@ def apply_migrations(conn: Connection) -> list[str]:
             # Re-check inside the write lock: another process may have migrated meanwhile.
             if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
                 continue
-            for statement in _split_sql(sql):
+            for statement in split_sql(sql):
                 conn.execute(statement)
             conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
         applied.append(name)
     return applied
 
 
-def _split_sql(sql: str) -> list[str]:
-    """Statements of a migration, split on `;` at line ends (no triggers are used)."""
-    return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
+_split_sql = split_sql  # the name the migration tests import
 
 
 def is_disk_full(exc: BaseException) -> bool:

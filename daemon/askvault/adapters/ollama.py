@@ -20,6 +20,7 @@ import ollama
 
 from askvault.errors import (
     ConfigError,
+    InputRefused,
     ModelMissing,
     OllamaError,
     OllamaUnavailable,
@@ -126,6 +127,11 @@ def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
             raise ModelMissing(model, host) from exc
+        if 400 <= exc.status_code < 500 or exc.status_code == 500:
+            raise InputRefused(
+                f"Ollama at {host} refused the request: {exc.error} (status {exc.status_code})",
+                UNAVAILABLE_HINT,
+            ) from exc
         raise OllamaUnavailable(
             f"Ollama at {host} failed: {exc.error} (status {exc.status_code})", UNAVAILABLE_HINT
         ) from exc

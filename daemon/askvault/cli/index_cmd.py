@@ -68,6 +68,9 @@ def status(as_json: bool, **opts: Any) -> None:
     click.echo(f"index        {doc['index']}")
     click.echo(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
                f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending)")
+    for failure in doc.get("embed_failures", [])[:5]:
+        click.echo(f"not embedded {failure['file']}: {failure['reason']} "
+                   f"(tried {failure['attempts']}x, retried later; searchable by words)")
     if doc["embedding"].get("waiting"):
         click.echo(f"embedding    waiting: {doc['embedding']['waiting']}")
     click.echo(f"last change  {doc['last_change_indexed_at'] or 'never'}")

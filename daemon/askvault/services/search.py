@@ -122,8 +122,7 @@ def search(
     vectors: list[tuple[int, float]] = []
     if fp is not None and vector is not None and mode_used != "words":
         vectors = search_store.vector_chunks(
-            conn, fp.vec_table, vector, k=depth, filters=filters, bits_table=fp.bits_table,
-            fingerprint_id=fp.id,
+            conn, fp.id, vector, k=depth, filters=filters, bits_table=fp.bits_table,
         )
 
     ids = list(dict.fromkeys([cid for cid, _ in words] + [cid for cid, _ in vectors]))

@@ -33,6 +33,7 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
         "embedded_chunks": 0,
         "pending_embeddings": 0,
         "skipped": [],
+        "embed_failures": [],
         "last_change_indexed_at": None,
         "embedding": {"model": None, "state": None, "waiting": None, "building": None},
     }
@@ -51,6 +52,8 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
             )
             doc["skipped"] = [{"path": s.path, "reason": s.reason}
                               for s in store.list_skipped(conn)]
+            target = building or active
+            doc["embed_failures"] = store.list_embed_failures(conn, target) if target else []
             doc["last_change_indexed_at"] = store.get_meta(conn, "last_change_indexed_at")
             doc["embedding"] = {
                 "model": active.fingerprint.model if active else None,
