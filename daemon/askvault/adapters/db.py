@@ -6,18 +6,20 @@ pyenv and macOS Pythons cannot, and sqlite-vec is an extension.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import errno
 import os
 import logging
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import importlib.util
+
 import sqlean
-import sqlite_vec
 
 from askvault.adapters.migrations import MIGRATIONS, PAGE_SIZE_BYTES, SLOW_MIGRATIONS, split_sql
 from askvault.errors import DiskFull, IndexBusy, StoreError
@@ -63,7 +65,7 @@ def connect(
         if not readonly:
             make_private_files(path)  # before WAL mode makes -wal and -shm from its mode
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(sqlite_vec_path())
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         if not readonly:
@@ -90,6 +92,22 @@ def connect(
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
         ) from exc
     return conn
+
+
+def serialize_float32(vector: Sequence[float]) -> bytes:
+    """A vector as the float32 bytes sqlite-vec reads (as `sqlite_vec.serialize_float32`)."""
+    return array.array("f", vector).tobytes()
+
+
+def sqlite_vec_path() -> str:
+    """The sqlite-vec loadable extension shipped in the `sqlite_vec` package, found without
+    importing it: its `__init__` imports numpy (~0.15 s), which a words-only command never
+    needs. Same path as `sqlite_vec.loadable_path()`."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError("the sqlite-vec package is not installed",
+                         "reinstall askvault (pip install askvault)")
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
 
 
 def make_private_folder(folder: Path) -> None:

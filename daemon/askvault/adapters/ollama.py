@@ -7,9 +7,7 @@ probe, and turning every client failure into an `errors.OllamaError`.
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -18,22 +16,24 @@ from typing import Any
 import httpx
 import ollama
 
+from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    REMOTE_HINT,
+    UNAVAILABLE_HINT,
+    OllamaStatus,
+    _find_model,
+    check_host_allowed,
+    model_present,
+    probe_ollama,
+)
 from askvault.errors import (
-    ConfigError,
     InputRefused,
     ModelMissing,
-    OllamaError,
     OllamaUnavailable,
-    RemoteHostRefused,
 )
 from askvault.records import Fingerprint
 
-DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_PORT = 11434
-UNAVAILABLE_HINT = "is `ollama serve` running? Try `askvault doctor`"
-REMOTE_HINT = (
-    "askvault talks only to a local Ollama; set allow_remote_ollama = true to allow this host"
-)
 # Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
 # code, numbers and non-Latin text, so a piece estimated to fit really fits.
 CHARS_PER_TOKEN_ESTIMATE = 3
@@ -61,53 +61,6 @@ def model_base_name(model: str) -> str:
 def embed_prefixes(model: str) -> tuple[str, str]:
     """The (query, document) prefixes for `model`; ("", "") for a model without any."""
     return EMBED_PREFIXES.get(model_base_name(model), ("", ""))
-
-
-def check_host_allowed(url: str, allow_remote: bool) -> str:
-    """Normalise an Ollama host as the client would and refuse a non-loopback one.
-
-    Accepts what OLLAMA_HOST accepts (`127.0.0.1:11434`, `localhost`,
-    `http://[::1]:11434`, `:11435`, empty for the default); `0.0.0.0` and `::` (a
-    server's "all interfaces") mean this machine. A host name other than `localhost`
-    counts as remote: no DNS lookup is made to find out. Returns `scheme://host:port`.
-    """
-    raw = (url or "").strip()
-    if not raw:
-        return DEFAULT_HOST
-    scheme, sep, rest = raw.partition("://")
-    if sep:
-        scheme = scheme.lower()
-        default_port = 443 if scheme == "https" else 80
-    else:
-        scheme, rest, default_port = "http", raw, DEFAULT_PORT
-    if scheme not in ("http", "https"):
-        raise ConfigError([f"ollama.host: unsupported scheme {scheme!r} in {raw!r} (use http)"])
-    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
-    try:
-        port = split.port or default_port
-    except ValueError:
-        raise ConfigError([f"ollama.host: invalid port in {raw!r}"]) from None
-    host = (split.hostname or "127.0.0.1").lower()
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    if not allow_remote and not _is_loopback(host):
-        raise RemoteHostRefused(
-            f"refusing to connect to Ollama at {raw}: {host} is not a loopback address",
-            REMOTE_HINT,
-        )
-    shown = f"[{host}]" if ":" in host else host
-    path = split.path.strip("/")
-    return f"{scheme}://{shown}:{port}" + (f"/{path}" if path else "")
-
-
-def _is_loopback(host: str) -> bool:
-    if host in ("localhost", "localhost."):
-        return True
-    try:
-        ip = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _client(host: str, timeout_s: float | httpx.Timeout) -> ollama.Client:
@@ -172,13 +125,6 @@ def _pool(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[fl
     mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
     norm = math.sqrt(sum(x * x for x in mean)) or 1.0
     return [x / norm for x in mean]
-
-
-def _find_model(names: Sequence[str], name: str) -> str | None:
-    wanted = {name, name if ":" in name else f"{name}:latest"}
-    if name.endswith(":latest"):
-        wanted.add(name.removesuffix(":latest"))
-    return next((n for n in names if n in wanted), None)
 
 
 class OllamaEmbedder:
@@ -395,46 +341,3 @@ def _usage(part: Any) -> ReplyUsage:
                       seconds(part.prompt_eval_duration), seconds(part.eval_duration))
 
 
-@dataclass(frozen=True)
-class OllamaStatus:
-    """What `status` and `doctor` report about Ollama."""
-
-    url: str
-    reachable: bool
-    version: str | None
-    models: tuple[str, ...]
-    error: str | None
-    hint: str | None = None
-
-
-def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaStatus:
-    """Ask Ollama for its version and pulled models; never raises for an Ollama problem."""
-    try:
-        url = check_host_allowed(host, allow_remote)
-    except RemoteHostRefused as exc:
-        return OllamaStatus(host, False, None, (), exc.message, exc.hint)
-    with _client(url, timeout_s) as client:
-        try:
-            with _translated_errors(url, "", timeout_s):
-                listing = client.list()
-        except OllamaError as exc:
-            return OllamaStatus(url, False, None, (), exc.message, exc.hint)
-    models = tuple(m.model for m in listing.models if m.model)
-    return OllamaStatus(url, True, _version(url, timeout_s), models, None)
-
-
-def _version(url: str, timeout_s: float) -> str | None:
-    # The client has no version call; /api/version is a plain GET on the same host.
-    try:
-        with httpx.Client(base_url=url, timeout=timeout_s, trust_env=False) as http:
-            response = http.get("/api/version")
-            response.raise_for_status()
-            version = response.json().get("version")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    return str(version) if version else None
-
-
-def model_present(status: OllamaStatus, name: str) -> bool:
-    """True if `name` is among the pulled models; `llama3.2` matches `llama3.2:latest`."""
-    return _find_model(status.models, name) is not None

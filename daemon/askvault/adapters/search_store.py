@@ -14,11 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from sqlite_vec import serialize_float32
-
-from askvault.adapters import quantized
-from askvault.adapters.db import Connection
+from askvault.adapters.db import Connection, serialize_float32
 from askvault.records import SearchFilters
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
@@ -131,7 +127,7 @@ def trigram_chunks(
 def vector_chunks(
     conn: Connection, fingerprint_id: int, vector: Sequence[float], *, k: int,
     filters: SearchFilters | None = None, bits_table: str | None = None,
-    min_chunks: int = quantized.MIN_CHUNKS,
+    min_chunks: int | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine distance) of the k nearest chunks that pass `filters`.
 
@@ -145,10 +141,16 @@ def vector_chunks(
     filters = filters or SearchFilters()
     k = max(1, min(k, VEC_MAX_K))
     if bits_table is not None:
+        # numpy only here: a words-only search never imports it (issue 11).
+        import numpy as np
+
+        from askvault.adapters import quantized
+
         found = quantized.search(
             conn, bits_table, fingerprint_id, np.asarray(vector, dtype=np.float32),
             k=k, exclude_ids=lambda: _derived_chunk_ids(conn, filters),
-            allow_ids=lambda: _allowed_chunk_ids(conn, filters), min_chunks=min_chunks,
+            allow_ids=lambda: _allowed_chunk_ids(conn, filters),
+            min_chunks=quantized.MIN_CHUNKS if min_chunks is None else min_chunks,
         )
         if found is not None:
             return found

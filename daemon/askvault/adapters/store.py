@@ -19,9 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlite_vec import serialize_float32
-
-from askvault.adapters.db import Connection
+from askvault.adapters.db import Connection, serialize_float32
 from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
 
 # Scripts written without spaces between words: their chunks also go in the trigram index.

@@ -10,9 +10,6 @@ import click
 
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
 from askvault.errors import AskvaultError
-from askvault.services.doctor import run_checks
-from askvault.services.index_pass import index_vault
-from askvault.services.status import collect_status
 from askvault.settings import render_example_toml
 
 
@@ -25,6 +22,8 @@ from askvault.settings import render_example_toml
 @handle_errors
 def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
     """Reconcile the vault with the index and embed what is new, then exit."""
+    from askvault.services.index_pass import index_vault
+
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json
     with _Bar("scanning", show) as scan_bar, _Bar("embedding", show) as embed_bar:
@@ -57,6 +56,8 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
 @handle_errors
 def status(as_json: bool, **opts: Any) -> None:
     """What the index holds, what waits, and whether the daemon and Ollama are up."""
+    from askvault.services.status import collect_status
+
     doc = collect_status(build_settings(**opts))
     if as_json:
         print_json(doc)
@@ -98,6 +99,8 @@ def status(as_json: bool, **opts: Any) -> None:
 @handle_errors
 def doctor(as_json: bool, **opts: Any) -> None:
     """Check config, vault, index integrity, sqlite-vec and Ollama; exit 0 only if all pass."""
+    from askvault.services.doctor import run_checks
+
     checks = run_checks(build_settings(**opts))
     if as_json:
         print_json([{"check": c.name, "ok": c.ok, "detail": c.detail, "hint": c.hint}

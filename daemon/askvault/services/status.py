@@ -8,7 +8,7 @@ from typing import Any
 from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
-from askvault.adapters.ollama import probe_ollama
+from askvault.adapters.ollama_http import probe_ollama
 from askvault.errors import AskvaultError
 from askvault.services import vault_presence
 from askvault.settings import Settings

@@ -1,0 +1,143 @@
+"""Ollama's plain HTTP side, with the standard library only: which hosts may be contacted,
+and the status probe (`/api/tags`, `/api/version`) of `status` and `doctor`.
+
+Kept apart from adapters/ollama.py (the `ollama` client, with httpx and pydantic: ~0.2 s
+to import) so that `askvault status` and a words-only search never load that client.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from askvault.errors import ConfigError, RemoteHostRefused
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_PORT = 11434
+UNAVAILABLE_HINT = "is `ollama serve` running? Try `askvault doctor`"
+REMOTE_HINT = (
+    "askvault talks only to a local Ollama; set allow_remote_ollama = true to allow this host"
+)
+# No proxy, whatever HTTP_PROXY / ALL_PROXY say: the host was vetted, not the route.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def check_host_allowed(url: str, allow_remote: bool) -> str:
+    """Normalise an Ollama host as the client would and refuse a non-loopback one.
+
+    Accepts what OLLAMA_HOST accepts (`127.0.0.1:11434`, `localhost`,
+    `http://[::1]:11434`, `:11435`, empty for the default); `0.0.0.0` and `::` (a
+    server's "all interfaces") mean this machine. A host name other than `localhost`
+    counts as remote: no DNS lookup is made to find out. Returns `scheme://host:port`.
+    """
+    raw = (url or "").strip()
+    if not raw:
+        return DEFAULT_HOST
+    scheme, sep, rest = raw.partition("://")
+    if sep:
+        scheme = scheme.lower()
+        default_port = 443 if scheme == "https" else 80
+    else:
+        scheme, rest, default_port = "http", raw, DEFAULT_PORT
+    if scheme not in ("http", "https"):
+        raise ConfigError([f"ollama.host: unsupported scheme {scheme!r} in {raw!r} (use http)"])
+    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
+    try:
+        port = split.port or default_port
+    except ValueError:
+        raise ConfigError([f"ollama.host: invalid port in {raw!r}"]) from None
+    host = (split.hostname or "127.0.0.1").lower()
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    if not allow_remote and not _is_loopback(host):
+        raise RemoteHostRefused(
+            f"refusing to connect to Ollama at {raw}: {host} is not a loopback address",
+            REMOTE_HINT,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    path = split.path.strip("/")
+    return f"{scheme}://{shown}:{port}" + (f"/{path}" if path else "")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost."):
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+
+@dataclass(frozen=True)
+class OllamaStatus:
+    """What `status` and `doctor` report about Ollama."""
+
+    url: str
+    reachable: bool
+    version: str | None
+    models: tuple[str, ...]
+    error: str | None
+    hint: str | None = None
+
+
+def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaStatus:
+    """Ask Ollama for its version and pulled models; never raises for an Ollama problem."""
+    try:
+        url = check_host_allowed(host, allow_remote)
+    except RemoteHostRefused as exc:
+        return OllamaStatus(host, False, None, (), exc.message, exc.hint)
+    try:
+        listing = _get_json(url, "/api/tags", timeout_s)
+    except urllib.error.HTTPError as exc:
+        return OllamaStatus(url, False, None, (),
+                            f"Ollama at {url} failed: {exc.reason} (status {exc.code})",
+                            UNAVAILABLE_HINT)
+    except (OSError, ValueError) as exc:
+        return OllamaStatus(url, False, None, (),
+                            f"Ollama is not reachable at {url} ({_reason(exc, timeout_s)})",
+                            UNAVAILABLE_HINT)
+    models = tuple(str(m["model"]) for m in (listing.get("models") or [])
+                   if isinstance(m, dict) and m.get("model"))
+    try:
+        version = _get_json(url, "/api/version", timeout_s).get("version")
+    except (OSError, ValueError):
+        version = None
+    return OllamaStatus(url, True, str(version) if version else None, models, None)
+
+
+def _get_json(url: str, path: str, timeout_s: float) -> dict[str, Any]:
+    with _OPENER.open(url + path, timeout=timeout_s) as response:
+        doc = json.loads(response.read().decode("utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path} did not answer a JSON object")
+    return doc
+
+
+def _reason(exc: BaseException, timeout_s: float) -> str:
+    cause = getattr(exc, "reason", exc)
+    if isinstance(cause, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(cause, (TimeoutError, socket.timeout)):
+        return f"sent nothing for {timeout_s:g} s"
+    return str(cause)
+
+
+def model_present(status: OllamaStatus, name: str) -> bool:
+    """True if `name` is among the pulled models; `llama3.2` matches `llama3.2:latest`."""
+    return _find_model(status.models, name) is not None
+
+
+def _find_model(names: Sequence[str], name: str) -> str | None:
+    wanted = {name, name if ":" in name else f"{name}:latest"}
+    if name.endswith(":latest"):
+        wanted.add(name.removesuffix(":latest"))
+    return next((n for n in names if n in wanted), None)
