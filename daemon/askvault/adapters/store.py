@@ -108,9 +108,10 @@ def upsert_note(
 
     On a change, chunks whose text and heading path are unchanged keep their rows (FTS,
     vectors): only the chunks an edit touched are deleted and inserted, so an append to a
-    long note rewrites one chunk, not thirty (DESIGN §5). When the note's title, aliases,
-    folder, type or derived flag changed, every chunk is rewritten (FTS and vec0 rows carry
-    them). New chunks get vectors from the embedding cache; the rest wait in the backlog.
+    long note rewrites one chunk, not thirty (DESIGN §5). When the note's title or aliases
+    changed (a rename, mostly), the kept chunks' word rows are updated in place; vector
+    rows carry no note metadata, so they stay as they are. New chunks get vectors from the
+    embedding cache; the rest wait in the backlog.
     """
     now = time.time() if now is None else now
     folder = folder_of(parsed.path)
@@ -130,9 +131,8 @@ def upsert_note(
     to_insert = list(chunks)
     if existing:
         note_id = existing[0]
-        same_meta = tuple(existing[1:]) == (folder, parsed.title, aliases_json, parsed.type,
-                                            int(derived))
-        kept, to_insert = _match_chunks(conn, note_id, chunks) if same_meta else ({}, to_insert)
+        same_words = tuple(existing[2:4]) == (parsed.title, aliases_json)
+        kept, to_insert = _match_chunks(conn, note_id, chunks)
         stale = [cid for (cid,) in conn.execute(
             "SELECT id FROM chunks WHERE note_id = ?", (note_id,)) if cid not in kept]
         _delete_chunks(conn, stale)
@@ -140,6 +140,8 @@ def upsert_note(
             "UPDATE chunks SET position = ?, start_line = ?, end_line = ? WHERE id = ?",
             [(c.position, c.start_line, c.end_line, cid) for cid, c in kept.items()],
         )
+        if not same_words:
+            _rewrite_word_rows(conn, parsed, kept)
         conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
         conn.execute(
             "UPDATE notes SET path=?, folder=?, title=?, size=?, mtime_ns=?, inode=?, "
@@ -183,6 +185,33 @@ def upsert_note(
             copy_cached_vectors(conn, fp, chunk_ids=new_ids)
     conn.execute("DELETE FROM skipped WHERE path = ?", (parsed.path,))
     return int(note_id)
+
+
+def _rewrite_word_rows(conn: Connection, parsed: ParsedNote, kept: dict[int, Chunk]) -> None:
+    """Give kept chunks the note's new title and aliases in the word indexes (FTS5 updates
+    a row by rowid, a point operation)."""
+    aliases_text = " ".join(parsed.aliases)
+    conn.executemany(
+        "UPDATE chunks_fts SET title = ?, aliases = ? WHERE rowid = ?",
+        [(parsed.title, aliases_text, cid) for cid in kept],
+    )
+    conn.executemany("DELETE FROM chunks_trigram WHERE rowid = ?", [(cid,) for cid in kept])
+    conn.executemany(
+        "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
+        [(cid, parsed.title + "\n" + c.text) for cid, c in kept.items()
+         if _CJK_RE.search(c.text) or _CJK_RE.search(parsed.title)],
+    )
+
+
+def move_note(conn: Connection, old_path: str, new_path: str) -> bool:
+    """Give the note at `old_path` the path `new_path` (a rename or move: the same bytes),
+    keeping its chunk, word and vector rows; `upsert_note` then updates what the new name
+    changes. False when `old_path` is not indexed or `new_path` already is."""
+    if conn.execute("SELECT 1 FROM notes WHERE path = ?", (new_path,)).fetchone():
+        return False
+    moved = conn.execute("UPDATE notes SET path = ?, folder = ? WHERE path = ?",
+                         (new_path, folder_of(new_path), old_path)).rowcount
+    return bool(moved)
 
 
 def _match_chunks(
