@@ -85,3 +85,29 @@ def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_qu
     else:
         assert "no vectors" in doc["degraded"]
         assert modules == []
+
+
+def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
+    tmp_path: Path, fake_ollama: FakeOllama,
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    index_vault(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    before = len(fake_ollama.requests)
+    modules, out = _imported_by(["index", "--json"],
+                                cli_env(vault, tmp_path / "state", fake_ollama.url))
+    doc = json.loads(out)
+    assert doc["embed_error"] is None and doc["pending_embeddings"] == 0
+    assert [path for path, _ in fake_ollama.requests[before:]] == ["/api/tags"]
+    assert modules == []
+
+
+def test_a_model_pulled_again_with_a_new_digest_is_embedded_again(
+    tmp_path: Path, fake_ollama: FakeOllama,
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    first = index_vault(settings)
+    fake_ollama.digests["nomic-embed-text:latest"] = "sha256-" + "1" * 64
+    again = index_vault(settings)  # the skip check sees the new digest: full pass
+    assert again.embed.texts_embedded == first.embed.texts_embedded > 0
+    assert again.embed.promoted and again.pending_embeddings == 0

@@ -114,6 +114,21 @@ def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaSt
     return OllamaStatus(url, True, str(version) if version else None, models, None)
 
 
+def model_digest(host: str, model: str, *, timeout_s: float, allow_remote: bool) -> str | None:
+    """The digest Ollama lists for `model` (`/api/tags`), or None when Ollama cannot say
+    (down, refused host, model not pulled): the caller then asks through the client,
+    which reports why."""
+    try:
+        url = check_host_allowed(host, allow_remote)
+        listing = _get_json(url, "/api/tags", timeout_s)
+    except (OSError, ValueError, RemoteHostRefused, ConfigError):
+        return None
+    digests = {str(m.get("model") or ""): str(m.get("digest") or "")
+               for m in (listing.get("models") or []) if isinstance(m, dict)}
+    found = _find_model(list(digests), model)
+    return (digests[found] or "unknown") if found is not None else None
+
+
 def _get_json(url: str, path: str, timeout_s: float) -> dict[str, Any]:
     with _OPENER.open(url + path, timeout=timeout_s) as response:
         doc = json.loads(response.read().decode("utf-8"))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect, write_transaction
 from askvault.adapters.lockfile import VaultLock
-from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
+from askvault.adapters.ollama_http import model_digest
+
+if TYPE_CHECKING:
+    from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
 from askvault.errors import OllamaError
 from askvault.services.embedding import EmbedReport, drain_backlog, target_fingerprint
 from askvault.services.indexer import IndexReport, reconcile
@@ -37,6 +40,8 @@ class PassReport:
 
 def make_embedder(settings: Settings) -> OllamaEmbedder:
     """The Ollama embedder configured by `settings`."""
+    from askvault.adapters.ollama import OllamaEmbedder
+
     return OllamaEmbedder(
         settings.ollama.host,
         settings.ollama.embed_model,
@@ -49,6 +54,8 @@ def make_embedder(settings: Settings) -> OllamaEmbedder:
 
 def make_generator(settings: Settings) -> OllamaGenerator:
     """The Ollama chat client configured by `settings` (timeouts on silence, chat options)."""
+    from askvault.adapters.ollama import OllamaGenerator
+
     ollama = settings.ollama
     return OllamaGenerator(
         ollama.host, timeout_s=ollama.timeout_s, silence_s=ollama.reply_silence_s,
@@ -85,6 +92,8 @@ def _index_vault(
         report = PassReport(index=reconcile(conn, settings, progress=on_scan,
                                             allow_empty=allow_empty))
         try:
+            if _nothing_to_embed(conn, settings):
+                return report  # pending_embeddings: 0, as checked
             embedder = make_embedder(settings)
             fp = target_fingerprint(conn, embedder)
             total = store.count_pending(conn, fp)
@@ -106,11 +115,39 @@ def _index_vault(
             report.embed_error = exc
             with write_transaction(conn):
                 store.set_meta(conn, "embed_waiting_reason", exc.message)
-        live = store.live_fingerprints(conn)
-        building = next((fp for fp in live if fp.state == "building"), None)
-        report.pending_embeddings = store.count_pending(
-            conn, building or store.active_fingerprint(conn)
-        )
-        return report
+        return _finish(conn, report)
     finally:
         conn.close()
+
+
+def _finish(conn: Any, report: PassReport) -> PassReport:
+    live = store.live_fingerprints(conn)
+    building = next((fp for fp in live if fp.state == "building"), None)
+    report.pending_embeddings = store.count_pending(
+        conn, building or store.active_fingerprint(conn)
+    )
+    return report
+
+
+def _nothing_to_embed(conn: Any, settings: Settings) -> bool:
+    """True when the active model is the configured one, with the digest Ollama lists now,
+    no other model is being built and every chunk has its vector: then the pass needs no
+    embedding client at all (importing it is ~0.3 s of an unchanged re-index, issue 11).
+    Anything else (Ollama down, a new digest, a backlog) goes the full way, which embeds or
+    says why it cannot."""
+    active = store.active_fingerprint(conn)
+    if active is None or active.fingerprint.model != settings.ollama.embed_model:
+        return False
+    if any(fp.state == "building" for fp in store.live_fingerprints(conn)):
+        return False
+    if store.count_pending(conn, active):
+        return False
+    digest = model_digest(settings.ollama.host, settings.ollama.embed_model,
+                          timeout_s=settings.ollama.timeout_s,
+                          allow_remote=settings.ollama.allow_remote_ollama)
+    if digest != active.fingerprint.digest:
+        return False
+    if store.get_meta(conn, "embed_waiting_reason"):
+        with write_transaction(conn):
+            store.set_meta(conn, "embed_waiting_reason", "")
+    return True
