@@ -107,20 +107,37 @@ def test_quantized_search_returns_nothing_when_no_chunk_passes(index) -> None:
     assert _quantized(conn, fp, vectors[0], 10, SearchFilters(folders=("nowhere",))) == []
 
 
-def test_quantized_search_rescores_every_chunk_of_a_small_index_so_it_is_exact(index) -> None:
+def test_a_small_index_is_searched_exactly_from_the_cache(index) -> None:
     conn, fp, vectors = index
+    assert quantized.search(conn, fp.bits_table, fp.id, vectors[0], k=10,
+                            exclude_ids=lambda: None, allow_ids=lambda: None) is None
     for q in _queries(vectors):
-        exact = search_store.vector_chunks(conn, fp.id, q.tolist(), k=40)
-        got = quantized.search(conn, fp.bits_table, fp.id, q, k=40,
-                               exclude_ids=lambda: None, allow_ids=lambda: None)
-        everything = search_store.vector_chunks(
-            conn, fp.id, q.tolist(), k=40, filters=SearchFilters(include_derived=True))
-        assert got is not None
-        assert [cid for cid, _ in got] == [cid for cid, _ in everything]
-        assert len(exact) == 40
-    hits = search_store.vector_chunks(conn, fp.id, vectors[0].tolist(), k=3,
-                                      bits_table=fp.bits_table)
-    assert hits[0][0] == 1
+        got = search_store.vector_chunks(conn, fp.id, q.tolist(), k=40, bits_table=fp.bits_table)
+        # The truth, by numpy over every chunk that passes (derived notes left out).
+        derived = set(search_store._derived_chunk_ids(conn, SearchFilters()) or [])
+        ids = np.array([i + 1 for i in range(CHUNKS) if i + 1 not in derived])
+        distance = 1.0 - vectors[ids - 1] @ q / np.linalg.norm(q)
+        truth = ids[np.lexsort((ids, distance))][:40]
+        assert [cid for cid, _ in got] == truth.tolist()
+
+
+def test_the_exact_scan_finds_k_chunks_past_copies_orphans_and_filters(index) -> None:
+    conn, fp, vectors = index
+    q = vectors[3]
+    with write_transaction(conn):
+        # Cached texts that no chunk holds any more, all nearer than any chunk.
+        store.store_vectors(conn, fp, [(_h(f"orphan{i}"), q.tolist()) for i in range(300)])
+        # A copy of chunk 4's text in another note: both chunks come back.
+        conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+                     " start_line, end_line, text) VALUES (9002, 2, 99, ?, '[]', 1, 2, 'x')",
+                     (_h(4),))
+    got = search_store.vector_chunks(conn, fp.id, q.tolist(), k=50)
+    assert len(got) == 50 and {4, 9002} <= {cid for cid, _ in got[:2]}
+    only = search_store.vector_chunks(conn, fp.id, q.tolist(), k=20,
+                                      filters=SearchFilters(folders=("f1",)))
+    folders = dict(conn.execute("SELECT c.id, n.folder FROM chunks c JOIN notes n"
+                                " ON n.id = c.note_id").fetchall())
+    assert len(only) == 20 and all(folders[cid] == "f1" for cid, _ in only)
 
 
 def test_deleting_a_note_removes_its_bit_rows(index) -> None:

@@ -8,10 +8,9 @@ far too slow at 1M for the ~1000 candidates good recall needs. So the bits are r
 straight from the vec0 table's storage (`<table>_chunks` and
 `<table>_vector_chunks00`, the layout of sqlite-vec 0.1.x) and scanned with numpy:
 4 ms at 100k. The best candidates are then rescored exactly from the float vectors
-of the embedding cache; below `MIN_CHUNKS` every chunk that passes the filters is
-rescored, so small indexes are searched exactly. Filters are masks applied before
-the candidates are picked. When that storage does not look as expected (a future
-sqlite-vec), callers fall back to an exact scan of the cache.
+of the embedding cache. Filters are masks applied before the candidates are picked.
+Below `MIN_CHUNKS`, or when that storage does not look as expected (a future
+sqlite-vec), callers search exactly (search_store.vector_chunks).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import sqlean
 
 from askvault.adapters.db import Connection
 
-# Below this many chunks every candidate is rescored (exact search; measured:
+# Below this many chunks the exact scan of the cache is fast enough (measured:
 # bench/search_bench.py).
 MIN_CHUNKS = 20_000
 # Candidates rescored exactly: at least this many, and at least RESCORE_FACTOR * k.
@@ -40,7 +39,7 @@ def search(
     min_chunks: int = MIN_CHUNKS,
 ) -> list[tuple[int, float]] | None:
     """(chunk id, cosine distance) of the k nearest chunks, best first, ties by id;
-    exact below `min_chunks` chunks; None when the bit storage cannot be read.
+    None when the index is small or its bit storage cannot be read (search exactly).
 
     `exclude_ids` and `allow_ids` give chunk ids to leave out and the only ids
     allowed (None: no constraint); they are called only when the scan goes ahead.
@@ -49,7 +48,8 @@ def search(
     if scan is None:
         return None
     ids, valid, bits = scan
-    exact = int(valid.sum()) < min_chunks
+    if int(valid.sum()) < min_chunks:
+        return None
     mask = valid
     excluded = exclude_ids()
     if excluded:
@@ -60,8 +60,6 @@ def search(
     passing = int(mask.sum())
     if passing == 0:
         return []
-    if exact:
-        return _rescore(conn, fingerprint_id, query, ids[mask].tolist(), k)
     query_bits = np.packbits(query > 0, bitorder="little")
     distance = _hamming(bits, query_bits)
     distance[~mask] = np.iinfo(np.int32).max
