@@ -11,9 +11,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# Token budget of `askvault context` (and get_context_pack) when none is given.
-DEFAULT_BUDGET_TOKENS = 4000
-
 
 @dataclass(frozen=True)
 class Heading:

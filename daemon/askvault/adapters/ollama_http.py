@@ -10,9 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +23,6 @@ UNAVAILABLE_HINT = "is `ollama serve` running? Try `askvault doctor`"
 REMOTE_HINT = (
     "askvault talks only to a local Ollama; set allow_remote_ollama = true to allow this host"
 )
-# No proxy, whatever HTTP_PROXY / ALL_PROXY say: the host was vetted, not the route.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def check_host_allowed(url: str, allow_remote: bool) -> str:
@@ -95,6 +91,8 @@ def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaSt
         url = check_host_allowed(host, allow_remote)
     except RemoteHostRefused as exc:
         return OllamaStatus(host, False, None, (), exc.message, exc.hint)
+    import urllib.error  # with urllib.request, ~15 ms: only when Ollama is asked
+
     try:
         listing = _get_json(url, "/api/tags", timeout_s)
     except urllib.error.HTTPError as exc:
@@ -130,7 +128,11 @@ def model_digest(host: str, model: str, *, timeout_s: float, allow_remote: bool)
 
 
 def _get_json(url: str, path: str, timeout_s: float) -> dict[str, Any]:
-    with _OPENER.open(url + path, timeout=timeout_s) as response:
+    import urllib.request
+
+    # No proxy, whatever HTTP_PROXY / ALL_PROXY say: the host was vetted, not the route.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url + path, timeout=timeout_s) as response:
         doc = json.loads(response.read().decode("utf-8"))
     if not isinstance(doc, dict):
         raise ValueError(f"{path} did not answer a JSON object")

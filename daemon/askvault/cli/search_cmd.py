@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
-from askvault.records import DEFAULT_BUDGET_TOKENS
+from askvault.settings import DEFAULT_BUDGET_TOKENS
 
 # Services are imported inside each command: `askvault --help` and the other commands
 # never pay for them (issue 11).
