@@ -13,6 +13,7 @@ it created and back-filled by the first write that touches vectors.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -23,7 +24,13 @@ from askvault.adapters.db import Connection, serialize_float32
 from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
 
 # Scripts written without spaces between words: their chunks also go in the trigram index.
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# Compiled on first write (~6 ms: the character ranges are large), not at import.
+_CJK_PATTERN = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+
+
+@functools.cache
+def _cjk_re() -> re.Pattern[str]:
+    return re.compile(_CJK_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -170,7 +177,7 @@ def upsert_note(
             "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) VALUES (?,?,?,?,?)",
             (chunk_id, parsed.title, aliases_text, " ".join(chunk.heading_path), chunk.text),
         )
-        if _CJK_RE.search(chunk.text) or _CJK_RE.search(parsed.title):
+        if _cjk_re().search(chunk.text) or _cjk_re().search(parsed.title):
             conn.execute(
                 "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
                 (chunk_id, parsed.title + "\n" + chunk.text),
@@ -199,7 +206,7 @@ def _rewrite_word_rows(conn: Connection, parsed: ParsedNote, kept: dict[int, Chu
     conn.executemany(
         "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
         [(cid, parsed.title + "\n" + c.text) for cid, c in kept.items()
-         if _CJK_RE.search(c.text) or _CJK_RE.search(parsed.title)],
+         if _cjk_re().search(c.text) or _cjk_re().search(parsed.title)],
     )
 
 
