@@ -28,18 +28,25 @@ def require_shared(path: Path) -> None:
         sys.exit(0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(start: int | None = None) -> int:
+    """A free loopback port: any, or the first free one from `start` on."""
+    for port in range(start, start + 200) if start else [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError(f"no free loopback port from {start}")
 
 
 @contextlib.contextmanager
 def standin_ollama(*, hashed: bool = True, cache: Path | None = None,
-                   python: str | None = None) -> Iterator[str]:
-    """Run ../shared/tools/minilm_ollama on a free loopback port; yield its URL."""
+                   python: str | None = None, first_port: int | None = None) -> Iterator[str]:
+    """Run ../shared/tools/minilm_ollama on a free loopback port (from `first_port` on,
+    if given); yield its URL."""
     require_shared(STANDIN)
-    port = free_port()
+    port = free_port(first_port)
     args = [python or sys.executable, str(STANDIN), "--port", str(port)]
     if hashed:
         args.append("--hash-embeddings")

@@ -85,7 +85,7 @@ class Index:
             return False
         marks = ",".join("?" * len(chunk_ids))
         found = self.conn.execute(
-            f"SELECT count(*) FROM {fp.vec_table} WHERE chunk_id IN ({marks})", chunk_ids
+            f"SELECT count(*) FROM {fp.bits_table} WHERE chunk_id IN ({marks})", chunk_ids
         ).fetchone()[0]
         return int(found) == len(chunk_ids)
 

@@ -145,7 +145,7 @@ def build(settings: Settings, size: int, dim: int, vectors: Callable[[int, int],
                 if (cid - 1) % CHUNKS_PER_NOTE == 0:
                     notes.append((note, f"{folder}/n{note}.md", folder, f"note {note}"))
                 text = " ".join(f"w{w}" for w in words[i])
-                chunks.append((cid, note, (cid - 1) % CHUNKS_PER_NOTE, f"h{cid}", text))
+                chunks.append((cid, note, (cid - 1) % CHUNKS_PER_NOTE, _hash(cid), text))
                 fts.append((cid, f"note {note}", text))
             conn.executemany(
                 "INSERT INTO notes(id, path, folder, title, size, mtime_ns, inode,"
@@ -157,11 +157,18 @@ def build(settings: Settings, size: int, dim: int, vectors: Callable[[int, int],
                 "INSERT INTO chunks_fts(rowid, title, aliases, headings, body)"
                 " VALUES (?,?,'','',?)", fts)
             conn.executemany(
-                "INSERT INTO embeddings(fingerprint_id, text_hash, vector) VALUES (?,?,?)",
-                [(fp.id, f"h{start + i + 1}", v[i].tobytes()) for i in range(n)])
-            store.copy_cached_vectors(conn, fp, text_hashes=[f"h{start + i + 1}" for i in range(n)])
+                "INSERT INTO embedding_cache(fingerprint_id, text_key, vector) VALUES (?,?,?)",
+                [(fp.id, store.text_key(_hash(start + i + 1)), v[i].tobytes())
+                 for i in range(n)])
+            store.copy_cached_vectors(conn, fp, text_hashes=[_hash(start + i + 1)
+                                                             for i in range(n)])
         print(f"  built {start + n}/{size}", flush=True)
     conn.close()
+
+
+def _hash(chunk_id: int) -> str:
+    """A stand-in text hash (hex sha256, as the index keys texts)."""
+    return hashlib.sha256(str(chunk_id).encode()).hexdigest()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -225,8 +232,8 @@ def bench_size(size: int, dim: int, args: argparse.Namespace,
     def channel(quantized: bool) -> Callable[[int], list[tuple[int, float]]]:
         def run(i: int) -> list[tuple[int, float]]:
             return search_store.vector_chunks(
-                conn, fp.vec_table, qvecs[i].tolist(), k=DEPTH,
-                bits_table=fp.bits_table if quantized else None, fingerprint_id=fp.id)
+                conn, fp.id, qvecs[i].tolist(), k=DEPTH,
+                bits_table=fp.bits_table if quantized else None)
         return run
 
     for name, fn in (("words", service("words")), ("vector", service("vector")),

@@ -65,6 +65,12 @@ class OllamaUnavailable(OllamaError):
     """Ollama did not answer (down, refused, timed out, died mid-stream, 5xx)."""
 
 
+class InputRefused(OllamaUnavailable):
+    """Ollama answered an embedding request with an error (4xx other than 404, or 500): one
+    of its inputs may be one the model cannot process, so the caller splits the batch to
+    find it; when every input fails alone and a probe fails too, Ollama itself is failing."""
+
+
 class ModelMissing(OllamaError):
     """Ollama answered 404: the model is not pulled."""
 

@@ -18,6 +18,10 @@ from typing import Any
 
 from askvault.errors import ConfigError
 
+# Token budget of `askvault context` (and get_context_pack) when none is given; here so that
+# the CLI can show it without importing the services.
+DEFAULT_BUDGET_TOKENS = 4000
+
 
 def _opt(default: Any, help: str, **checks: Any) -> Any:
     """A settings field with its help text and checks (min, choices) as metadata."""

@@ -32,7 +32,7 @@ def stored_text_hashes(db_path: Path) -> set[str]:
         return set()
     conn = connect(db_path, readonly=True)
     try:
-        return {r[0] for r in conn.execute("SELECT text_hash FROM embeddings")}
+        return {bytes(r[0]).hex() for r in conn.execute("SELECT text_key FROM embedding_cache")}
     finally:
         conn.close()
 

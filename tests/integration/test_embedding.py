@@ -16,6 +16,7 @@ from askvault.services.doctor import run_checks
 from askvault.services.embedding import drain_backlog, target_fingerprint, vector_problem
 from askvault.services.index_pass import index_vault, make_embedder
 from askvault.services.search import open_search, search
+from askvault.services.status import collect_status
 from askvault.settings import Settings
 from support.fake_ollama import DEFAULT_DIMENSION, FakeOllama
 from support.settings_factory import cli_env, settings_for
@@ -173,3 +174,44 @@ def test_cli_index_with_malformed_vectors_exits_0_without_a_traceback(
     assert result.exit_code == 0
     assert "1 texts got an unusable vector, retried later" in result.stdout
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_batch_stored(
+    tmp_path: Path, fake_ollama: FakeOllama, status: int,
+) -> None:
+    # All four texts in one batch: the whole request fails until the bad text is alone.
+    settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url,
+                            **{"ollama.embed_batch_size": 32})
+    fake_ollama.refused = {MARKER: status}
+    report = index_vault(settings)
+    assert report.embed_error is None
+    assert report.embed.texts_embedded == len(GOOD_NOTES)
+    assert report.embed.texts_failed == 1 and report.pending_embeddings == 1
+    assert [MARKER in t for batch in fake_ollama.refused_batches[-1:] for t in batch] == [True]
+    failures = _failures(settings)
+    assert len(failures) == 1 and MARKER in failures[0][1]
+    assert "refused this text" in failures[0][0] and f"status {status}" in failures[0][0]
+    # Shown in status and doctor, with the note and the reason.
+    doc = collect_status(settings, probe=False)
+    assert [f["file"] for f in doc["embed_failures"]] == ["Bad.md"]
+    assert "refused" in doc["embed_failures"][0]["reason"]
+    ok, detail = _vector_check(settings)
+    assert ok and "Bad.md" in detail
+    # Not asked again until its retry time (or until its text changes).
+    calls = fake_ollama.embed_calls
+    index_vault(settings)
+    assert fake_ollama.embed_calls == calls
+
+
+def test_ollama_refusing_every_text_and_the_probe_is_an_outage_not_bad_inputs(
+    tmp_path: Path, fake_ollama: FakeOllama,
+) -> None:
+    settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
+    fake_ollama.refused = {"": 500}  # every input, the probe too
+    report = index_vault(settings)
+    assert report.embed_error is not None and "status 500" in report.embed_error.message
+    assert _failures(settings) == []  # nothing blamed on the texts
+    fake_ollama.refused = {}
+    report = index_vault(settings)
+    assert report.embed_error is None and report.pending_embeddings == 0

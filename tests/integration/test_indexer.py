@@ -162,7 +162,7 @@ def test_deleted_note_leaves_no_rows(vault: Path, tmp_path: Path, fake_ollama: F
     assert fp is not None
     chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
     fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
-    vec_ids = {r[0] for r in conn.execute(f"SELECT chunk_id FROM {fp.vec_table}")}
+    vec_ids = {r[0] for r in conn.execute(f"SELECT chunk_id FROM {fp.bits_table}")}
     conn.close()
     assert chunk_ids == fts_ids == vec_ids
 
@@ -365,3 +365,57 @@ def test_a_new_alias_rewrites_the_notes_search_rows(
     ).fetchone()[0]
     conn.close()
     assert hits == chunks > 0
+
+
+def test_a_rename_and_a_move_keep_their_chunk_word_and_vector_rows_in_place(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    conn = connect(settings.db_path)
+    fp = store.active_fingerprint(conn)
+    assert fp is not None
+
+    def rows(path: str) -> tuple[int, list[int], list[bytes]]:
+        note_id = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()[0]
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM chunks WHERE note_id = ? ORDER BY position", (note_id,))]
+        bits = [bytes(conn.execute(f"SELECT embedding FROM {fp.bits_table} WHERE chunk_id = ?",
+                                   (cid,)).fetchone()[0]) for cid in ids]
+        return note_id, ids, bits
+
+    before_embeds = rows("Embeds.md")
+    before_links = rows("Links.md")
+    (vault / "Embeds.md").rename(vault / "Transclusion guide.md")
+    (vault / "moved").mkdir()
+    (vault / "Links.md").rename(vault / "moved" / "Links.md")
+    report = index_vault(settings)
+    assert sorted(report.index.renamed) == [
+        ("Embeds.md", "Transclusion guide.md"), ("Links.md", "moved/Links.md")]
+    assert report.index.chunks_written == 0
+    assert rows("Transclusion guide.md") == before_embeds  # same note, chunk and vector rows
+    assert rows("moved/Links.md") == before_links
+    # The new name is in the word index (the title is the file name), the old one is gone.
+    title_hits = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
+                              "'title:\"transclusion guide\"'").fetchone()[0]
+    assert title_hits == len(before_embeds[1])
+    assert conn.execute("SELECT folder FROM notes WHERE path = 'moved/Links.md'"
+                        ).fetchone()[0] == "moved"
+    assert not conn.execute("SELECT 1 FROM notes WHERE path IN ('Embeds.md', 'Links.md')"
+                            ).fetchone()
+    assert store.count_missing_vectors(conn, fp) == 0 and store.count_extra_vectors(conn, fp) == 0
+    conn.close()
+
+
+def test_a_watcher_batch_with_a_rename_moves_the_note_in_place(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings)
+    conn = connect(settings.db_path)
+    note_id = conn.execute("SELECT id FROM notes WHERE path = 'Embeds.md'").fetchone()[0]
+    (vault / "Embeds.md").rename(vault / "Renamed.md")
+    report = index_paths(conn, settings, ["Embeds.md", "Renamed.md"])
+    assert report.renamed == [("Embeds.md", "Renamed.md")] and report.chunks_written == 0
+    assert conn.execute("SELECT id FROM notes WHERE path = 'Renamed.md'").fetchone()[0] == note_id
+    conn.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from askvault.records import Fingerprint, SearchFilters
 DIM = 384
 CHUNKS = 1500
 PER_NOTE = 5
+
+
+def _h(name: object) -> str:
+    """A text hash as the index keys texts (hex sha256)."""
+    return hashlib.sha256(str(name).encode()).hexdigest()
 
 
 def _vectors(n: int, seed: int) -> np.ndarray:
@@ -41,10 +47,10 @@ def index(tmp_path: Path) -> Iterator[tuple[Connection, store.FingerprintRow, np
         conn.executemany(
             "INSERT INTO chunks(id, note_id, position, text_hash, heading_path, start_line,"
             " end_line, text) VALUES (?,?,?,?,'[]',1,2,'x')",
-            [(i + 1, i // PER_NOTE + 1, i % PER_NOTE, f"h{i + 1}") for i in range(CHUNKS)],
+            [(i + 1, i // PER_NOTE + 1, i % PER_NOTE, _h(i + 1)) for i in range(CHUNKS)],
         )
         fp = store.ensure_fingerprint(conn, Fingerprint("m", "0" * 12, DIM), 0.0)
-        store.store_vectors(conn, fp, [(f"h{i + 1}", vectors[i].tolist()) for i in range(CHUNKS)])
+        store.store_vectors(conn, fp, [(_h(i + 1), vectors[i].tolist()) for i in range(CHUNKS)])
     yield conn, fp, vectors
     conn.close()
 
@@ -53,7 +59,7 @@ def _quantized(conn: Connection, fp: store.FingerprintRow, query: np.ndarray, k:
                filters: SearchFilters | None = None) -> list[tuple[int, float]] | None:
     filters = filters or SearchFilters()
     return quantized.search(
-        conn, fp.bits_table, fp.vec_table, fp.id, query, k=k, min_chunks=0,
+        conn, fp.bits_table, fp.id, query, k=k, min_chunks=0,
         exclude_ids=lambda: search_store._derived_chunk_ids(conn, filters),
         allow_ids=lambda: search_store._allowed_chunk_ids(conn, filters),
     )
@@ -71,7 +77,7 @@ def _queries(vectors: np.ndarray) -> list[np.ndarray]:
 def test_quantized_search_returns_the_exact_top_hits(index) -> None:
     conn, fp, vectors = index
     for q in _queries(vectors):
-        exact = search_store.vector_chunks(conn, fp.vec_table, q.tolist(), k=10)
+        exact = search_store.vector_chunks(conn, fp.id, q.tolist(), k=10)
         got = _quantized(conn, fp, q, 10)
         assert got is not None
         assert [cid for cid, _ in got] == [cid for cid, _ in exact]
@@ -90,7 +96,7 @@ def test_quantized_search_applies_filters_before_picking_candidates(index) -> No
     assert only is not None and len(only) == 50
     assert all(folders[cid] == "f1" for cid, _ in only)
     exact = search_store.vector_chunks(
-        conn, fp.vec_table, q.tolist(), k=50, filters=SearchFilters(folders=("f1",)))
+        conn, fp.id, q.tolist(), k=50, filters=SearchFilters(folders=("f1",)))
     assert [cid for cid, _ in only[:10]] == [cid for cid, _ in exact[:10]]
     with_derived = _quantized(conn, fp, q, CHUNKS, SearchFilters(include_derived=True))
     assert with_derived is not None and len(with_derived) == CHUNKS
@@ -101,16 +107,37 @@ def test_quantized_search_returns_nothing_when_no_chunk_passes(index) -> None:
     assert _quantized(conn, fp, vectors[0], 10, SearchFilters(folders=("nowhere",))) == []
 
 
-def test_quantized_search_leaves_small_indexes_to_exact_knn(index) -> None:
+def test_a_small_index_is_searched_exactly_from_the_cache(index) -> None:
     conn, fp, vectors = index
-    assert quantized.search(
-        conn, fp.bits_table, fp.vec_table, fp.id, vectors[0], k=10,
-        exclude_ids=lambda: None, allow_ids=lambda: None,
-    ) is None
-    # ...and vector_chunks then answers exactly, as before.
-    hits = search_store.vector_chunks(conn, fp.vec_table, vectors[0].tolist(), k=3,
-                                      bits_table=fp.bits_table, fingerprint_id=fp.id)
-    assert hits[0][0] == 1
+    assert quantized.search(conn, fp.bits_table, fp.id, vectors[0], k=10,
+                            exclude_ids=lambda: None, allow_ids=lambda: None) is None
+    for q in _queries(vectors):
+        got = search_store.vector_chunks(conn, fp.id, q.tolist(), k=40, bits_table=fp.bits_table)
+        # The truth, by numpy over every chunk that passes (derived notes left out).
+        derived = set(search_store._derived_chunk_ids(conn, SearchFilters()) or [])
+        ids = np.array([i + 1 for i in range(CHUNKS) if i + 1 not in derived])
+        distance = 1.0 - vectors[ids - 1] @ q / np.linalg.norm(q)
+        truth = ids[np.lexsort((ids, distance))][:40]
+        assert [cid for cid, _ in got] == truth.tolist()
+
+
+def test_the_exact_scan_finds_k_chunks_past_copies_orphans_and_filters(index) -> None:
+    conn, fp, vectors = index
+    q = vectors[3]
+    with write_transaction(conn):
+        # Cached texts that no chunk holds any more, all nearer than any chunk.
+        store.store_vectors(conn, fp, [(_h(f"orphan{i}"), q.tolist()) for i in range(300)])
+        # A copy of chunk 4's text in another note: both chunks come back.
+        conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+                     " start_line, end_line, text) VALUES (9002, 2, 99, ?, '[]', 1, 2, 'x')",
+                     (_h(4),))
+    got = search_store.vector_chunks(conn, fp.id, q.tolist(), k=50)
+    assert len(got) == 50 and {4, 9002} <= {cid for cid, _ in got[:2]}
+    only = search_store.vector_chunks(conn, fp.id, q.tolist(), k=20,
+                                      filters=SearchFilters(folders=("f1",)))
+    folders = dict(conn.execute("SELECT c.id, n.folder FROM chunks c JOIN notes n"
+                                " ON n.id = c.note_id").fetchall())
+    assert len(only) == 20 and all(folders[cid] == "f1" for cid, _ in only)
 
 
 def test_deleting_a_note_removes_its_bit_rows(index) -> None:
@@ -144,26 +171,26 @@ def test_a_dimension_not_divisible_by_eight_has_no_bit_table(tmp_path: Path) -> 
         assert not conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = ?", (fp.bits_table,)).fetchone()
         assert search_store.vector_chunks(
-            conn, fp.vec_table, [1.0] * 6, k=3, bits_table=fp.bits_table, fingerprint_id=fp.id
+            conn, fp.id, [1.0] * 6, k=3, bits_table=fp.bits_table
         ) == []
     finally:
         conn.close()
 
 
-def test_storing_an_already_cached_text_again_adds_only_missing_vec_rows(
+def test_storing_an_already_cached_text_again_adds_only_missing_bit_rows(
     index: tuple[Connection, store.FingerprintRow, np.ndarray],
 ) -> None:
     conn, fp, vectors = index
     with write_transaction(conn):
         # A second chunk with the text of chunk 1 (copied in the same note), no vec row yet.
         conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
-                     " start_line, end_line, text) VALUES (9001, 1, 99, 'h1', '[]', 1, 2, 'x')")
-        added = store.store_vectors(conn, fp, [("h1", vectors[0].tolist()),
-                                               ("fresh", vectors[1].tolist())])
+                     " start_line, end_line, text) VALUES (9001, 1, 99, ?, '[]', 1, 2, 'x')",
+                     (_h(1),))
+        added = store.store_vectors(conn, fp, [(_h(1), vectors[0].tolist()),
+                                               (_h("fresh"), vectors[1].tolist())])
     assert added == 1  # chunk 9001 only; chunk 1 kept its row, 'fresh' has no chunk
     assert store.count_missing_vectors(conn, fp) == 0
-    rows = conn.execute(f"SELECT count(*) FROM {fp.vec_table} WHERE chunk_id IN (1, 9001)")
-    assert rows.fetchone()[0] == 2
+    assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == CHUNKS + 1
     bits = conn.execute(f"SELECT count(*) FROM {fp.bits_table}").fetchone()[0]
     assert bits == CHUNKS + 1
     assert store.store_vectors(conn, fp, []) == 0
@@ -176,52 +203,12 @@ def test_a_zero_or_nan_vector_is_left_out_of_both_vector_paths(
     zero, nan = np.zeros(DIM, dtype=np.float32), np.full(DIM, np.nan, dtype=np.float32)
     with write_transaction(conn):
         for cid, vec in ((7, zero), (8, nan)):
-            conn.execute(f"DELETE FROM {fp.vec_table} WHERE chunk_id = ?", (cid,))
-            conn.execute(f"INSERT INTO {fp.vec_table}(chunk_id, embedding, derived)"
-                         " VALUES (?, ?, 0)", (cid, vec.tobytes()))
-            conn.execute("UPDATE embeddings SET vector = ? WHERE text_hash = ?",
-                         (vec.tobytes(), f"h{cid}"))
+            conn.execute("UPDATE embedding_cache SET vector = ? WHERE text_key = ?",
+                         (vec.tobytes(), store.text_key(_h(cid))))
     query = vectors[7]
-    exact = search_store.vector_chunks(conn, fp.vec_table, query.tolist(), k=CHUNKS)
+    exact = search_store.vector_chunks(conn, fp.id, query.tolist(), k=CHUNKS)
     assert 8 not in {cid for cid, _ in exact}
     assert all(np.isfinite(d) for _, d in exact)
     found = _quantized(conn, fp, query, k=CHUNKS)
     assert found is not None and 8 not in {cid for cid, _ in found}
     assert all(np.isfinite(d) for _, d in found)
-
-
-def test_a_vec_table_made_with_the_old_metadata_columns_still_gets_its_rows(
-    tmp_path: Path,
-) -> None:
-    conn = connect(tmp_path / "index.sqlite")
-    with write_transaction(conn):
-        conn.execute("INSERT INTO notes(id, path, folder, title, size, mtime_ns, inode,"
-                     " content_hash, derived, indexed_at) VALUES (1, 'a/n.md', 'a', 'n', 0, 0, 0,"
-                     " '', 0, 0)")
-        conn.executemany("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
-                         " start_line, end_line, text) VALUES (?, 1, ?, ?, '[]', 1, 2, 'x')",
-                         [(1, 0, "h1"), (2, 1, "h2")])
-        # The vec table as indexes made before 2026-11-30 have it.
-        conn.execute(f"CREATE VIRTUAL TABLE {store.vec_table_name(1)} USING vec0(chunk_id "
-                     f"INTEGER PRIMARY KEY, embedding float[{DIM}] distance_metric=cosine, "
-                     "folder TEXT, top_folder TEXT, note_type TEXT, derived INTEGER)")
-        fp = store.ensure_fingerprint(conn, Fingerprint("m", "0" * 12, DIM), 0.0)
-        assert fp.vec_table == store.vec_table_name(1)
-        vectors = _vectors(2, seed=3)
-        added = store.store_vectors(conn, fp, [("h1", vectors[0].tolist()),
-                                               ("h2", vectors[1].tolist())])
-    assert added == 2
-    assert conn.execute(f"SELECT folder, top_folder, derived FROM {fp.vec_table} "
-                        "WHERE chunk_id = 1").fetchone() == ("a", "a", 0)
-    hits = search_store.vector_chunks(conn, fp.vec_table, vectors[0].tolist(), k=2)
-    assert [cid for cid, _ in hits][0] == 1
-    conn.close()
-
-
-def test_a_new_vec_table_has_only_the_derived_metadata_column(
-    index: tuple[Connection, store.FingerprintRow, np.ndarray],
-) -> None:
-    conn, fp, _ = index
-    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?",
-                       (fp.vec_table,)).fetchone()[0]
-    assert "derived INTEGER" in sql and "folder" not in sql

@@ -147,11 +147,15 @@ class FakeOllama:
         self.digests: dict[str, str] = {}
         self.context_lengths: dict[str, int] = {}
         self.malformed: dict[str, str] = {}
+        # A marker in any input of an /api/embed request -> that HTTP status for the whole
+        # request, as Ollama answers an input its runner cannot process.
+        self.refused: dict[str, int] = {}
         self.version = version
         self.chat_script: list[str] | Callable[[list[dict[str, Any]]], str] | None = None
         self.token_delay_s = 0.0
         self.requests: list[tuple[str, Any]] = []
         self.embed_batches: list[list[str]] = []
+        self.refused_batches: list[list[str]] = []
         self._lock = threading.Lock()
         self._fault: _Fault | None = None
         self._httpd: _Server | None = None
@@ -448,6 +452,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not truncate and any(fake_token_count(t) > limit for t in texts):
             self._send_json(400, {"error": "the input length exceeds the context length"})
             return
+        refusal = next((status for marker, status in self.fake.refused.items()
+                        if any(marker in t for t in texts)), None)
+        if refusal is not None:
+            self._record_refused(texts)
+            self._send_json(refusal, {"error": "failed to process inputs: this input cannot"
+                                               " be embedded"})
+            return
         # Ollama truncates silently when `truncate` is true (its default).
         clipped = [t[: limit * FAKE_CHARS_PER_TOKEN] for t in texts]
         vectors = [self.fake.vector(t, model) for t in clipped]
@@ -502,6 +513,10 @@ class _Handler(BaseHTTPRequestHandler):
             {"model": model, "created_at": _now(), **shape(p), "done": False} for p in pieces
         ]
         self._send_stream(chunks + [final])
+
+    def _record_refused(self, texts: list[str]) -> None:
+        with self.fake._lock:
+            self.fake.refused_batches.append(list(texts))
 
     def _record_embed(self, texts: list[str]) -> None:
         with self.fake._lock:

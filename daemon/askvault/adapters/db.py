@@ -6,20 +6,22 @@ pyenv and macOS Pythons cannot, and sqlite-vec is an extension.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import errno
 import os
 import logging
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import sqlean
-import sqlite_vec
+import importlib.util
 
-from askvault.adapters.migrations import MIGRATIONS, SLOW_MIGRATIONS
+import sqlean
+
+from askvault.adapters.migrations import MIGRATIONS, PAGE_SIZE_BYTES, SLOW_MIGRATIONS, split_sql
 from askvault.errors import DiskFull, IndexBusy, StoreError
 
 # How long a statement waits for another writer's lock before IndexBusy; the daemon then
@@ -63,10 +65,13 @@ def connect(
         if not readonly:
             make_private_files(path)  # before WAL mode makes -wal and -shm from its mode
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(sqlite_vec_path())
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         if not readonly:
+            if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # Only a new file can take it (WAL fixes the page size once written).
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -87,6 +92,22 @@ def connect(
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
         ) from exc
     return conn
+
+
+def serialize_float32(vector: Sequence[float]) -> bytes:
+    """A vector as the float32 bytes sqlite-vec reads (as `sqlite_vec.serialize_float32`)."""
+    return array.array("f", vector).tobytes()
+
+
+def sqlite_vec_path() -> str:
+    """The sqlite-vec loadable extension shipped in the `sqlite_vec` package, found without
+    importing it: its `__init__` imports numpy (~0.15 s), which a words-only command never
+    needs. Same path as `sqlite_vec.loadable_path()`."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError("the sqlite-vec package is not installed",
+                         "reinstall askvault (pip install askvault)")
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
 
 
 def make_private_folder(folder: Path) -> None:
@@ -178,6 +199,13 @@ def apply_migrations(conn: Connection) -> list[str]:
     for name, sql in MIGRATIONS:
         if name in done:
             continue
+        if callable(sql):
+            # Runs its own transactions (resumable after a kill); recorded once it returns.
+            sql(conn, write_transaction, lambda line: log.warning("%s", line))
+            with write_transaction(conn):
+                conn.execute("INSERT OR IGNORE INTO migrations VALUES (?, ?)", (name, time.time()))
+            applied.append(name)
+            continue
         if name in SLOW_MIGRATIONS and done:
             # Rewrites every row of a table: seconds per 100k chunks, one time, and other
             # openers wait (or report the index busy) until it is done.
@@ -187,16 +215,14 @@ def apply_migrations(conn: Connection) -> list[str]:
             # Re-check inside the write lock: another process may have migrated meanwhile.
             if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
                 continue
-            for statement in _split_sql(sql):
+            for statement in split_sql(sql):
                 conn.execute(statement)
             conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
         applied.append(name)
     return applied
 
 
-def _split_sql(sql: str) -> list[str]:
-    """Statements of a migration, split on `;` at line ends (no triggers are used)."""
-    return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
+_split_sql = split_sql  # the name the migration tests import
 
 
 def is_disk_full(exc: BaseException) -> bool:

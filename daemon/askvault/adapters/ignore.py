@@ -55,6 +55,11 @@ _NAME_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:\.tmp|~)$", re.I), "temporary file"),
 )
 
+# One pass instead of fourteen for the names that match none (nearly all): the scan of a
+# 6,571-note vault spent ~40 ms in these searches.
+_ANY_NAME_PATTERN = re.compile("|".join(
+    f"(?i:{p.pattern})" if p.flags & re.I else f"(?:{p.pattern})" for p, _ in _NAME_PATTERNS))
+
 
 @dataclass(frozen=True)
 class _Glob:
@@ -185,21 +190,26 @@ def is_note_path(rel_path: str) -> bool:
     return rel_path.lower().endswith(NOTE_SUFFIX) and not rel_path.endswith("/")
 
 
-def ignore_reason(rel_path: str, rules: IgnoreRules) -> str | None:
+def ignore_reason(
+    rel_path: str, rules: IgnoreRules, *, folders_checked: bool = False
+) -> str | None:
     """Why the vault-relative POSIX `rel_path` is ignored, or None if it is not.
 
     Pure: looks at the path only (no file access). Applies to any file, note or
-    attachment; whether a file is a note at all is `is_note_path`.
+    attachment; whether a file is a note at all is `is_note_path`. `folders_checked`:
+    every folder above it already passed `folder_ignore_reason` (the scanner's walk
+    descends only into those), so only the file's own name is checked.
     """
     parts = rel_path.strip("/").split("/")
-    for i in range(len(parts) - 1):
+    for i in range(0 if folders_checked else len(parts) - 1):
         reason = folder_ignore_reason("/".join(parts[: i + 1]), rules)
         if reason is not None:
             return reason[0]
     name = parts[-1]
-    for pattern, reason_text in _NAME_PATTERNS:
-        if pattern.search(name):
-            return reason_text
+    if _ANY_NAME_PATTERN.search(name):
+        for pattern, reason_text in _NAME_PATTERNS:
+            if pattern.search(name):
+                return reason_text
     if name.startswith("."):
         return HIDDEN_REASON
     return _user_reason(rel_path, rules) or _glob_reason(parts, rules, is_folder=False)

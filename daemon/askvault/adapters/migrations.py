@@ -6,6 +6,16 @@ index, 010-019 the daemon, 020-029 search, 030-039 answering.
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+# A migration written in Python: it runs its own transactions (through `transaction`, the
+# runner's BEGIN IMMEDIATE context manager) so that a long one is resumable after a kill,
+# and reports progress through `report`. The runner records it once it returns.
+MigrationStep = Callable[[Any, Callable[[Any], Any], Callable[[str], None]], None]
+
 M001_NOTES = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE notes (
@@ -174,10 +184,124 @@ INSERT INTO chunks_trigram(rowid, body)
       AND c.id NOT IN (SELECT rowid FROM chunks_trigram);
 """
 
+# Issue 11: the embedding cache as a rowid table keyed by the 32 raw bytes of the text's
+# sha256, and the only place float vectors are kept. The old `embeddings` table was
+# WITHOUT ROWID: a 1,536-byte vector does not fit in its 4 KiB B-tree pages, so every row
+# spilled to an overflow page of its own (93 of its 142 MB unused on the hub vault), and
+# `count_pending` read those pages (0.8 s). The per-chunk float vec0 tables (`vec_fp<N>`,
+# 79 MB there) stored each vector once more per chunk; the vector scan reads sign bits
+# per chunk and rescores from the cache, so they go. Rows move in batches, each batch
+# copied and deleted in one transaction: a kill -9 loses nothing and the next open goes on
+# from the rows still left. Then VACUUM gives the freed pages back to the file system.
+M005_CACHE_TABLE = """
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    id INTEGER PRIMARY KEY,
+    fingerprint_id INTEGER NOT NULL REFERENCES fingerprints(id),
+    text_key BLOB NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS embedding_cache_key
+    ON embedding_cache(fingerprint_id, text_key);
+"""
+M005_BATCH_ROWS = 5_000
+# Pages of a new index (and of one the cache migration rewrites): a cached vector row is
+# 1.6 KB at 384 dims and 3.1 KB at 768, so 4 KiB pages hold 2 or 1 of them (a quarter of
+# each page unused) and 16 KiB pages 10 or 5 (3-5 % unused). Hub vault with 384-dim
+# vectors: 129.5 MB at 4 KiB, 115.7 MB at 8 KiB, 115.8 MB at 16 KiB (measured).
+PAGE_SIZE_BYTES = 16_384
+M005_REPORT_S = 2.0
+
+
+def _table_exists(conn: Any, name: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone() is not None
+
+
+def m005_embedding_cache(
+    conn: Any, transaction: Callable[[Any], Any], report: Callable[[str], None],
+    *, batch_rows: int = M005_BATCH_ROWS, stop_after_batches: int | None = None,
+) -> None:
+    """Move `embeddings` into `embedding_cache`, drop the float vec0 tables, VACUUM.
+
+    `stop_after_batches` stops early (raising InterruptedError) for the resume test."""
+    with transaction(conn):
+        for statement in split_sql(M005_CACHE_TABLE):
+            conn.execute(statement)
+    if _table_exists(conn, "embeddings"):
+        left = int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+        moved = int(conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0])
+        total = left + moved
+        if total:
+            report(f"upgrading the index: moving {left:,} cached vectors to the compact "
+                   "embedding cache; this happens once and resumes if interrupted")
+        batches = 0
+        last_report = time.monotonic()
+        while True:
+            with transaction(conn):
+                last = conn.execute(
+                    "SELECT fingerprint_id, text_hash FROM embeddings "
+                    "ORDER BY fingerprint_id, text_hash LIMIT 1 OFFSET ?", (batch_rows - 1,)
+                ).fetchone()
+                bound = "" if last is None else "WHERE (fingerprint_id, text_hash) <= (?, ?)"
+                params = () if last is None else tuple(last)
+                conn.execute(
+                    "INSERT OR IGNORE INTO embedding_cache(fingerprint_id, text_key, vector) "
+                    "SELECT fingerprint_id, unhex(text_hash), vector FROM embeddings "
+                    f"{bound or 'WHERE 1'} AND unhex(text_hash) IS NOT NULL "
+                    "ORDER BY fingerprint_id, text_hash", params,
+                )
+                conn.execute(f"DELETE FROM embeddings {bound}", params)
+                moved = total - int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+            batches += 1
+            if total and (last is None or time.monotonic() - last_report >= M005_REPORT_S):
+                report(f"upgrading the index: {moved:,} / {total:,} cached vectors moved")
+                last_report = time.monotonic()
+            if last is None:
+                break
+            if stop_after_batches is not None and batches >= stop_after_batches:
+                raise InterruptedError("stopped after %d batches" % batches)
+        with transaction(conn):
+            conn.execute("DROP TABLE embeddings")
+    with transaction(conn):
+        dropped = 0
+        for (fp_id,) in conn.execute("SELECT id FROM fingerprints").fetchall():
+            if _table_exists(conn, f"vec_fp{int(fp_id)}"):
+                conn.execute(f"DROP TABLE vec_fp{int(fp_id)}")
+                dropped += 1
+    if dropped or conn.execute("PRAGMA freelist_count").fetchone()[0] > 1024:
+        report("upgrading the index: giving the freed space back (VACUUM)")
+        _vacuum(conn)
+
+
+def _vacuum(conn: Any) -> None:
+    """VACUUM, into `PAGE_SIZE_BYTES` pages when no other connection has the file open (WAL
+    keeps the page size, so the file leaves WAL mode for it); best effort: a reader holding
+    the file or a full disk only leaves the space unused."""
+    with contextlib.suppress(Exception):
+        if conn.execute("PRAGMA page_size").fetchone()[0] != PAGE_SIZE_BYTES:
+            mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+            if str(mode).lower() == "delete":
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
+    try:
+        with contextlib.suppress(Exception):
+            conn.execute("VACUUM")
+    finally:
+        conn.execute("PRAGMA journal_mode = WAL")
+
+
+m005_embedding_cache.schema_sql = M005_CACHE_TABLE  # type: ignore[attr-defined]
+
+
+def split_sql(sql: str) -> list[str]:
+    """Statements of a migration, split on `;` at line ends (no triggers are used)."""
+    return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
+
+
 # Migrations that rewrite a whole table of an existing index, and what they do (logged).
 SLOW_MIGRATIONS = {"m004_fts_porter": "rebuilding the word index with stemming"}
 
-MIGRATIONS: list[tuple[str, str]] = [
+MIGRATIONS: list[tuple[str, str | MigrationStep]] = [
     ("m001_notes", M001_NOTES),
     ("m002_fts", M002_FTS),
     ("m003_embeddings", M003_EMBEDDINGS),
@@ -187,4 +311,6 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m032_inbox_archive_state", M032_INBOX_ARCHIVE_STATE),
     ("m004_fts_porter", M004_FTS_PORTER),
     ("m033_trigram_extension_b", M033_TRIGRAM_EXTENSION_B),
+
+    ("m005_embedding_cache", m005_embedding_cache),
 ]

@@ -7,9 +7,7 @@ probe, and turning every client failure into an `errors.OllamaError`.
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -18,23 +16,26 @@ from typing import Any
 import httpx
 import ollama
 
+from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    REMOTE_HINT,
+    UNAVAILABLE_HINT,
+    OllamaStatus,
+    RefusedEmbedder,
+    _find_model,
+    check_host_allowed,
+    host_refusal,
+    model_present,
+    probe_ollama,
+)
 from askvault.errors import (
-    ConfigError,
+    InputRefused,
     ModelMissing,
-    OllamaError,
     OllamaUnavailable,
-    RemoteHostRefused,
 )
 from askvault.records import Fingerprint
 
-DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_PORT = 11434
-UNAVAILABLE_HINT = "is `ollama serve` running? Try `askvault doctor`"
-REMOTE_HINT = (
-    "askvault talks only to an Ollama on this machine: point OLLAMA_HOST at 127.0.0.1, or allow"
-    " this host with `allow_remote_ollama = true` under [ollama] in the config file"
-    " (or ASKVAULT_OLLAMA__ALLOW_REMOTE_OLLAMA=true)"
-)
 # Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
 # code, numbers and non-Latin text, so a piece estimated to fit really fits.
 CHARS_PER_TOKEN_ESTIMATE = 3
@@ -64,85 +65,6 @@ def embed_prefixes(model: str) -> tuple[str, str]:
     return EMBED_PREFIXES.get(model_base_name(model), ("", ""))
 
 
-def check_host_allowed(url: str, allow_remote: bool) -> str:
-    """Normalise an Ollama host as the client would and refuse a non-loopback one.
-
-    Accepts what OLLAMA_HOST accepts (`127.0.0.1:11434`, `localhost`,
-    `http://[::1]:11434`, `:11435`, empty for the default); `0.0.0.0` and `::` (a
-    server's "all interfaces") mean this machine. A host name other than `localhost`
-    counts as remote: no DNS lookup is made to find out. Returns `scheme://host:port`.
-    """
-    raw = (url or "").strip()
-    if not raw:
-        return DEFAULT_HOST
-    scheme, sep, rest = raw.partition("://")
-    if sep:
-        scheme = scheme.lower()
-        default_port = 443 if scheme == "https" else 80
-    else:
-        scheme, rest, default_port = "http", raw, DEFAULT_PORT
-    if scheme not in ("http", "https"):
-        raise ConfigError([f"ollama.host: unsupported scheme {scheme!r} in {raw!r} (use http)"])
-    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
-    try:
-        port = split.port or default_port
-    except ValueError:
-        raise ConfigError([f"ollama.host: invalid port in {raw!r}"]) from None
-    host = (split.hostname or "127.0.0.1").lower()
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    if not allow_remote and not _is_loopback(host):
-        raise RemoteHostRefused(
-            f"refusing to connect to Ollama at {raw}: {host} is not a loopback address",
-            REMOTE_HINT,
-        )
-    shown = f"[{host}]" if ":" in host else host
-    path = split.path.strip("/")
-    return f"{scheme}://{shown}:{port}" + (f"/{path}" if path else "")
-
-
-def host_refusal(url: str, allow_remote: bool) -> RemoteHostRefused | None:
-    """The refusal of this host by the configuration, or None when askvault may use it.
-
-    A refusal is a setting, not an outage: retrying it can never succeed, so callers report
-    it (with its hint, which names the setting) instead of backing off."""
-    try:
-        check_host_allowed(url, allow_remote)
-    except RemoteHostRefused as exc:
-        return exc
-    return None
-
-
-class RefusedEmbedder:
-    """Stands in for the embedder when the configuration refuses the Ollama host
-    (implements `records.Embedder`): every call raises the refusal, nothing is sent."""
-
-    def __init__(self, refusal: RemoteHostRefused) -> None:
-        self.refusal = refusal
-
-    def fingerprint(self) -> Fingerprint:
-        raise self.refusal
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        raise self.refusal
-
-    def embed_query(self, text: str) -> list[float]:
-        raise self.refusal
-
-    def close(self) -> None:
-        """Nothing to close: no connection was ever made."""
-
-
-def _is_loopback(host: str) -> bool:
-    if host in ("localhost", "localhost."):
-        return True
-    try:
-        ip = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
-
-
 def _client(host: str, timeout_s: float | httpx.Timeout) -> ollama.Client:
     """An `ollama.Client` that ignores the environment's proxy settings.
 
@@ -160,6 +82,11 @@ def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
             raise ModelMissing(model, host) from exc
+        if 400 <= exc.status_code < 500 or exc.status_code == 500:
+            raise InputRefused(
+                f"Ollama at {host} refused the request: {exc.error} (status {exc.status_code})",
+                UNAVAILABLE_HINT,
+            ) from exc
         raise OllamaUnavailable(
             f"Ollama at {host} failed: {exc.error} (status {exc.status_code})", UNAVAILABLE_HINT
         ) from exc
@@ -200,13 +127,6 @@ def _pool(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[fl
     mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
     norm = math.sqrt(sum(x * x for x in mean)) or 1.0
     return [x / norm for x in mean]
-
-
-def _find_model(names: Sequence[str], name: str) -> str | None:
-    wanted = {name, name if ":" in name else f"{name}:latest"}
-    if name.endswith(":latest"):
-        wanted.add(name.removesuffix(":latest"))
-    return next((n for n in names if n in wanted), None)
 
 
 class OllamaEmbedder:
@@ -423,47 +343,3 @@ def _usage(part: Any) -> ReplyUsage:
                       seconds(part.prompt_eval_duration), seconds(part.eval_duration))
 
 
-@dataclass(frozen=True)
-class OllamaStatus:
-    """What `status` and `doctor` report about Ollama."""
-
-    url: str
-    reachable: bool
-    version: str | None
-    models: tuple[str, ...]
-    error: str | None
-    hint: str | None = None
-    refused: bool = False
-
-
-def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaStatus:
-    """Ask Ollama for its version and pulled models; never raises for an Ollama problem."""
-    try:
-        url = check_host_allowed(host, allow_remote)
-    except RemoteHostRefused as exc:
-        return OllamaStatus(host, False, None, (), exc.message, exc.hint, refused=True)
-    with _client(url, timeout_s) as client:
-        try:
-            with _translated_errors(url, "", timeout_s):
-                listing = client.list()
-        except OllamaError as exc:
-            return OllamaStatus(url, False, None, (), exc.message, exc.hint)
-    models = tuple(m.model for m in listing.models if m.model)
-    return OllamaStatus(url, True, _version(url, timeout_s), models, None)
-
-
-def _version(url: str, timeout_s: float) -> str | None:
-    # The client has no version call; /api/version is a plain GET on the same host.
-    try:
-        with httpx.Client(base_url=url, timeout=timeout_s, trust_env=False) as http:
-            response = http.get("/api/version")
-            response.raise_for_status()
-            version = response.json().get("version")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    return str(version) if version else None
-
-
-def model_present(status: OllamaStatus, name: str) -> bool:
-    """True if `name` is among the pulled models; `llama3.2` matches `llama3.2:latest`."""
-    return _find_model(status.models, name) is not None

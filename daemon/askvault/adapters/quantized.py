@@ -1,15 +1,16 @@
 """Quantized vector search: a Hamming scan of sign bits, then exact cosine rescoring.
 
-Each fingerprint has, beside its float vec0 table, a vec0 table of sign bits
-(`bit[D]`, filled by store.py). vec0's own KNN picks its top k with a pass over
-each 1024-row chunk per result, so its cost grows with n * k: measured at 100k
-chunks, 9 ms for k = 100 but 42 ms for k = 400, far too slow at 1M for the ~1000
-candidates good recall needs. So the bits are read straight from the vec0 table's
-storage (`<table>_chunks` and `<table>_vector_chunks00`, the layout of sqlite-vec
-0.1.x) and scanned with numpy: 4 ms at 100k. The best candidates are then rescored
-exactly from the float vectors of the embedding cache. Filters are masks applied
-before the candidates are picked. When that storage does not look as expected (a
-future sqlite-vec), callers fall back to exact vec0 KNN.
+Each fingerprint has a per-chunk vec0 table of sign bits (`bit[D]`, filled by
+store.py); the float vectors live once per text in the embedding cache. vec0's own
+KNN picks its top k with a pass over each 1024-row chunk per result, so its cost
+grows with n * k: measured at 100k chunks, 9 ms for k = 100 but 42 ms for k = 400,
+far too slow at 1M for the ~1000 candidates good recall needs. So the bits are read
+straight from the vec0 table's storage (`<table>_chunks` and
+`<table>_vector_chunks00`, the layout of sqlite-vec 0.1.x) and scanned with numpy:
+4 ms at 100k. The best candidates are then rescored exactly from the float vectors
+of the embedding cache. Filters are masks applied before the candidates are picked.
+Below `MIN_CHUNKS`, or when that storage does not look as expected (a future
+sqlite-vec), callers search exactly (search_store.vector_chunks).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import sqlean
 
 from askvault.adapters.db import Connection
 
-# Below this many chunks exact vec0 KNN is fast enough (measured: bench/search_bench.py).
+# Below this many chunks the exact scan of the cache is fast enough (measured:
+# bench/search_bench.py).
 MIN_CHUNKS = 20_000
 # Candidates rescored exactly: at least this many, and at least RESCORE_FACTOR * k.
 RESCORE_MIN = 200
@@ -32,12 +34,12 @@ IdSource = Callable[[], "list[int] | None"]
 
 
 def search(
-    conn: Connection, bits_table: str, vec_table: str, fingerprint_id: int,
+    conn: Connection, bits_table: str, fingerprint_id: int,
     query: np.ndarray, *, k: int, exclude_ids: IdSource, allow_ids: IdSource,
     min_chunks: int = MIN_CHUNKS,
 ) -> list[tuple[int, float]] | None:
     """(chunk id, cosine distance) of the k nearest chunks, best first, ties by id;
-    None when the index is small or its bit storage cannot be read (use exact KNN).
+    None when the index is small or its bit storage cannot be read (search exactly).
 
     `exclude_ids` and `allow_ids` give chunk ids to leave out and the only ids
     allowed (None: no constraint); they are called only when the scan goes ahead.
@@ -63,7 +65,7 @@ def search(
     distance[~mask] = np.iinfo(np.int32).max
     n = min(passing, max(RESCORE_MIN, RESCORE_FACTOR * k))
     picked = ids[np.argpartition(distance, n - 1)[:n]] if n < len(ids) else ids[mask]
-    return _rescore(conn, vec_table, fingerprint_id, query, picked.tolist(), k)
+    return _rescore(conn, fingerprint_id, query, picked.tolist(), k)
 
 
 def _read_bits(
@@ -104,8 +106,7 @@ def _hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
 
 
 def _rescore(
-    conn: Connection, vec_table: str, fingerprint_id: int, query: np.ndarray,
-    candidates: list[int], k: int,
+    conn: Connection, fingerprint_id: int, query: np.ndarray, candidates: list[int], k: int,
 ) -> list[tuple[int, float]]:
     """Exact cosine distances of the candidates, best k, ties by chunk id."""
     # The embedding cache is a plain table: one indexed lookup per candidate, where a
@@ -113,16 +114,10 @@ def _rescore(
     # planner, it scanned every cached vector of the fingerprint (1 s at 10k chunks).
     rows = dict(conn.execute(
         "SELECT c.id, e.vector FROM json_each(?) j CROSS JOIN chunks c ON c.id = j.value "
-        "CROSS JOIN embeddings e ON e.fingerprint_id = ? AND e.text_hash = c.text_hash",
+        "CROSS JOIN embedding_cache e ON e.fingerprint_id = ? "
+        "AND e.text_key = unhex(c.text_hash)",
         (json.dumps(candidates), fingerprint_id),
     ).fetchall())
-    for cid in candidates:
-        if cid not in rows:
-            row = conn.execute(
-                f"SELECT embedding FROM {vec_table} WHERE chunk_id = ?", (cid,)
-            ).fetchone()
-            if row is not None:
-                rows[cid] = row[0]
     if not rows:
         return []
     found = np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))

@@ -1,9 +1,8 @@
 """The SQL of retrieval: FTS5 words, CJK trigrams, vec0 KNN, chunk rows and graph neighbours.
 
-Filters are applied inside each query (for vectors: inside the KNN, through the
-`derived` metadata column and a `chunk_id IN (...)` constraint, or as a mask
-before the quantized scan picks its candidates), so a filter never silently
-returns fewer hits than asked for.
+Filters are applied inside each query (for vectors: as a mask before the sign-bit
+scan picks its candidates, or as SQL conditions of the exact scan), so a filter never
+silently returns fewer hits than asked for.
 """
 
 from __future__ import annotations
@@ -15,11 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from sqlite_vec import serialize_float32
-
-from askvault.adapters import quantized
-from askvault.adapters.db import Connection
+from askvault.adapters.db import Connection, serialize_float32
 from askvault.records import SearchFilters
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
@@ -130,46 +125,74 @@ def trigram_chunks(
 
 
 def vector_chunks(
-    conn: Connection, vec_table: str, vector: Sequence[float], *, k: int,
+    conn: Connection, fingerprint_id: int, vector: Sequence[float], *, k: int,
     filters: SearchFilters | None = None, bits_table: str | None = None,
-    fingerprint_id: int | None = None,
+    min_chunks: int | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine distance) of the k nearest chunks that pass `filters`.
 
-    With `bits_table` and `fingerprint_id`, an index of at least
-    `quantized.MIN_CHUNKS` chunks is searched by a Hamming scan of the sign bits and
-    exact cosine rescoring of the best candidates (see adapters/quantized.py);
-    otherwise exactly by vec0. Either way the filters run before the top k are
-    picked: `derived` is a vec0 metadata column and folders and tags become a
-    `chunk_id IN (...)` constraint (or masks of the scan), so k rows come back
-    whenever k rows pass.
+    With `bits_table`, a Hamming scan of the sign bits and exact cosine rescoring from
+    the embedding cache of the best candidates (every passing chunk below `min_chunks`:
+    exact); see adapters/quantized.py. Without one (a dimension not divisible by 8, or
+    unreadable bit storage), an exact scan of the cache in SQL. Either way the filters
+    run before the top k are picked (masks of the scan, or SQL conditions), so k rows
+    come back whenever k rows pass.
     """
     filters = filters or SearchFilters()
     k = max(1, min(k, VEC_MAX_K))
-    if bits_table is not None and fingerprint_id is not None:
+    if bits_table is not None:
+        # numpy only here: a words-only search never imports it (issue 11).
+        import numpy as np
+
+        from askvault.adapters import quantized
+
         found = quantized.search(
-            conn, bits_table, vec_table, fingerprint_id, np.asarray(vector, dtype=np.float32),
+            conn, bits_table, fingerprint_id, np.asarray(vector, dtype=np.float32),
             k=k, exclude_ids=lambda: _derived_chunk_ids(conn, filters),
             allow_ids=lambda: _allowed_chunk_ids(conn, filters),
+            min_chunks=quantized.MIN_CHUNKS if min_chunks is None else min_chunks,
         )
         if found is not None:
             return found
-    sql = f"SELECT chunk_id, distance FROM {vec_table} WHERE embedding MATCH ? AND k = ?"
-    params: list[Any] = [serialize_float32(list(vector)), k]
-    if not filters.include_derived:
-        sql += " AND derived = 0"
-    if filters.folders or filters.tags:
-        where, note_params = _note_filter(filters)
-        sql += (
-            " AND chunk_id IN (SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
-            f"WHERE {where})"
-        )
-        params.extend(note_params)
-    rows = conn.execute(sql, params).fetchall()
-    # vec0 allows no second ORDER BY term; equal distances are ordered here by chunk id.
-    # A zero or NaN vector has no distance (NULL or NaN): it cannot be ranked, so it is left out.
-    return sorted(((int(r[0]), float(r[1])) for r in rows
-                   if r[1] is not None and math.isfinite(r[1])), key=lambda r: (r[1], r[0]))
+    return exact_vector_chunks(conn, fingerprint_id, vector, k=k, filters=filters)
+
+
+def exact_vector_chunks(
+    conn: Connection, fingerprint_id: int, vector: Sequence[float], *, k: int,
+    filters: SearchFilters | None = None,
+) -> list[tuple[int, float]]:
+    """The exact k nearest chunks passing `filters`: sqlite-vec's distance over every
+    cached vector of the model, in SQL (one sequential scan of the cache, 1 ms per ~1,000
+    vectors), then the best texts' chunks through the filters. The texts are taken best
+    first in growing numbers until k chunks pass or none is left, so copies, orphaned
+    cache rows and filters never cut the answer short."""
+    where, params = _note_filter(filters)
+    blob = serialize_float32(list(vector))
+    if filters is not None and (filters.folders or filters.tags):
+        # Folders or tags usually leave few chunks: the distances of those only.
+        rows = conn.execute(
+            "SELECT id, d FROM (SELECT c.id AS id, vec_distance_cosine(e.vector, ?) AS d "
+            "FROM notes n CROSS JOIN chunks c ON c.note_id = n.id CROSS JOIN embedding_cache e "
+            f"ON e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash) WHERE {where}) "
+            "WHERE d IS NOT NULL ORDER BY d, id LIMIT ?",
+            [blob, fingerprint_id, *params, k],
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows if math.isfinite(r[1])]
+    total = int(conn.execute("SELECT count(*) FROM embedding_cache WHERE fingerprint_id = ?",
+                             (fingerprint_id,)).fetchone()[0])
+    texts = max(4 * k, 256)
+    while True:
+        # A zero or NaN vector has no distance (NULL): it cannot be ranked, so it is left out.
+        rows = conn.execute(
+            "SELECT c.id, t.d FROM (SELECT text_key, vec_distance_cosine(vector, ?) AS d "
+            "FROM embedding_cache WHERE fingerprint_id = ? AND d IS NOT NULL "
+            "ORDER BY d LIMIT ?) t CROSS JOIN chunks c ON c.text_hash = lower(hex(t.text_key)) "
+            f"CROSS JOIN notes n ON n.id = c.note_id WHERE {where} ORDER BY t.d, c.id LIMIT ?",
+            [blob, fingerprint_id, texts, *params, k],
+        ).fetchall()
+        if len(rows) >= k or texts >= total:
+            return [(int(r[0]), float(r[1])) for r in rows if math.isfinite(r[1])]
+        texts *= 4
 
 
 def _derived_chunk_ids(conn: Connection, filters: SearchFilters) -> list[int] | None:

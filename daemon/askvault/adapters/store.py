@@ -1,12 +1,14 @@
 """The index store: notes, chunks, links, FTS rows and vectors in one SQLite file.
 
 Callers wrap writes in `db.write_transaction`; functions here never commit on
-their own, so one note is always one transaction. Vectors live twice: in the
-content-addressed cache `embeddings` (fingerprint, text hash) and in one vec0
-table per fingerprint keyed by chunk id, with metadata columns for filters; a
-second vec0 table holds their sign bits (`bit[D]`) for the quantized search of
-large indexes (see search_store.vector_chunks). Indexes made before the bit table
-existed get it created and back-filled by the first write that touches vectors.
+their own, so one note is always one transaction. A float vector is stored once per
+distinct text and model, in the content-addressed cache `embedding_cache` (a rowid table
+keyed by fingerprint and the 32 raw bytes of the text's sha256; migration
+m005_embedding_cache): renames, copies, restarts and switching back to an earlier model
+cost no embedding. Per chunk there is only a vec0 table of sign bits (`bit[D]`, 48 bytes at
+384 dims) for the vector scan (see adapters/quantized.py), filled from the cache; the
+floats the scan rescores are read from the cache. Indexes whose bit table is missing get
+it created and back-filled by the first write that touches vectors.
 """
 
 from __future__ import annotations
@@ -16,12 +18,9 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlite_vec import serialize_float32
-
-from askvault.adapters.db import Connection
+from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.query import has_cjk
 from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
-
 
 
 @dataclass(frozen=True)
@@ -43,20 +42,18 @@ class FingerprintRow:
     state: str
 
     @property
-    def vec_table(self) -> str:
-        return vec_table_name(self.id)
-
-    @property
     def bits_table(self) -> str:
         return bits_table_name(self.id)
 
 
 def vec_table_name(fingerprint_id: int) -> str:
+    """The per-chunk float vec0 table of indexes made before m005_embedding_cache (dropped
+    by it: the floats are read from the embedding cache)."""
     return f"vec_fp{int(fingerprint_id)}"
 
 
 def bits_table_name(fingerprint_id: int) -> str:
-    """The vec0 table of sign bits beside `vec_table_name(fingerprint_id)`."""
+    """The per-chunk vec0 table of sign bits of a fingerprint."""
     return f"vecbits_fp{int(fingerprint_id)}"
 
 
@@ -108,9 +105,10 @@ def upsert_note(
 
     On a change, chunks whose text and heading path are unchanged keep their rows (FTS,
     vectors): only the chunks an edit touched are deleted and inserted, so an append to a
-    long note rewrites one chunk, not thirty (DESIGN §5). When the note's title, aliases,
-    folder, type or derived flag changed, every chunk is rewritten (FTS and vec0 rows carry
-    them). New chunks get vectors from the embedding cache; the rest wait in the backlog.
+    long note rewrites one chunk, not thirty (DESIGN §5). When the note's title or aliases
+    changed (a rename, mostly), the kept chunks' word rows are updated in place; vector
+    rows carry no note metadata, so they stay as they are. New chunks get vectors from the
+    embedding cache; the rest wait in the backlog.
     """
     now = time.time() if now is None else now
     folder = folder_of(parsed.path)
@@ -130,9 +128,8 @@ def upsert_note(
     to_insert = list(chunks)
     if existing:
         note_id = existing[0]
-        same_meta = tuple(existing[1:]) == (folder, parsed.title, aliases_json, parsed.type,
-                                            int(derived))
-        kept, to_insert = _match_chunks(conn, note_id, chunks) if same_meta else ({}, to_insert)
+        same_words = tuple(existing[2:4]) == (parsed.title, aliases_json)
+        kept, to_insert = _match_chunks(conn, note_id, chunks)
         stale = [cid for (cid,) in conn.execute(
             "SELECT id FROM chunks WHERE note_id = ?", (note_id,)) if cid not in kept]
         _delete_chunks(conn, stale)
@@ -140,6 +137,8 @@ def upsert_note(
             "UPDATE chunks SET position = ?, start_line = ?, end_line = ? WHERE id = ?",
             [(c.position, c.start_line, c.end_line, cid) for cid, c in kept.items()],
         )
+        if not same_words:
+            _rewrite_word_rows(conn, parsed, kept)
         conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
         conn.execute(
             "UPDATE notes SET path=?, folder=?, title=?, size=?, mtime_ns=?, inode=?, "
@@ -185,6 +184,33 @@ def upsert_note(
             copy_cached_vectors(conn, fp, chunk_ids=new_ids)
     conn.execute("DELETE FROM skipped WHERE path = ?", (parsed.path,))
     return int(note_id)
+
+
+def _rewrite_word_rows(conn: Connection, parsed: ParsedNote, kept: dict[int, Chunk]) -> None:
+    """Give kept chunks the note's new title and aliases in the word indexes (FTS5 updates
+    a row by rowid, a point operation)."""
+    aliases_text = " ".join(parsed.aliases)
+    conn.executemany(
+        "UPDATE chunks_fts SET title = ?, aliases = ? WHERE rowid = ?",
+        [(parsed.title, aliases_text, cid) for cid in kept],
+    )
+    conn.executemany("DELETE FROM chunks_trigram WHERE rowid = ?", [(cid,) for cid in kept])
+    conn.executemany(
+        "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
+        [(cid, parsed.title + "\n" + c.text) for cid, c in kept.items()
+         if has_cjk(c.text) or has_cjk(parsed.title)],
+    )
+
+
+def move_note(conn: Connection, old_path: str, new_path: str) -> bool:
+    """Give the note at `old_path` the path `new_path` (a rename or move: the same bytes),
+    keeping its chunk, word and vector rows; `upsert_note` then updates what the new name
+    changes. False when `old_path` is not indexed or `new_path` already is."""
+    if conn.execute("SELECT 1 FROM notes WHERE path = ?", (new_path,)).fetchone():
+        return False
+    moved = conn.execute("UPDATE notes SET path = ?, folder = ? WHERE path = ?",
+                         (new_path, folder_of(new_path), old_path)).rowcount
+    return bool(moved)
 
 
 def _match_chunks(
@@ -256,7 +282,6 @@ def _delete_chunks(conn: Connection, chunk_ids: Sequence[int]) -> None:
     conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", params)
     conn.executemany("DELETE FROM chunks_trigram WHERE rowid = ?", params)
     for fp in live_fingerprints(conn):
-        conn.executemany(f"DELETE FROM {fp.vec_table} WHERE chunk_id = ?", params)
         if ensure_bits_table(conn, fp):
             conn.executemany(f"DELETE FROM {fp.bits_table} WHERE chunk_id = ?", params)
     conn.executemany("DELETE FROM chunks WHERE id = ?", params)
@@ -326,27 +351,15 @@ def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -
         "UPDATE fingerprints SET state = 'retired' WHERE state = 'building' AND id != ?", (fp_id,)
     )
     fp = FingerprintRow(int(fp_id), fingerprint, state)
-    _create_vec_table(conn, fp)
-    copy_cached_vectors(conn, fp)
+    ensure_bits_table(conn, fp)
+    _drop_retired(conn)
     return fp
 
 
-def _create_vec_table(conn: Connection, fp: FingerprintRow) -> None:
-    # `derived` is the only metadata column: folder and tag filters reach the KNN as a
-    # `chunk_id IN (...)` constraint. (Tables made before 2026-11-30 also carry folder,
-    # top_folder and note_type, never read; they cost ~7 us per row written.)
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {fp.vec_table} USING vec0("
-        f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(fp.fingerprint.dimension)}] "
-        "distance_metric=cosine, derived INTEGER)"
-    )
-    ensure_bits_table(conn, fp)
-    _drop_retired(conn)
-
-
 def ensure_bits_table(conn: Connection, fp: FingerprintRow) -> bool:
-    """Create the sign-bit table of `fp` if missing, back-filled from its float table;
-    False when the dimension is not a multiple of 8 (bit[D] refuses it: no bit table)."""
+    """Create the sign-bit table of `fp` if missing, back-filled from the embedding cache;
+    False when the dimension is not a multiple of 8 (bit[D] refuses it: no bit table, the
+    vector channel then scans the cache exactly)."""
     dim = int(fp.fingerprint.dimension)
     if dim % 8:
         return False
@@ -358,20 +371,16 @@ def ensure_bits_table(conn: Connection, fp: FingerprintRow) -> bool:
             f"CREATE VIRTUAL TABLE {fp.bits_table} USING vec0("
             f"chunk_id INTEGER PRIMARY KEY, embedding bit[{dim}])"
         )
-        if conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fp.vec_table,)
-        ).fetchone():
-            conn.execute(
-                f"INSERT INTO {fp.bits_table}(chunk_id, embedding) "
-                f"SELECT chunk_id, vec_quantize_binary(embedding) FROM {fp.vec_table}"
-            )
+        copy_cached_vectors(conn, fp)
     return True
 
 
 def _drop_retired(conn: Connection) -> None:
+    # A retired model's cache rows stay (switching back costs no embedding); only its
+    # per-chunk tables go.
     for stale in fingerprint_rows(conn):
         if stale.state == "retired":
-            conn.execute(f"DROP TABLE IF EXISTS {stale.vec_table}")
+            conn.execute(f"DROP TABLE IF EXISTS {vec_table_name(stale.id)}")
             conn.execute(f"DROP TABLE IF EXISTS {stale.bits_table}")
 
 
@@ -383,11 +392,21 @@ def promote_fingerprint(conn: Connection, fp: FingerprintRow) -> None:
     _drop_retired(conn)
 
 
+def text_key(text_hash: str) -> bytes:
+    """The cache key of a chunk text: the 32 raw bytes of its hex sha256 (`unhex` in SQL)."""
+    return bytes.fromhex(text_hash)
+
+
 def copy_cached_vectors(
     conn: Connection, fp: FingerprintRow, *, note_id: int | None = None,
     text_hashes: Sequence[str] | None = None, chunk_ids: Sequence[int] | None = None,
 ) -> int:
-    """Fill vec rows from the cache for chunks that lack one; return rows added."""
+    """Fill the sign-bit rows of chunks that lack one from the cache; return rows added
+    (0 for a model without a bit table: its chunks read the cache directly)."""
+    if int(fp.fingerprint.dimension) % 8 or not conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fp.bits_table,)
+    ).fetchone():
+        return 0
     where = ["v.chunk_id IS NULL"]
     params: list[object] = [fp.id]
     if chunk_ids is not None:
@@ -404,50 +423,33 @@ def copy_cached_vectors(
         where.append(f"c.text_hash IN ({','.join('?' * len(text_hashes))})")
         params.extend(text_hashes)
     rows = conn.execute(
-        f"SELECT c.id, e.vector, n.folder, n.type, n.derived FROM chunks c "
-        f"JOIN notes n ON n.id = c.note_id "
-        f"JOIN embeddings e ON e.fingerprint_id = ? AND e.text_hash = c.text_hash "
-        f"LEFT JOIN {fp.vec_table} v ON v.chunk_id = c.id WHERE {' AND '.join(where)}",
+        # CROSS JOIN fixes the order (chunks, then one cache lookup each): left to the
+        # planner, it scanned every chunk for each cached vector (30 s at 10k chunks).
+        f"SELECT c.id, e.vector FROM chunks c "
+        f"CROSS JOIN embedding_cache e ON e.fingerprint_id = ? "
+        f"AND e.text_key = unhex(c.text_hash) "
+        f"LEFT JOIN {fp.bits_table} v ON v.chunk_id = c.id WHERE {' AND '.join(where)}",
         params,
     ).fetchall()
-    has_bits = ensure_bits_table(conn, fp)
-    if _has_legacy_columns(conn, fp.vec_table):
-        conn.executemany(
-            f"INSERT INTO {fp.vec_table}(chunk_id, embedding, folder, top_folder, note_type,"
-            " derived) VALUES (?,?,?,?,?,?)",
-            [(cid, vec, folder, folder.split("/", 1)[0], ntype or "", derived)
-             for cid, vec, folder, ntype, derived in rows],
-        )
-    else:
-        conn.executemany(
-            f"INSERT INTO {fp.vec_table}(chunk_id, embedding, derived) VALUES (?,?,?)",
-            [(cid, vec, derived) for cid, vec, _folder, _ntype, derived in rows],
-        )
-    if has_bits and rows:
+    if rows:
         conn.executemany(
             f"INSERT INTO {fp.bits_table}(chunk_id, embedding) VALUES (?, vec_quantize_binary(?))",
-            [(r[0], r[1]) for r in rows],
+            rows,
         )
     return len(rows)
-
-
-def _has_legacy_columns(conn: Connection, vec_table: str) -> bool:
-    """True for a vec table made with the folder/top_folder/note_type metadata columns."""
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (vec_table,)).fetchone()
-    return bool(row) and "top_folder" in str(row[0])
 
 
 def pending_hashes(conn: Connection, fp: FingerprintRow, now: float) -> list[str]:
     """Every chunk-text hash with no cached vector for `fp` (the backlog), minus texts whose
     last failure asks to wait until later.
 
-    One `EXCEPT` over the covering hash index: 44 ms on the hub vault's 52k chunks, against
-    260 ms for a scan of the chunks table by id (measured), and run once per drain rather
-    than once per batch.
+    One `NOT EXISTS` per distinct hash over the covering hash index and the cache's key
+    index: 25 ms on the hub vault's 50k chunks (measured), run once per drain rather than
+    once per batch.
     """
     rows = conn.execute(
-        "SELECT text_hash FROM chunks EXCEPT "
-        "SELECT text_hash FROM embeddings WHERE fingerprint_id = ?",
+        "SELECT DISTINCT c.text_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+        "embedding_cache e WHERE e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash))",
         (fp.id,),
     ).fetchall()
     waiting = {
@@ -474,17 +476,16 @@ def texts_of(conn: Connection, hashes: Sequence[str]) -> list[tuple[str, str]]:
 def count_pending(conn: Connection, fp: FingerprintRow | None) -> int:
     """Chunks (not texts) still waiting for a vector of `fp` (all chunks when no fp).
 
-    Counted against the embedding cache (B-tree lookups, ~50 ms on 52k chunks) rather than
-    the vec0 table: a vec0 row lookup per chunk took seconds (measured). The two agree
-    because a vec row is written in the same transaction as the cache row it copies;
-    `count_missing_vectors` checks that invariant itself (doctor).
+    B-tree lookups in the cache's (fingerprint, key) index, which holds no vector: 24 ms
+    on the hub vault's 50k chunks (measured; 0.8-1.2 s when the cache kept its vectors in
+    the key B-tree, each on an overflow page of its own).
     """
     if fp is None:
         return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
     return int(
         conn.execute(
-            "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-            "WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash)",
+            "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embedding_cache e "
+            "WHERE e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash))",
             (fp.id,),
         ).fetchone()[0]
     )
@@ -496,36 +497,64 @@ def count_failed_inputs(conn: Connection, fp: FingerprintRow) -> int:
     return int(
         conn.execute(
             "SELECT count(*) FROM chunks c JOIN embed_failures f ON f.fingerprint_id = ? "
-            "AND f.text_hash = c.text_hash WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-            "WHERE e.fingerprint_id = ? AND e.text_hash = c.text_hash)",
+            "AND f.text_hash = c.text_hash WHERE NOT EXISTS (SELECT 1 FROM embedding_cache e "
+            "WHERE e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash))",
             (fp.id, fp.id),
         ).fetchone()[0]
     )
 
 
 def count_missing_vectors(conn: Connection, fp: FingerprintRow) -> int:
-    """Chunks with no row in `fp`'s vec0 table: the exact check, slow on large indexes."""
+    """Chunks the vector scan cannot see: no sign-bit row (or, for a model without a bit
+    table, no cached vector). The exact check behind doctor's "vectors match chunks"."""
+    if int(fp.fingerprint.dimension) % 8:
+        return count_pending(conn, fp)
     return int(
         conn.execute(
-            f"SELECT count(*) FROM chunks c LEFT JOIN {fp.vec_table} v ON v.chunk_id = c.id "
+            f"SELECT count(*) FROM chunks c LEFT JOIN {fp.bits_table} v ON v.chunk_id = c.id "
             "WHERE v.chunk_id IS NULL"
         ).fetchone()[0]
     )
 
 
+def count_extra_vectors(conn: Connection, fp: FingerprintRow) -> int:
+    """Sign-bit rows whose chunk is gone (0 for a model without a bit table)."""
+    if int(fp.fingerprint.dimension) % 8:
+        return 0
+    return int(conn.execute(
+        f"SELECT count(*) FROM {fp.bits_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
+    ).fetchone()[0])
+
+
+def cached_vector(conn: Connection, fp: FingerprintRow, text_hash: str) -> bytes | None:
+    """The cached float32 vector of a text for `fp`, or None."""
+    row = conn.execute(
+        "SELECT vector FROM embedding_cache WHERE fingerprint_id = ? AND text_key = ?",
+        (fp.id, text_key(text_hash)),
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
 def store_vectors(
     conn: Connection, fp: FingerprintRow, items: Sequence[tuple[str, Sequence[float]]]
 ) -> int:
-    """Cache vectors by text hash and fill the vec rows of every chunk with that text."""
+    """Cache vectors by text hash and fill the sign-bit rows of every chunk with that text."""
     conn.executemany(
-        "INSERT OR REPLACE INTO embeddings(fingerprint_id, text_hash, vector) VALUES (?,?,?)",
-        [(fp.id, h, serialize_float32(list(v))) for h, v in items],
+        "INSERT INTO embedding_cache(fingerprint_id, text_key, vector) VALUES (?,?,?) "
+        "ON CONFLICT(fingerprint_id, text_key) DO UPDATE SET vector = excluded.vector",
+        [(fp.id, text_key(h), serialize_float32(list(v))) for h, v in items],
     )
     conn.executemany(
         "DELETE FROM embed_failures WHERE fingerprint_id = ? AND text_hash = ?",
         [(fp.id, h) for h, _ in items],
     )
-    return copy_cached_vectors(conn, fp, text_hashes=[h for h, _ in items])
+    hashes = [h for h, _ in items]
+    if int(fp.fingerprint.dimension) % 8 == 0:
+        return copy_cached_vectors(conn, fp, text_hashes=hashes)
+    # No bit table: the cache row is the chunk's vector; count the chunks it serves.
+    return sum(int(conn.execute(
+        f"SELECT count(*) FROM chunks WHERE text_hash IN ({','.join('?' * len(part))})", part
+    ).fetchone()[0]) for part in (hashes[i:i + 500] for i in range(0, len(hashes), 500)))
 
 
 def record_embed_failure(
@@ -543,6 +572,22 @@ def record_embed_failure(
         "INSERT OR REPLACE INTO embed_failures VALUES (?,?,?,?,?)",
         (fp.id, text_hash, attempts, error[:500], now + delay_s),
     )
+
+
+def list_embed_failures(
+    conn: Connection, fp: FingerprintRow, *, limit: int = 20
+) -> list[dict[str, object]]:
+    """Texts of current chunks the model refused or embedded unusably, with a note holding
+    each, the reason and the attempts so far (for status and doctor), oldest retry first."""
+    rows = conn.execute(
+        "SELECT f.text_hash, f.last_error, f.attempts, (SELECT n.path FROM chunks c JOIN notes n"
+        " ON n.id = c.note_id WHERE c.text_hash = f.text_hash ORDER BY n.path LIMIT 1) AS path"
+        " FROM embed_failures f WHERE f.fingerprint_id = ? AND path IS NOT NULL "
+        "ORDER BY f.next_try_at, f.text_hash LIMIT ?",
+        (fp.id, limit),
+    ).fetchall()
+    return [{"file": path, "reason": error, "attempts": int(attempts)}
+            for _hash, error, attempts, path in rows]
 
 
 def counts(conn: Connection) -> dict[str, int]:

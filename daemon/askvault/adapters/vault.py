@@ -182,7 +182,8 @@ def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
 
 
 def _scan_note(abs_path: str, rel: str, rules: IgnoreRules, result: ScanResult) -> None:
-    reason = ignore_reason(rel, rules)
+    # The walk descends only into folders that passed folder_ignore_reason.
+    reason = ignore_reason(rel, rules, folders_checked=True)
     if reason is not None:
         # Dot files (askvault's and editors' temp files among them) are hidden in
         # Obsidian too; listing them would only make `status` noisy.

@@ -8,9 +8,7 @@ from typing import Any
 import click
 
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
-from askvault.core.answer_note import render_citation_report
 from askvault.errors import AskvaultError
-from askvault.services.ask import ask_question
 
 
 @cli.command()
@@ -21,6 +19,9 @@ from askvault.services.ask import ask_question
 @handle_errors
 def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
     """Answer QUESTION from the vault: streamed, then the citation report and the log line."""
+    from askvault.core.answer_note import render_citation_report
+    from askvault.services.ask import ask_question
+
     settings = build_settings(**opts)
 
     def show(piece: str) -> None:

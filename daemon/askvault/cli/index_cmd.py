@@ -13,10 +13,6 @@ import click
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
 from askvault.core.progress import RateWindow, format_duration
 from askvault.errors import AskvaultError
-from askvault.services.doctor import run_checks
-from askvault.services.index_pass import index_vault
-from askvault.services.config_file import write_config_example
-from askvault.services.status import collect_status
 from askvault.settings import render_example_toml
 
 
@@ -32,6 +28,8 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
 
     Exits 0 once the word index is complete, even when embeddings must wait for Ollama
     (it says so); 1 on a real failure, a refused Ollama host included."""
+    from askvault.services.index_pass import index_vault
+
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json
     with ProgressLine("scanning", "notes", show) as scan_bar, \
@@ -76,6 +74,8 @@ def index_summary(doc: dict[str, Any]) -> str:
 @handle_errors
 def status(as_json: bool, **opts: Any) -> None:
     """What the index holds, what waits, and whether the daemon and Ollama are up."""
+    from askvault.services.status import collect_status
+
     doc = collect_status(build_settings(**opts))
     if as_json:
         print_json(doc)
@@ -94,6 +94,9 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     out.append(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
                f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
                f"{embedding['model']})")
+    for failure in doc.get("embed_failures", [])[:5]:
+        out.append(f"not embedded {failure['file']}: {failure['reason']} "
+                   f"(tried {failure['attempts']}x, retried later; searchable by words)")
     if (embedding.get("index_model") and not embedding.get("fingerprint")
             and embedding["index_model"] != embedding["model"]):
         out.append(f"embedding    the index's vectors are of {embedding['index_model']}; "
@@ -152,6 +155,8 @@ def _question_lines(questions: dict[str, list[str]]) -> list[str]:
 @handle_errors
 def doctor(as_json: bool, **opts: Any) -> None:
     """Check config, vault, index integrity, sqlite-vec and Ollama; exit 0 only if all pass."""
+    from askvault.services.doctor import run_checks
+
     checks = run_checks(build_settings(**opts))
     if as_json:
         print_json([{"check": c.name, "ok": c.ok, "detail": c.detail, "hint": c.hint}
@@ -174,6 +179,8 @@ def config_example(write: Path | None, force: bool) -> None:
     """Print the example configuration (every key, its default and meaning)."""
     text = render_example_toml()
     if write:
+        from askvault.services.config_file import write_config_example
+
         write_config_example(write, text, force=force)
         click.echo(f"wrote {write}", err=True)
     else:

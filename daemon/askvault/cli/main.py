@@ -7,7 +7,6 @@ translates errors into one line plus a hint (exit 1). Usage errors exit 2.
 from __future__ import annotations
 
 import errno
-import json
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -92,6 +91,7 @@ def is_disk_full_error(exc: BaseException) -> bool:
 
 def print_json(doc: Any) -> None:
     """One JSON document on stdout, stable key order, nothing else."""
+    import json
     click.echo(json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2))
 
 

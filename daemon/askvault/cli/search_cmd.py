@@ -7,8 +7,10 @@ from typing import Any
 import click
 
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
-from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context, context_pack_to_json
-from askvault.services.search import open_search, search, search_result_to_json
+from askvault.settings import DEFAULT_BUDGET_TOKENS
+
+# Services are imported inside each command: `askvault --help` and the other commands
+# never pay for them (issue 11).
 
 
 def _warn_degraded(reason: str | None) -> None:
@@ -34,6 +36,8 @@ def search_command(
     query: str, limit: int | None, as_json: bool, explain: bool, **opts: Any
 ) -> None:
     """Search the vault: hybrid words + vectors, one hit per page, best first."""
+    from askvault.services.search import open_search, search, search_result_to_json
+
     settings = build_settings(**opts)
     with open_search(settings) as (conn, embedder):
         result = search(conn, settings, query, limit=limit, embedder=embedder)
@@ -67,6 +71,9 @@ def search_command(
 def context_command(prompt: str, budget: int, include_sources: bool, as_json: bool,
                     **opts: Any) -> None:
     """The evidence pack for PROMPT, without an answer."""
+    from askvault.services.context import build_context, context_pack_to_json
+    from askvault.services.search import open_search
+
     settings = build_settings(**opts)
     with open_search(settings) as (conn, embedder):
         pack = build_context(conn, settings, prompt, budget_tokens=budget, embedder=embedder,

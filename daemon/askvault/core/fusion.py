@@ -14,8 +14,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rank_bm25 import BM25Okapi
-
 from askvault.core.query import bm25_tokens, fold
 
 DECIMALS = 4
@@ -221,6 +219,8 @@ def bm25_scores(
     """
     if not documents or not query:
         return [0.0] * len(documents)
+    from rank_bm25 import BM25Okapi  # imports numpy (~0.15 s): only the rerank modes need it
+
     model = BM25Okapi([list(tokens) or [""] for tokens in documents])
     if idf is not None:
         model.idf = {token: float(idf.get(token, 0.0)) for token in query}

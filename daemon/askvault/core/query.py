@@ -8,6 +8,7 @@ holding more (and rarer) terms first, which suits questions in natural language.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -16,7 +17,15 @@ _CJK = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]+"
 )
 _WORD = re.compile(r"\w+")
-_CJK_OR_REST = re.compile(_CJK.pattern[:-1] + "|" + "[^" + _CJK.pattern[1:-2] + "]+")
+
+
+@functools.cache
+def _cjk_or_rest() -> re.Pattern[str]:
+    # Only for text holding CJK; compiled on first use (~6 ms, not at every import).
+    return re.compile(_CJK.pattern[:-1] + "|" + "[^" + _CJK.pattern[1:-2] + "]+")
+
+
+
 MAX_QUERY_TERMS = 32
 
 # Function words that match nearly every note; dropped unless nothing else is left.
@@ -118,7 +127,7 @@ def bm25_tokens(text: str) -> list[str]:
     tokens: list[str] = []
     for piece in re.findall(r"\w+", folded):
         if _CJK.search(piece):
-            tokens.extend(_CJK_OR_REST.findall(piece))
+            tokens.extend(_cjk_or_rest().findall(piece))
         else:
             tokens.append(piece)
     return tokens

@@ -18,6 +18,7 @@ from askvault.core import fusion
 from askvault.core.chunking import estimate_tokens
 from askvault.core.query import query_terms
 from askvault.errors import VaultError
+from askvault import settings as settings_module
 from askvault.records import (
     ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, Neighbour, SearchFilters,
     SourceWindow,
@@ -27,7 +28,7 @@ from askvault.services.search import search, wikilink
 from askvault.settings import Settings
 
 CONTEXT_VERSION = 1
-DEFAULT_BUDGET_TOKENS = 4000
+DEFAULT_BUDGET_TOKENS = settings_module.DEFAULT_BUDGET_TOKENS
 # Hits scoring under this share of the best hit are noise, not evidence.
 MIN_SHARE_OF_TOP = 0.2
 

@@ -77,9 +77,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
                          "" if ok else "make Ollama reachable and run `askvault index`"))
         return out
     missing = store.count_missing_vectors(conn, active)
-    extra = conn.execute(
-        f"SELECT count(*) FROM {active.vec_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
-    ).fetchone()[0]
+    extra = store.count_extra_vectors(conn, active)
     # A recorded failed input (the model refused the text or returned an unusable vector)
     # has no vector by design: not a mismatch, but named.
     failed = store.count_failed_inputs(conn, active)
@@ -89,6 +87,9 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     if ok and failed:
         detail += (f", except {failed} whose text the model could not embed"
                    " (searchable by words, retried later)")
+        first = store.list_embed_failures(conn, active, limit=1)
+        if first:
+            detail += f"; e.g. {first[0]['file']}: {first[0]['reason']}"
     out.append(Check("vectors match chunks", ok, detail,
                      "" if ok else "wait for the daemon, or run `askvault index`"))
     return out

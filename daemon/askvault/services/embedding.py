@@ -5,7 +5,10 @@ batch is one embed call and one transaction; an Ollama failure stops the drain
 with the backlog intact (the caller backs off and retries). Every vector is checked
 (its length is the fingerprint's dimension, its values finite) before it is stored: a
 bad one is recorded as a failed input (`embed_failures`, retried later with a growing
-delay) and the rest of its batch is stored.
+delay) and the rest of its batch is stored. A batch Ollama refuses (InputRefused) is
+split in halves until the texts it refuses are alone; those are recorded the same way,
+unless nothing of the batch could be embedded and a probe text fails too: then Ollama
+itself is failing, and the drain stops with the backlog intact.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 
 from askvault.adapters import store
 from askvault.adapters.db import Connection, write_transaction
-from askvault.errors import OllamaError
+from askvault.errors import InputRefused, OllamaError
 from askvault.records import Embedder
 
 log = logging.getLogger(__name__)
@@ -73,6 +76,31 @@ def vector_problem(vector: Sequence[float], dimension: int) -> str | None:
     if not all(math.isfinite(x) for x in vector):
         return "the model returned a vector with NaN or infinite values"
     return None
+
+
+PROBE_TEXT = "askvault embedding probe"
+
+
+def embed_isolating(embedder: Embedder, texts: Sequence[str]) -> list[list[float] | str]:
+    """A vector per text, or the reason Ollama refused that text on its own.
+
+    A refused batch is bisected: one bad text among 32 costs ~10 extra calls, and the others
+    are embedded. When no text could be embedded, a probe decides: if Ollama embeds it, the
+    texts are bad; if not, InputRefused is raised (Ollama is failing, not the inputs)."""
+    results = _bisect(embedder, list(texts))
+    if results and all(isinstance(r, str) for r in results):
+        embedder.embed_documents([PROBE_TEXT])  # raises InputRefused when Ollama is failing
+    return results
+
+
+def _bisect(embedder: Embedder, texts: list[str]) -> list[list[float] | str]:
+    try:
+        return list(embedder.embed_documents(texts))
+    except InputRefused as exc:
+        if len(texts) == 1:
+            return [exc.message]
+        middle = len(texts) // 2
+        return _bisect(embedder, texts[:middle]) + _bisect(embedder, texts[middle:])
 
 
 def target_fingerprint(conn: Connection, embedder: Embedder) -> store.FingerprintRow:
@@ -136,17 +164,18 @@ def drain_backlog(
             if not pending:
                 continue
             started = time.monotonic()
-            vectors = embedder.embed_documents([text for _, text in pending])
+            vectors = embed_isolating(embedder, [text for _, text in pending])
             report.seconds_waiting += time.monotonic() - started
             if len(vectors) != len(pending):
                 raise RuntimeError("the embedder returned a different number of vectors")
             bad = 0
             for (text_hash, _), vector in zip(pending, vectors, strict=True):
-                problem = vector_problem(vector, dimension)
-                if problem is None:
+                problem = (f"Ollama refused this text: {vector}" if isinstance(vector, str)
+                           else vector_problem(vector, dimension))
+                if problem is None and not isinstance(vector, str):
                     held.append((text_hash, list(vector)))
                 else:
-                    refused.append((text_hash, problem))
+                    refused.append((text_hash, problem or "unusable vector"))
                     bad += 1
             if bad:
                 log.warning("embedding: %d of %d texts got an unusable vector from %s (%s); "

@@ -5,22 +5,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.adapters.lockfile import VaultLock
-from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
+from askvault.adapters.ollama_http import model_digest
 from askvault.errors import OllamaError, RemoteHostRefused
 from askvault.services.embedding import (
     EmbedReport,
     drain_backlog,
+    embed_waiting_reason,
     embedding_target,
     record_embed_waiting,
     target_fingerprint,
 )
 from askvault.services.indexer import IndexReport, reconcile
 from askvault.settings import Settings
+
+if TYPE_CHECKING:
+    from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
 
 
 @dataclass
@@ -59,6 +63,8 @@ class PassReport:
 
 def make_embedder(settings: Settings) -> OllamaEmbedder:
     """The Ollama embedder configured by `settings`."""
+    from askvault.adapters.ollama import OllamaEmbedder
+
     return OllamaEmbedder(
         settings.ollama.host,
         settings.ollama.embed_model,
@@ -71,6 +77,8 @@ def make_embedder(settings: Settings) -> OllamaEmbedder:
 
 def make_generator(settings: Settings) -> OllamaGenerator:
     """The Ollama chat client configured by `settings` (timeouts on silence, chat options)."""
+    from askvault.adapters.ollama import OllamaGenerator
+
     ollama = settings.ollama
     return OllamaGenerator(
         ollama.host, timeout_s=ollama.timeout_s, silence_s=ollama.reply_silence_s,
@@ -110,6 +118,8 @@ def _index_vault(
                                             allow_empty=allow_empty))
         embed_started = time.monotonic()
         try:
+            if _nothing_to_embed(conn, settings, target):
+                return _finish(conn, report, started, embed_started)
             embedder = make_embedder(settings)
             fp = target_fingerprint(conn, embedder)
             # Distinct texts, the unit the drain embeds and reports (chunks that share a
@@ -137,13 +147,40 @@ def _index_vault(
             report.embed_error = exc
             record_embed_waiting(conn, target, exc.message + (f" ({exc.hint})" if exc.hint
                                                               else ""))
-        report.embed_wall_seconds = time.monotonic() - embed_started
-        live = store.live_fingerprints(conn)
-        building = next((fp for fp in live if fp.state == "building"), None)
-        report.pending_embeddings = store.count_pending(
-            conn, building or store.active_fingerprint(conn)
-        )
-        report.total_seconds = time.monotonic() - started
-        return report
+        return _finish(conn, report, started, embed_started)
     finally:
         conn.close()
+
+
+def _finish(conn: Any, report: PassReport, started: float, embed_started: float) -> PassReport:
+    report.embed_wall_seconds = time.monotonic() - embed_started
+    live = store.live_fingerprints(conn)
+    building = next((fp for fp in live if fp.state == "building"), None)
+    report.pending_embeddings = store.count_pending(
+        conn, building or store.active_fingerprint(conn)
+    )
+    report.total_seconds = time.monotonic() - started
+    return report
+
+
+def _nothing_to_embed(conn: Any, settings: Settings, target: str) -> bool:
+    """True when the active model is the configured one, with the digest Ollama lists now,
+    no other model is being built and every chunk has its vector: then the pass needs no
+    embedding client at all (importing it is ~0.3 s of an unchanged re-index, issue 11).
+    Anything else (Ollama down, a new digest, a backlog) goes the full way, which embeds or
+    says why it cannot."""
+    active = store.active_fingerprint(conn)
+    if active is None or active.fingerprint.model != settings.ollama.embed_model:
+        return False
+    if any(fp.state == "building" for fp in store.live_fingerprints(conn)):
+        return False
+    if store.count_pending(conn, active):
+        return False
+    digest = model_digest(settings.ollama.host, settings.ollama.embed_model,
+                          timeout_s=settings.ollama.timeout_s,
+                          allow_remote=settings.ollama.allow_remote_ollama)
+    if digest != active.fingerprint.digest:
+        return False
+    if embed_waiting_reason(conn, target):
+        record_embed_waiting(conn, target, None)
+    return True

@@ -157,11 +157,12 @@ def reconcile(
             [(str(root), stamp.path, settings.index.max_note_bytes,
               settings.index.chunk_max_tokens) for stamp in to_read],
         )
+        moves = _moves_of(removed)
         for stamp, outcome in zip(to_read, prepared, strict=False):
             if should_stop():
                 break
             _apply_prepared(batch, settings, root, stamp, stored.get(stamp.path), outcome, report,
-                            rechunk=rechunk)
+                            rechunk=rechunk, moves=moves)
             done += 1
             if progress:
                 progress(done, total)
@@ -232,8 +233,10 @@ def index_paths(
             [(str(root), stamp.path, settings.index.max_note_bytes,
               settings.index.chunk_max_tokens) for stamp, _ in to_read],
         )
+        moves = _moves_of(removed)
         for (stamp, stored_note), outcome in zip(to_read, prepared, strict=False):
-            _apply_prepared(batch, settings, root, stamp, stored_note, outcome, report)
+            _apply_prepared(batch, settings, root, stamp, stored_note, outcome, report,
+                            moves=moves)
     with write_transaction(conn):
         for path in sorted(removed):
             store.delete_note(conn, path)
@@ -345,14 +348,25 @@ def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
     threading.Thread(target=watch, name="askvault-parent-watch", daemon=True).start()
 
 
+def _moves_of(removed: dict[str, str]) -> dict[str, list[str]]:
+    """Paths gone from the vault by content hash: a new path with those bytes is a move."""
+    moves: dict[str, list[str]] = {}
+    for path in sorted(removed):
+        moves.setdefault(removed[path], []).append(path)
+    return moves
+
+
 def _apply_prepared(
     batch: WriteBatch, settings: Settings, root: Path, stamp: FileStamp,
     known: store.StoredNote | None, outcome: _Prepared, report: IndexReport,
-    *, rechunk: bool = False,
+    *, rechunk: bool = False, moves: dict[str, list[str]] | None = None,
 ) -> None:
     """Write one prepared note: new stamps only, skipped, vanished, or re-indexed. With
     `rechunk`, a note whose bytes did not change is written again with its new chunks
-    (unchanged chunks keep their rows) but not reported as changed: its answers stay fresh."""
+    (unchanged chunks keep their rows) but not reported as changed: its answers stay fresh.
+    A new path with the bytes of a path in `moves` (gone from the vault) takes over that
+    note's rows in place (a rename or move): no chunk, vector or word row is rebuilt but
+    the title's; it is still reported as the old path deleted and the new one added."""
     if outcome.vanished:
         # Vanished between the scan and the read: the next event or reconcile settles it.
         if known:
@@ -373,6 +387,17 @@ def _apply_prepared(
         batch.write(lambda conn: store.update_stamp(
             conn, stamp.path, file.stamp.size, file.stamp.mtime_ns, file.stamp.inode))
         report.touched += 1
+        return
+    olds = moves.get(file.content_hash) if moves and known is None else None
+    if olds:
+        old = olds.pop(0)
+
+        def move(conn: Connection) -> None:
+            store.move_note(conn, old, stamp.path)
+            store.upsert_note(conn, parsed, file, chunks, derived=derived)
+
+        batch.write(move)
+        report.added.append(stamp.path)
         return
     batch.write(lambda conn: store.upsert_note(conn, parsed, file, chunks, derived=derived))
     report.chunks_written += len(chunks)

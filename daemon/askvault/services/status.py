@@ -17,7 +17,7 @@ from typing import Any
 from askvault.adapters import answer_store, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
-from askvault.adapters.ollama import probe_ollama
+from askvault.adapters.ollama_http import probe_ollama
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.services import vault_presence
@@ -50,6 +50,7 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
         "embedded_chunks": 0,
         "pending_embeddings": 0,
         "skipped": [],
+        "embed_failures": [],
         "last_change_indexed_at": None,
         "embedding": {"model": settings.ollama.embed_model, "fingerprint": None,
                       "index_model": None, "building": None, "waiting": None},
@@ -107,6 +108,8 @@ def _index_state(conn: Connection, settings: Settings, doc: dict[str, Any]) -> N
     doc["embedded_chunks"] = doc["chunks"] - (store.count_pending(conn, active) if active
                                               else doc["chunks"])
     doc["skipped"] = [{"path": s.path, "reason": s.reason} for s in store.list_skipped(conn)]
+    target = building or current
+    doc["embed_failures"] = store.list_embed_failures(conn, target) if target else []
     doc["last_change_indexed_at"] = store.get_meta(conn, "last_change_indexed_at")
     doc["embedding"] = {
         "model": wanted,

@@ -1,0 +1,236 @@
+"""askvault side by side with tobi/qmd (the closest peer) on a copy of the Obsidian hub vault.
+
+Every row runs the two commands as whole processes, alternating which goes first, and
+reports each one's median and the median of the per-pair ratios askvault/qmd (below 1:
+askvault is faster or smaller). Rows: cold index (words only; askvault also with hashed
+vectors, which qmd cannot make here), index size on disk, re-index unchanged, one edit,
+100 renames, word search over 10 queries, `--help`.
+
+    .venv/bin/python bench/peer_bench.py --qmd /path/to/qmd-peer [--runs 5] [--json]
+
+qmd: `bash ../shared/tools/qmd/install.sh DIR` installs qmd 2.8.3 with its own Node and
+prints the `qmd-peer` wrapper to pass as --qmd (or set QMD_PEER); without it the qmd
+columns are skipped and askvault's figures are printed alone. askvault's vectors come
+from ../shared/tools/minilm_ollama in --hash-embeddings mode on a loopback port from
+--port on (fast, functional vectors: this measures our work, not a model's). Its word
+search runs on the words-only index (qmd's `search` is BM25 only; a hybrid search would
+also wait for the query's embedding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import DATA, machine, median, require_shared, standin_ollama  # noqa: E402
+
+QUERIES = ("plugin settings", "dataview query", "daily notes template", "graph view",
+           "canvas", "sync vault", "mobile app", "theme snippets", "community plugins",
+           "keyboard shortcuts")
+RENAMES = 100
+Command = list[str]
+
+
+def _askvault_command() -> Command:
+    script = Path(sys.executable).with_name("askvault")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "askvault"]
+
+
+def _run(argv: Command, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    return time.perf_counter() - started, proc
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+class Peers:
+    """The two tools, each with its own copy of the vault and its own index."""
+
+    def __init__(self, work: Path, vault: Path, qmd: Path | None, ollama_url: str) -> None:
+        self.work, self.qmd = work, qmd
+        self.askvault = _askvault_command()
+        self.a_vault = work / "askvault-vault"
+        self.q_vault = work / "qmd-vault"
+        for target in (self.a_vault, self.q_vault):
+            shutil.copytree(vault, target, symlinks=True)
+            for path in [target, *target.rglob("*")]:
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("ASKVAULT_", "OLLAMA_"))}
+        base["XDG_CONFIG_HOME"] = str(work / "xdg-config")
+        self.a_env = {**base, "ASKVAULT_VAULT": str(self.a_vault),
+                      "ASKVAULT_EMBED_MODEL": "all-minilm", "OLLAMA_HOST": ollama_url,
+                      "ASKVAULT_STATE_DIR": str(work / "askvault-vectors")}
+        # Words only: an Ollama that is not there (a closed loopback port).
+        self.a_words_env = {**self.a_env, "OLLAMA_HOST": "http://127.0.0.1:9",
+                            "ASKVAULT_STATE_DIR": str(work / "askvault-words")}
+        self.q_env = {**base, "QMD_HOME": str(work / "qmd-home")}
+
+    # -- commands -----------------------------------------------------------------------
+    def a_index(self, env: dict[str, str] | None = None) -> float:
+        seconds, proc = _run([*self.askvault, "index", "--json"], env or self.a_env)
+        if proc.returncode not in (0, 1) or not proc.stdout.strip():
+            raise RuntimeError(f"askvault index failed: {proc.stderr[-500:]}")
+        return seconds
+
+    def q_cold(self) -> float:
+        shutil.rmtree(self.work / "qmd-home", ignore_errors=True)
+        seconds, proc = _run([str(self.qmd), "collection", "add", str(self.q_vault),
+                              "--name", "hub"], self.q_env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"qmd collection add failed: {proc.stderr[-500:]}")
+        return seconds
+
+    def q_update(self) -> float:
+        seconds, proc = _run([str(self.qmd), "update"], self.q_env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"qmd update failed: {proc.stderr[-500:]}")
+        return seconds
+
+    def a_search(self, query: str) -> float:
+        seconds, proc = _run([*self.askvault, "search", query, "--json"], self.a_words_env)
+        if proc.returncode != 0 or not json.loads(proc.stdout)["hits"]:
+            raise RuntimeError(f"askvault search {query!r} found nothing: {proc.stderr[-300:]}")
+        return seconds
+
+    def q_search(self, query: str) -> float:
+        seconds, proc = _run([str(self.qmd), "search", query, "--json", "-n", "10"], self.q_env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"qmd search {query!r} failed: {proc.stderr[-300:]}")
+        return seconds
+
+    def a_help(self) -> float:
+        return _run([*self.askvault, "--help"], self.a_env)[0]
+
+    def q_help(self) -> float:
+        return _run([str(self.qmd), "--help"], self.q_env)[0]
+
+    # -- vault changes, the same in both copies ---------------------------------------------
+    def notes(self) -> list[str]:
+        return sorted(str(p.relative_to(self.a_vault)) for p in self.a_vault.rglob("*.md")
+                      if not any(part.startswith(".") for part in p.parts))
+
+    def append_line(self, rel: str, round_no: int) -> None:
+        for vault in (self.a_vault, self.q_vault):
+            with open(vault / rel, "a", encoding="utf-8") as f:
+                f.write(f"\nBenchmark edit {round_no}: a new closing line.\n")
+
+    def rename(self, rels: list[str], forth: bool) -> None:
+        for vault in (self.a_vault, self.q_vault):
+            for rel in rels:
+                a, b = vault / rel, vault / (rel[:-3] + " (renamed).md")
+                (a.rename(b) if forth else b.rename(a))
+
+
+def paired(runs: int, a: Callable[[int], float], q: Callable[[int], float] | None,
+           before: Callable[[int], None] = lambda i: None) -> dict[str, float | None]:
+    """Alternate the two commands `runs` times (askvault first on even rounds)."""
+    a_times: list[float] = []
+    q_times: list[float] = []
+    for i in range(runs):
+        before(i)
+        order = [("a", a), ("q", q)] if i % 2 == 0 else [("q", q), ("a", a)]
+        for who, fn in order:
+            if fn is not None:
+                (a_times if who == "a" else q_times).append(fn(i))
+    ratios = [x / y for x, y in zip(a_times, q_times, strict=False)]
+    return {"askvault_s": round(median(a_times), 4),
+            "qmd_s": round(median(q_times), 4) if q_times else None,
+            "ratio": round(median(ratios), 3) if ratios else None}
+
+
+def bench(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
+    has_qmd = peers.qmd is not None
+    rows: dict[str, dict[str, float | None]] = {}
+
+    def a_cold_words(_: int) -> float:
+        shutil.rmtree(peers.work / "askvault-words", ignore_errors=True)
+        return peers.a_index(peers.a_words_env)
+
+    cold_runs = max(1, min(runs, 3))
+    rows["cold index, words only"] = paired(cold_runs, a_cold_words,
+                                            (lambda _: peers.q_cold()) if has_qmd else None)
+
+    def a_cold_vectors() -> float:
+        shutil.rmtree(peers.work / "askvault-vectors", ignore_errors=True)
+        return peers.a_index()
+
+    vec = [a_cold_vectors() for _ in range(cold_runs)]
+    qmd_cold = rows["cold index, words only"]["qmd_s"]
+    rows["cold index, askvault with vectors (vs qmd words only)"] = {
+        "askvault_s": round(median(vec), 4), "qmd_s": qmd_cold,
+        "ratio": round(median(vec) / qmd_cold, 3) if qmd_cold else None}
+
+    a_words = _folder_bytes(peers.work / "askvault-words") / 1e6
+    a_vectors = _folder_bytes(peers.work / "askvault-vectors") / 1e6
+    q_size = _folder_bytes(peers.work / "qmd-home" / "cache") / 1e6 if has_qmd else None
+    rows["index size MB, words only"] = {
+        "askvault_s": round(a_words, 1), "qmd_s": round(q_size, 1) if q_size else None,
+        "ratio": round(a_words / q_size, 3) if q_size else None}
+    rows["index size MB, askvault with 384-dim vectors (vs qmd without)"] = {
+        "askvault_s": round(a_vectors, 1), "qmd_s": round(q_size, 1) if q_size else None,
+        "ratio": round(a_vectors / q_size, 3) if q_size else None}
+
+    q_update = (lambda _: peers.q_update()) if has_qmd else None
+    rows["re-index unchanged"] = paired(runs, lambda _: peers.a_index(), q_update)
+    notes = peers.notes()
+    rows["re-index after one edit"] = paired(
+        runs, lambda _: peers.a_index(), q_update,
+        before=lambda i: peers.append_line(notes[(i * 997) % len(notes)], i))
+    picked = notes[:: max(1, len(notes) // RENAMES)][:RENAMES]
+    rows[f"re-index after {RENAMES} renames"] = paired(
+        runs, lambda _: peers.a_index(), q_update,
+        before=lambda i: peers.rename(picked, forth=i % 2 == 0))
+    rows[f"word search, {len(QUERIES)} queries (each)"] = paired(
+        runs * len(QUERIES), lambda i: peers.a_search(QUERIES[i % len(QUERIES)]),
+        (lambda i: peers.q_search(QUERIES[i % len(QUERIES)])) if has_qmd else None)
+    rows["--help"] = paired(runs * 2, lambda _: peers.a_help(),
+                            (lambda _: peers.q_help()) if has_qmd else None)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qmd", type=Path, default=os.environ.get("QMD_PEER") or None,
+                        help="the qmd-peer wrapper printed by ../shared/tools/qmd/install.sh")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--port", type=int, default=11500,
+                        help="first loopback port tried for the Ollama stand-in")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    vault = DATA / "vaults" / "obsidian-hub"
+    require_shared(vault)
+    qmd = args.qmd if args.qmd and Path(args.qmd).exists() else None
+    if qmd is None:
+        print("qmd not found (pass --qmd or set QMD_PEER): askvault's figures only",
+              file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="askvault-peer-") as tmp, \
+            standin_ollama(hashed=True, first_port=args.port) as url:
+        rows = bench(Peers(Path(tmp), vault, qmd, url), args.runs)
+    doc = {"machine": machine(), "vault": "obsidian-hub", "runs": args.runs,
+           "load_after": os.getloadavg(), "rows": rows}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return
+    print(f"{doc['machine']}; obsidian-hub; {args.runs} paired runs")
+    print(f"{'row':<62} {'askvault':>10} {'qmd':>10} {'ratio':>7}")
+    for name, row in rows.items():
+        q = "-" if row["qmd_s"] is None else f"{row['qmd_s']:.3f}"
+        r = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        print(f"{name:<62} {row['askvault_s']:>10.3f} {q:>10} {r:>7}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Start-up cost (issue 11): `askvault --help`, `status` and a search that needs no query
+vector import none of the heavy libraries they do not use (the `ollama` client with httpx
+and pydantic, numpy, the sqlite_vec package, the daemon's watchdog and APScheduler).
+Each runs in a fresh interpreter, which then reports its `sys.modules`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from askvault.services.index_pass import index_vault
+from support.fake_ollama import FakeOllama
+from support.settings_factory import cli_env, settings_for
+from support.vault_factory import make_fixture_vault
+
+HEAVY = ("ollama", "httpx", "pydantic", "numpy", "sqlite_vec", "rank_bm25", "watchdog",
+         "apscheduler")
+
+
+def _imported_by(args: list[str], env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """Run `askvault ARGS` in a fresh interpreter: (heavy modules it imported, stdout)."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        from askvault.cli.main import cli
+        try:
+            cli({args!r}, prog_name="askvault", standalone_mode=False)
+        except SystemExit:
+            pass
+        sys.stdout.flush()
+        print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env=env, check=False)
+    last = proc.stderr.strip().splitlines()[-1]
+    return json.loads(last), proc.stdout
+
+
+def test_importing_the_cli_imports_no_heavy_library() -> None:
+    script = ("import sys, askvault.cli.main; "
+              f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_help_imports_no_heavy_library() -> None:
+    modules, out = _imported_by(["--help"])
+    assert "search" in out and "status" in out
+    assert modules == []
+
+
+def test_status_probes_ollama_without_the_ollama_client(
+    tmp_path: Path, fake_ollama: FakeOllama,
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    index_vault(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    modules, out = _imported_by(["status", "--json"],
+                                cli_env(vault, tmp_path / "state", fake_ollama.url))
+    doc = json.loads(out)
+    assert doc["ollama"]["reachable"] is True and doc["embedded_chunks"] == doc["chunks"]
+    assert modules == []
+
+
+@pytest.mark.parametrize("indexed_with_vectors", [False, True])
+def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_query(
+    tmp_path: Path, fake_ollama: FakeOllama, indexed_with_vectors: bool,
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    url = fake_ollama.url
+    if not indexed_with_vectors:
+        fake_ollama.set_fault("down")  # the index is built for words only
+    index_vault(settings_for(vault, tmp_path / "state", url))
+    fake_ollama.recover()
+    modules, out = _imported_by(["search", "embeds", "--json"],
+                                cli_env(vault, tmp_path / "state", url))
+    doc = json.loads(out)
+    assert doc["hits"]
+    if indexed_with_vectors:
+        assert doc["degraded"] is None and {"ollama", "numpy"} <= set(modules)
+    else:
+        assert "no vectors" in doc["degraded"]
+        assert modules == []
+
+
+def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
+    tmp_path: Path, fake_ollama: FakeOllama,
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    index_vault(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    before = len(fake_ollama.requests)
+    modules, out = _imported_by(["index", "--json"],
+                                cli_env(vault, tmp_path / "state", fake_ollama.url))
+    doc = json.loads(out)
+    assert doc["embed_error"] is None and doc["pending_embeddings"] == 0
+    assert [path for path, _ in fake_ollama.requests[before:]] == ["/api/tags"]
+    assert modules == []
+
+
+def test_a_model_pulled_again_with_a_new_digest_is_embedded_again(
+    tmp_path: Path, fake_ollama: FakeOllama,
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    first = index_vault(settings)
+    fake_ollama.digests["nomic-embed-text:latest"] = "sha256-" + "1" * 64
+    again = index_vault(settings)  # the skip check sees the new digest: full pass
+    assert again.embed.texts_embedded == first.embed.texts_embedded > 0
+    assert again.embed.promoted and again.pending_embeddings == 0
