@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
-from askvault.services.service import (
-    PLATFORMS,
-    ServiceFile,
-    ServiceReport,
-    current_platform,
-    default_manager,
-    install_service,
-    service_file,
-    service_status,
-    uninstall_service,
-)
+
+if TYPE_CHECKING:
+    from askvault.services.service import ServiceFile, ServiceReport
+
+# services.service.PLATFORMS (a test checks they agree); the service code itself is
+# imported only when a service command runs, not by every other command's start-up.
+PLATFORMS = ("linux", "macos")
 
 
 def service_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -40,6 +36,8 @@ def service_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _target(opts: dict[str, Any]) -> tuple[ServiceFile, Any]:
+    from askvault.services.service import current_platform, default_manager, service_file
+
     unit_dir, no_start = opts.pop("unit_dir"), opts.pop("no_start")
     platform = opts.pop("platform") or current_platform()
     settings = build_settings(**opts)
@@ -60,6 +58,8 @@ def service() -> None:
 @handle_errors
 def install(force: bool, **opts: Any) -> None:
     """Write the service file for this vault and enable and start it."""
+    from askvault.services.service import install_service
+
     target, manager = _target(opts)
     report = install_service(target, manager, force=force)
     click.echo(f"{'wrote' if report.changed else 'unchanged'} {target.path}")
@@ -79,6 +79,8 @@ def install(force: bool, **opts: Any) -> None:
 @handle_errors
 def uninstall(force: bool, **opts: Any) -> None:
     """Stop and disable this vault's service and remove its file."""
+    from askvault.services.service import uninstall_service
+
     target, manager = _target(opts)
     report = uninstall_service(target, manager, force=force)
     click.echo(f"removed {target.path}" if report.changed
@@ -92,6 +94,8 @@ def uninstall(force: bool, **opts: Any) -> None:
 @handle_errors
 def status(as_json: bool, **opts: Any) -> None:
     """Whether this vault's service file is installed and up to date, and if it runs."""
+    from askvault.services.service import service_status
+
     target, manager = _target(opts)
     report = service_status(target, manager)
     if as_json:
