@@ -16,6 +16,7 @@ from typing import Any
 
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.records import SearchFilters
+from askvault.core.links import strip_md_suffix
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
@@ -292,7 +293,7 @@ def duplicate_basenames(conn: Connection, paths: Sequence[str]) -> set[str]:
     """Lower-cased file names, among those of `paths`, that more than one note has
     (their wikilinks need the path). A note's title is its file name without `.md`."""
     names = sorted({p.rsplit("/", 1)[-1].lower() for p in paths})
-    titles = [n[:-3] if n.endswith(".md") else n for n in names]
+    titles = [strip_md_suffix(n) for n in names]
     rows = conn.execute(
         "SELECT lower(title) FROM notes WHERE lower(title) IN (SELECT value FROM json_each(?))"
         " GROUP BY lower(title) HAVING count(*) > 1",

@@ -19,7 +19,6 @@ import re
 import stat
 import time
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 
 from askvault.adapters import answer_store, store
@@ -40,6 +39,8 @@ from askvault.core.notices import (
     without_archive_warning,
 )
 from askvault.core.ownership import owned_note, question_stems, sign_note
+from askvault.core.links import strip_md_suffix
+from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
@@ -206,7 +207,7 @@ class AnswerFiles:
             return
         if now - self._problem_shown_at < PROBLEM_NOTE_MIN_INTERVAL_S:
             return
-        since = self._problem[1] if self._problem else _iso_now()
+        since = self._problem[1] if self._problem else local_iso(time.time())
         log.warning("answer notes cannot be written to %s: %s", self.answers_rel, reason)
         text = sign_note(render_write_problem(self.answers_rel, reason, since),
                          WRITE_PROBLEM_STEM)
@@ -409,7 +410,7 @@ def log_line_for(question: str, answer_rel: str | None = None) -> str:
     as plain text; brackets and bars in the summary become parentheses and slashes."""
     summary = question_summary(question)
     day = time.strftime("%Y-%m-%d")
-    target = answer_rel[:-3] if answer_rel and answer_rel.lower().endswith(".md") else answer_rel
+    target = strip_md_suffix(answer_rel) if answer_rel else answer_rel
     if not target or _LINK_BREAKERS.search(target):
         return f"## [{day}] query | {summary}\n"
     label = summary.replace("|", "/").replace("[", "(").replace("]", ")") or stem_of(target)
@@ -431,11 +432,6 @@ def _holds_anything(root: Path) -> bool:
         return False
 
 
-def _iso_now() -> str:
-    return datetime.now().astimezone().isoformat(timespec="seconds")
-
-
 def stem_of(rel: str) -> str:
     """The file name of `rel` without its `.md`."""
-    name = rel.rsplit("/", 1)[-1]
-    return name[:-3] if name.lower().endswith(".md") else name
+    return strip_md_suffix(rel.rsplit("/", 1)[-1])

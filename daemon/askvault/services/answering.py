@@ -14,7 +14,6 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from askvault.core.links import (
     resolve_link,
 )
 from askvault.core.notes import parse_note
+from askvault.core.timestamps import local_iso
 from askvault.core.prompt import (
     PromptPlan,
     build_messages,
@@ -124,9 +124,8 @@ class AnswerResult:
 
 
 def iso_now(now: float | None = None) -> str:
-    """Local time, ISO 8601 to the second, with its UTC offset."""
-    moment = datetime.fromtimestamp(time.time() if now is None else now).astimezone()
-    return moment.isoformat(timespec="seconds")
+    """Local time, ISO 8601 to the second, with its UTC offset (core/timestamps.py)."""
+    return local_iso(time.time() if now is None else now)
 
 
 def answer_question(

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from askvault.adapters import store
@@ -36,6 +35,7 @@ from askvault.adapters.vault import (
 )
 from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
+from askvault.core.timestamps import local_iso
 from askvault.errors import NoteUnreadable, PathOutsideVault
 from askvault.services import vault_presence
 from askvault.records import Chunk, FileStamp, NoteFile, ParsedNote, Skipped
@@ -454,6 +454,5 @@ def _pair_renames(conn: Connection, report: IndexReport, removed: dict[str, str]
 
 
 def _iso(ts: float) -> str:
-    """ISO 8601 to the second with the local offset: the one format of every time askvault
-    shows (answer notes, status), issue 14 item 2."""
-    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+    """ISO 8601 to the second with the local offset (core/timestamps.py)."""
+    return local_iso(ts)
