@@ -64,6 +64,22 @@ def test_numbered_citations_become_the_wikilinks_of_their_excerpts() -> None:
         "Alpha is first [[A#H]]. Beta is second. [[B]] Both [[A#H]] [[B]]. See [[B]].")
 
 
+def test_the_word_excerpt_before_a_number_goes_with_it() -> None:
+    """"... 7 days. Excerpt [2]" left "Excerpt" behind as a claim of its own, which the
+    link then cited (and backed nothing): seen 40 times in the 1.5B model's replies."""
+    pack = _pack(_page("A.md", [("H", "Alpha.")]), _page("B.md", [(None, "Beta.")]))
+    plan = build_messages("q?", pack, num_ctx=8192)
+    cases = {
+        "Beta is second. Excerpt [2]": "Beta is second. [[B]]",
+        "the snippet provided in Excerpt [1]. It works": "the snippet provided in [[A#H]]. It works",
+        "Described in Excerpt [1] and Excerpt [2].": "Described in [[A#H]] and [[B]].",
+        "It is an exception in the excerpt [2].": "It is an exception in [[B]].",
+        "Excerpt [9] names no excerpt.": "Excerpt [9] names no excerpt.",
+    }
+    for reply, expected in cases.items():
+        assert resolve_numbered_citations(reply, plan.excerpts) == expected
+
+
 def test_numbers_that_name_no_excerpt_code_and_markdown_links_are_left_alone() -> None:
     pack = _pack(_page("A.md", [(None, "Alpha.")]))
     plan = build_messages("q?", pack, num_ctx=8192)

@@ -31,9 +31,13 @@ REPLY_RESERVE_MAX_TOKENS = 2048
 PROMPT_OVERHEAD_TOKENS = 64
 PER_EXCERPT_OVERHEAD_TOKENS = 12
 _LINK_UNSAFE = re.compile(r"[\[\]|#^]")
-# `[2]`, `[1, 3]`, `[1][2]`, `[Excerpt 2]` - not `[[...]]`, not `[text](url)`.
-_NUMBERED = re.compile(r"(?<!\[)\[(?:excerpts?\s*)?(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?![\[(\]])",
-                       re.IGNORECASE)
+# `[2]`, `[1, 3]`, `[1][2]`, `[Excerpt 2]`, and `Excerpt [2]` / `the excerpt [2]` (the word
+# goes with the number: left behind it became a claim of its own) - not `[[...]]`, not
+# `[text](url)`.
+_NUMBERED = re.compile(
+    r"(?:\b(?:the\s+)?excerpts?\s+(?=\[\d))?"
+    r"(?<!\[)\[(?:excerpts?\s*)?(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?![\[(\]])",
+    re.IGNORECASE)
 
 SYSTEM_PROMPT = """\
 Answer the question from the numbered excerpts of the user's notes, in 1 to 3 short \
