@@ -44,6 +44,19 @@ def test_ask_streams_then_reports_citations_then_logs(
     assert log == f"## [{time.strftime('%Y-%m-%d')}] query | What does an embed show?\n"
 
 
+def test_ask_shows_the_answer_as_published_when_checking_changed_it(
+    env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    """The stream is the model's words; when excerpt numbers became links or a link became
+    plain text, the terminal also shows what the note says (it used to claim "broken links
+    shown as plain text" whatever had changed)."""
+    fake_ollama.chat_script = [REPLY]
+    out = CliRunner().invoke(cli, ["ask", "What does an embed show?"], env=env).stdout
+    published = out.split("As checked and published:\n", 1)[1].split("\n## Citation report")[0]
+    assert "[[Embeds]]" in published and "Invented Nowhere." in published
+    assert "broken links shown as plain text" not in out
+
+
 def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllama) -> None:
     fake_ollama.chat_script = [REPLY]
     result = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--json"], env=env)

@@ -36,7 +36,9 @@ def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
         click.echo("")
         if result.status in ("answered", "no-answer"):
             if result.answer != result.reply:
-                click.echo("\n(broken links shown as plain text in the saved note)")
+                # Excerpt numbers became links, links that back nothing became text,
+                # unsupported sentences got a marker: show what the note says.
+                click.echo("\nAs checked and published:\n" + result.answer)
             click.echo("\n" + render_citation_report(result.report))
         if result.status == "waiting" and result.note.passages:
             click.echo("\nBest passages found (extractive, not an answer):")
