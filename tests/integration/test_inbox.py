@@ -15,13 +15,16 @@ from askvault.adapters import answer_store, store
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.inbox import InboxWorker
-from askvault.services.index_pass import index_vault
 from askvault.services.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.inbox_worker import Running, wait_for
-from support.settings_factory import settings_for
-from support.vault_factory import make_fixture_vault
+from support.inbox_worker import (
+    Running,
+    inbox_settings,
+    inbox_vault,
+    wait_for,
+    worker_starter,
+)
 
 QUESTION = "What does an embed show?\n"
 REPLY = "An embed shows another note inline [[Embeds]]."
@@ -29,31 +32,18 @@ REPLY = "An embed shows another note inline [[Embeds]]."
 
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
-    root = make_fixture_vault(tmp_path / "vault")
-    (root / "queries" / "inbox").mkdir(parents=True)
-    return root
+    return inbox_vault(tmp_path / "vault")
 
 
 @pytest.fixture
 def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    s = settings_for(vault, tmp_path / "state", fake_ollama.url, **{"queries.settle_s": 0.2})
-    index_vault(s)
-    return s
+    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
 
 
 @pytest.fixture
 def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
-    started: list[Running] = []
-
-    def start(**kw: Any) -> Running:
-        running = Running(InboxWorker(settings, backoff_first_s=0.2, **kw))
-        running.thread.start()
-        started.append(running)
-        return running
-
-    yield start
-    for running in started:
-        running.halt()
+    with worker_starter(settings) as start:
+        yield start
 
 
 def _status(path: Path) -> str | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,9 +17,13 @@ from askvault.services.inbox import InboxWorker
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.inbox_worker import Running, wait_for
-from support.settings_factory import settings_for
-from support.vault_factory import make_fixture_vault
+from support.inbox_worker import (
+    Running,
+    inbox_settings,
+    inbox_vault,
+    wait_for,
+    worker_starter,
+)
 
 QUESTION = "What does an embed show?\n"
 REPLY = "An embed shows another note inline [[Embeds]]."
@@ -28,32 +31,18 @@ REPLY = "An embed shows another note inline [[Embeds]]."
 
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
-    root = make_fixture_vault(tmp_path / "vault")
-    (root / "queries" / "inbox").mkdir(parents=True)
-    return root
+    return inbox_vault(tmp_path / "vault")
 
 
 @pytest.fixture
 def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    s = settings_for(vault, tmp_path / "state", fake_ollama.url, **{"queries.settle_s": 0.2})
-    index_vault(s)
-    return s
+    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
 
 
 @pytest.fixture
 def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
-    started: list[Running] = []
-
-    def start(**kw: Any) -> Running:
-        running = Running(InboxWorker(settings, backoff_first_s=0.2, **kw))
-        running.thread.start()
-        started.append(running)
-        return running
-
-    yield start
-    for running in started:
-        if running.thread.is_alive():
-            running.halt()
+    with worker_starter(settings) as start:
+        yield start
 
 
 def _status(path: Path) -> str | None:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from askvault.services.inbox import InboxWorker
+from askvault.services.index_pass import index_vault
+from askvault.settings import Settings
+from support.settings_factory import settings_for
+from support.vault_factory import make_fixture_vault
 
 
 class Running:
@@ -42,3 +48,36 @@ def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
             return value
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+def inbox_vault(root: Path) -> Path:
+    """The fixture vault at `root`, with an empty `queries/inbox/`."""
+    make_fixture_vault(root)
+    (root / "queries" / "inbox").mkdir(parents=True)
+    return root
+
+
+def inbox_settings(vault: Path, state: Path, host: str) -> Settings:
+    """Settings over `vault` with a short settle time, the vault indexed."""
+    settings = settings_for(vault, state, host, **{"queries.settle_s": 0.2})
+    index_vault(settings)
+    return settings
+
+
+@contextmanager
+def worker_starter(settings: Settings, **defaults: Any) -> Iterator[Callable[..., Running]]:
+    """`start(**kw)` runs an InboxWorker (short backoff, then `defaults`, then `kw`) on its
+    own thread; on exit every worker still running, or one that failed, is halted (and so
+    checked for errors). A test may halt one itself first."""
+    started: list[Running] = []
+
+    def start(**kw: Any) -> Running:
+        running = Running(InboxWorker(settings, **{"backoff_first_s": 0.2, **defaults, **kw}))
+        running.thread.start()
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if running.thread.is_alive() or running.errors:
+            running.halt()
