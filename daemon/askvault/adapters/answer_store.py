@@ -91,18 +91,19 @@ def get_question(conn: Connection, path: str) -> QuestionRow | None:
 
 def questions_answered(conn: Connection) -> list[QuestionRow]:
     """Questions answered but not yet archived and logged (`archiving`, `logging`)."""
-    rows = conn.execute(
-        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions"
-        " WHERE status IN ('archiving', 'logging') ORDER BY path"
-    ).fetchall()
-    return [QuestionRow(*row) for row in rows]
+    return _questions_with_status(conn, ("archiving", "logging"))
 
 
 def questions_unfinished(conn: Connection) -> list[QuestionRow]:
     """Questions not answered yet (`answering`, `waiting`, `failed`)."""
+    return _questions_with_status(conn, ("answering", "waiting", "failed"))
+
+
+def _questions_with_status(conn: Connection, statuses: tuple[str, ...]) -> list[QuestionRow]:
+    marks = ",".join("?" * len(statuses))
     rows = conn.execute(
-        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions"
-        " WHERE status IN ('answering', 'waiting', 'failed') ORDER BY path"
+        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions WHERE status IN ({marks}) ORDER BY path",
+        statuses,
     ).fetchall()
     return [QuestionRow(*row) for row in rows]
 

@@ -83,17 +83,23 @@ class AnswerUpkeep(AnswerFiles):
             self._root_id = root_id
         return present
 
+    def present_inbox(self) -> Path | None:
+        """The inbox folder, or None when it is not there (a vault moved away, an
+        unmounted drive): passes that forget questions do nothing then."""
+        try:
+            inbox = resolve_inside(self.root, self.inbox_rel)
+        except AskvaultError:
+            return None
+        return inbox if inbox.is_dir() else None
+
     def forget_vanished(self, conn: Connection, *, orphans: bool = False) -> None:
         """Questions not answered yet whose note left the inbox (deleted, renamed, moved):
         their `answering` / `waiting` / `failed` note, if still askvault's own, is removed
         with their rows, so no note says forever that it will be replaced. With `orphans`
         (at start-up) also such notes that have no question row at all. Nothing is done
         while the inbox folder is missing (a vault moved away)."""
-        try:
-            inbox = resolve_inside(self.root, self.inbox_rel)
-        except AskvaultError:
-            return
-        if not inbox.is_dir():
+        inbox = self.present_inbox()
+        if inbox is None:
             return
         gone: list[tuple[str, str]] = []
         for row in answer_store.questions_unfinished(conn):

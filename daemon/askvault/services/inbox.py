@@ -407,11 +407,8 @@ class InboxWorker(AnswerUpkeep):
     def finish_vanished(self, conn: Connection) -> None:
         """Answered questions whose inbox note is gone (a crash after the move; a user's
         delete) are logged and forgotten; nothing is done while the inbox is missing."""
-        try:
-            inbox = resolve_inside(self.root, self.inbox_rel)
-        except AskvaultError:
-            return
-        if not inbox.is_dir():
+        inbox = self.present_inbox()
+        if inbox is None:
             return
         now = time.monotonic()
         for row in answer_store.questions_answered(conn):
