@@ -24,7 +24,8 @@ from askvault.records import (
     SourceWindow,
 )
 from askvault.services.context_graph import find_neighbours, source_windows
-from askvault.services.search import search, wikilink
+from askvault.core.links import page_link
+from askvault.services.search import search
 from askvault.settings import Settings
 
 CONTEXT_VERSION = 1
@@ -111,7 +112,7 @@ def _group_pages(
         if page is None:
             pages[hit.note_path] = EvidencePage(
                 path=hit.note_path, title=hit.title,
-                wikilink=wikilink(hit.note_path, None, duplicates),
+                wikilink=page_link(hit.note_path, None, duplicates),
                 score=hit.score, matched=hit.matched, chunks=(chunk,), type=hit.type,
                 sources=row.sources,
             )

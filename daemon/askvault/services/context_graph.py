@@ -20,7 +20,7 @@ from askvault.core.links import LinkIndex, build_link_index, resolve_link
 from askvault.core.query import fold
 from askvault.errors import PathOutsideVault, VaultError
 from askvault.records import EvidencePage, Neighbour, SourceWindow
-from askvault.services.search import wikilink
+from askvault.core.links import page_link
 
 MAX_NEIGHBOURS = 20
 SOURCE_FOLDERS = ("sources", "raw")
@@ -60,7 +60,7 @@ def find_neighbours(
         if resolved in wanted and source != resolved:
             backlinks[resolved].append(source)
     for page in primary:
-        page_link = wikilink(page, None, duplicates)
+        primary_link = page_link(page, None, duplicates)
         found_here: list[tuple[str, str]] = []
         for kind, raw in search_store.outgoing_links(conn, page):
             resolved = resolve_link(clean_target(raw), index, page)
@@ -70,12 +70,12 @@ def find_neighbours(
         for path, kind in found_here:
             if path in wanted or path in found:
                 continue
-            found[path] = _WHY[kind].format(page=page_link)
+            found[path] = _WHY[kind].format(page=primary_link)
     paths = list(found)[:MAX_NEIGHBOURS]
     titles = search_store.note_titles(conn, paths)
     duplicates = duplicates | search_store.duplicate_basenames(conn, paths)
     return [
-        Neighbour(path=p, title=titles.get(p, p), wikilink=wikilink(p, None, duplicates),
+        Neighbour(path=p, title=titles.get(p, p), wikilink=page_link(p, None, duplicates),
                   why=found[p])
         for p in paths
     ]

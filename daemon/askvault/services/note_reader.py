@@ -27,7 +27,7 @@ from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import Heading
 from askvault.services.answering import link_index_from_db
-from askvault.services.search import wikilink
+from askvault.core.links import page_link
 from askvault.settings import Settings
 
 # Top-level folders whose files (any text, not only .md) are raw sources an agent may read;
@@ -83,7 +83,7 @@ def read_vault_note(
     text = "\n".join(all_lines[first - 1:last]) if last >= first else ""
     return {
         "file": rel,
-        "wikilink": wikilink(rel, None, set()),
+        "wikilink": page_link(rel),
         "frontmatter": json.loads(json.dumps(parsed.frontmatter, default=str)),
         "frontmatter_lines": [1, body_first - 1] if body_first > 1 else None,
         "heading": section,

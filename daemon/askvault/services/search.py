@@ -197,7 +197,7 @@ def search(
     return SearchResult(
         query=query, hits=hits, degraded=degraded, fusion=mode_used,
         trace={s.candidate.chunk_id: s.trace for s in scored},
-        wikilinks={h.chunk_id: wikilink(h.note_path, h.heading, duplicates) for h in hits},
+        wikilinks={h.chunk_id: page_link(h.note_path, h.heading, duplicates) for h in hits},
     )
 
 
@@ -247,11 +247,6 @@ def _to_hit(scored: fusion.Scored, row: search_store.ChunkRow) -> Hit:
         lines=(row.start_line, row.end_line), text=row.text, score=scored.score,
         matched=scored.matched, type=row.type,
     )
-
-
-def wikilink(path: str, heading: str | None, duplicate_basenames: set[str]) -> str:
-    """`[[Name#Heading]]` for a page: its file name, or its path when the name is not unique."""
-    return page_link(path, heading, duplicate_basenames)
 
 
 def hit_to_json(hit: Hit, wikilink_text: str, terms: list[str]) -> dict[str, Any]:
