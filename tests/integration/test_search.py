@@ -277,3 +277,41 @@ def test_migration_adds_extension_b_chunks_an_older_index_left_out(indexed: Inde
     after = conn.execute("SELECT count(*) FROM chunks_trigram").fetchone()[0]
     assert after == before + 1  # only the missing chunk; the others are not doubled
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]
+
+
+def _words_vault(tmp_path: Path, fake_ollama: FakeOllama, candidates: int) -> list[str]:
+    """Chunks ranked by the words channel alone for "tomato soil" in a vault where four
+    notes hold both words and one, titled Soil, holds only one but in its title."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(4):
+        (vault / f"Bed {n}.md").write_text(f"Bed {n}: the tomato likes warm soil.\n")
+    (vault / "Soil.md").write_text("# Soil\n\nSoil, soil and more soil.\n")
+    settings = retrieval_settings(tmp_path, fake_ollama.url, **{"search.candidates": candidates})
+    index_vault(settings)
+    conn = connect(settings.db_path)
+    try:
+        result = search(conn, settings, "tomato soil", fusion_mode="words", per_page=False,
+                        limit=candidates)
+    finally:
+        conn.close()
+    return [hit.note_path for hit in result.hits]
+
+
+def test_words_channel_ranks_only_chunks_with_every_word_when_there_are_enough(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    # Four chunks hold both words and the channel takes three (the search depth is the
+    # larger of `search.candidates` and the limit, both 3 here): the page with one word,
+    # however strong, is not scored at all (the OR ranking would put it first).
+    paths = _words_vault(tmp_path, fake_ollama, candidates=3)
+    assert "Soil.md" not in paths
+    assert len(paths) == 3 and all(p.startswith("Bed ") for p in paths)
+
+
+def test_words_channel_falls_back_to_any_word_when_too_few_chunks_hold_every_word(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    paths = _words_vault(tmp_path, fake_ollama, candidates=10)
+    assert "Soil.md" in paths
+    assert sorted(p for p in paths if p != "Soil.md") == [f"Bed {n}.md" for n in range(4)]

@@ -224,11 +224,21 @@ def _rounded(value: float | None) -> float | None:
 def _word_ranking(
     conn: Connection, query: str, depth: int, filters: SearchFilters | None
 ) -> list[tuple[int, float]]:
-    """Word matches best first: FTS5 words, with CJK trigram matches merged in by score."""
+    """Word matches best first: FTS5 words, with CJK trigram matches merged in by score.
+
+    When at least `depth` chunks hold every word of the query, only those are ranked:
+    BM25 over the OR of the words scores every chunk holding any of them (17k of the hub
+    vault's 50k chunks for "plugin settings", ~11 ms) to pick `depth` that nearly always
+    hold them all (issue 11, docs/decisions.md). Fewer than `depth`: the OR ranking."""
     ranking: list[tuple[int, float]] = []
     match = fts_match_expression(query)
     if match:
-        ranking = search_store.word_chunks(conn, match, limit=depth, filters=filters)
+        every_word = fts_match_expression(query, require_all=True)
+        if every_word != match:
+            ranking = search_store.word_chunks(conn, every_word or match, limit=depth,
+                                               filters=filters)
+        if len(ranking) < depth:
+            ranking = search_store.word_chunks(conn, match, limit=depth, filters=filters)
     trigrams, short = cjk_grams(query)
     if trigrams or short:
         cjk = search_store.trigram_chunks(
