@@ -81,3 +81,27 @@ def test_nothing_imports_the_cli() -> None:
         and any(m.startswith("askvault.cli") for m in imports_of(path))
     ]
     assert offenders == []
+
+
+COMPOSITION_ROOT = "askvault.app.clients"
+CLIENT_MODULE = "askvault.adapters.ollama"
+CLIENT_CLASSES = {"OllamaEmbedder", "OllamaGenerator"}
+
+
+def test_only_the_composition_root_builds_ollama_clients() -> None:
+    """Services receive their clients as Protocols (records.ModelClients, Embedder,
+    Generator); one module, app/clients.py, imports the client module and builds them."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if module in (COMPOSITION_ROOT, CLIENT_MODULE):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        from_adapters = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                         and n.module == "askvault.adapters" for a in n.names]
+        if (CLIENT_MODULE in imports_of(path) or "ollama" in from_adapters
+                or names & CLIENT_CLASSES):
+            offenders.append(module)
+    assert offenders == []

@@ -56,6 +56,7 @@ from askvault.errors import (
     PathOutsideVault,
     VaultUnavailable,
 )
+from askvault.records import Embedder, Generator, ModelClients
 from askvault.services.answering import (
     AnswerCancelled,
     AnswerResult,
@@ -66,7 +67,6 @@ from askvault.services.answering import (
 )
 from askvault.services.answer_files import log_line_for, stem_of
 from askvault.services.answer_upkeep import AnswerUpkeep
-from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import (
     describe_options,
     is_draft,
@@ -94,10 +94,11 @@ class InboxWorker(AnswerUpkeep):
     """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
 
     def __init__(
-        self, settings: Settings, *, backoff_first_s: float = BACKOFF_FIRST_S,
-        backoff_max_s: float = BACKOFF_MAX_S, busy_timeout_s: float = BUSY_TIMEOUT_S,
+        self, settings: Settings, clients: ModelClients, *,
+        backoff_first_s: float = BACKOFF_FIRST_S, backoff_max_s: float = BACKOFF_MAX_S, busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         super().__init__(settings)
+        self.clients = clients
         self.busy_timeout_s = busy_timeout_s
         self.backoff_first_s = backoff_first_s
         self.backoff_max_s = backoff_max_s
@@ -421,21 +422,21 @@ class InboxWorker(AnswerUpkeep):
         self, conn: Connection, question: str, options: QuestionOptions,
         should_stop: Callable[[], bool], asked: str,
     ) -> AnswerResult:
+        generator: Generator
         try:
-            generator = make_generator(self.settings)
+            generator = self.clients.generator()
         except OllamaError as exc:
-            generator = _Unavailable(exc)  # type: ignore[assignment]
-        embedder: Any = None
+            generator = _Unavailable(exc)
+        embedder: Embedder | None = None
         with contextlib.suppress(OllamaError):
-            embedder = make_embedder(self.settings)
+            embedder = self.clients.embedder()
         try:
             return answer_question(conn, self.settings, question, options, embedder=embedder,
                                    generator=generator, should_stop=should_stop, asked=asked)
         finally:
-            for client in (generator, embedder):
-                close = getattr(client, "close", None)
-                if close is not None:
-                    close()
+            generator.close()
+            if embedder is not None:
+                embedder.close()
 
     def _after_cancel(
         self, conn: Connection, cand: _Candidate, answer_path: str, stop_event: threading.Event
@@ -573,3 +574,6 @@ class _Unavailable:
 
     def stream(self, messages: Any, *, model: str, num_ctx: int) -> Any:
         raise self.exc
+
+    def close(self) -> None:
+        """Nothing to close: no client was built."""
