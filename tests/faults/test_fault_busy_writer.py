@@ -18,9 +18,9 @@ from in_process import InProcessDaemon
 from invariants import FaultWorld, check_invariants, index_state, wait_converged, wait_until
 
 from askvault.adapters.db import connect
-from askvault.app.backoff import Backoff
 from askvault.app.clients import OllamaClients
 from askvault.app.embed_loop import EmbedLoop
+from askvault.core.backoff import Backoff
 from askvault.services.indexer import reconcile
 from support.fake_ollama import FakeOllama
 

@@ -28,12 +28,12 @@ from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, is_disk_fu
 from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.ollama_http import host_refusal
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
-from askvault.app.backoff import Backoff
 from askvault.app.clients import OllamaClients
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
+from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.records import ModelClients
 from askvault.services.inbox import InboxWorker

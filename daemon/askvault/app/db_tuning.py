@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect
-from askvault.app.backoff import Backoff
+from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy
 
 log = logging.getLogger(__name__)

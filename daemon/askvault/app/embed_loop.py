@@ -15,8 +15,8 @@ from pathlib import Path
 
 from askvault.adapters import store
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, is_disk_full
-from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import connect_for_daemon
+from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
 from askvault.records import Embedder, ModelClients
 from askvault.services.embedding import (
