@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from askvault.app.clients import OllamaClients
-from askvault.services.inbox import InboxWorker
+from askvault.app.inbox_loop import InboxWorker
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.settings_factory import settings_for

@@ -31,12 +31,12 @@ from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mod
 from askvault.app.clients import OllamaClients
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
+from askvault.app.inbox_loop import InboxWorker
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
 from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.records import ModelClients
-from askvault.services.inbox import InboxWorker
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
 

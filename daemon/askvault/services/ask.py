@@ -13,7 +13,7 @@ from askvault.records import Embedder, Generator, ModelClients
 from askvault.services.answering import (
     AnswerCancelled, AnswerResult, QuestionOptions, answer_question,
 )
-from askvault.services.inbox import InboxWorker
+from askvault.services.answer_files import AnswerFiles
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -40,7 +40,7 @@ def ask_question(
     writes the answer note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
     question to the log note. Raises AnswerCancelled when `should_stop()` turns true before
     anything was written."""
-    worker = InboxWorker(settings, clients)
+    files = AnswerFiles(settings)
     own_conn = conn is None
     conn = conn if conn is not None else connect(settings.db_path)
     made: list[Embedder | Generator] = []  # the clients made here, closed here
@@ -63,10 +63,10 @@ def ask_question(
         saved = None
         if save:
             stem = _safe_stem(question)
-            saved = worker.write_answer(conn, None, render_answer_note(result.note), "",
-                                        result.status, tuple(result.cited_paths), stem)
+            saved = files.write_answer(conn, None, render_answer_note(result.note), "",
+                                       result.status, tuple(result.cited_paths), stem)
         logged = None
-        if log and result.status in ("answered", "no-answer") and worker.append_log(question, saved):
+        if log and result.status in ("answered", "no-answer") and files.append_log(question, saved):
             logged = f"query | {question_summary(question)}"
         return AskOutcome(result, saved, logged)
     finally:
