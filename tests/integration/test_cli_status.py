@@ -12,7 +12,7 @@ import pytest
 from askvault.adapters import answer_store, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
-from askvault.cli.index_cmd import ProgressLine
+from askvault.cli.render import ProgressLine
 from askvault.cli.main import cli
 from askvault.services.index_pass import index_vault
 from click.testing import CliRunner
