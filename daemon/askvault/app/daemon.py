@@ -123,18 +123,20 @@ class Daemon:
         except (IndexBusy, DiskFull) as exc:
             log.warning("%s; the daemon starts and its threads wait for the index", exc.message)
         mode = choose_watch_mode(self.settings.daemon.watch_mode, self.settings.vault_path)
-        self.work.request_reconcile("start-up")
-        self._spawn("askvault-index", self._index_loop)
-        self._spawn("askvault-embed", partial(self.embed.run, self.stop_event))
-        for i, worker in enumerate(self.workers):
-            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event),
-                        fatal=False)
+        # Watch before the start-up reconcile scans: a file saved between its scan and a
+        # later watch was seen by neither until the periodic reconcile (an e2e test saw it).
         self._watcher = VaultWatcher(
             self.settings.vault_path, self._on_batch,
             debounce_s=self.settings.daemon.debounce_s, mode=mode,
             poll_interval_s=self.settings.daemon.poll_interval_s,
         )
         self._watcher.start()
+        self.work.request_reconcile("start-up")
+        self._spawn("askvault-index", self._index_loop)
+        self._spawn("askvault-embed", partial(self.embed.run, self.stop_event))
+        for i, worker in enumerate(self.workers):
+            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event),
+                        fatal=False)
         self._scheduler = BackgroundScheduler(daemon=True)
         self._scheduler.add_job(
             self.request_reconcile, "interval", args=["periodic"],
