@@ -75,6 +75,9 @@ class Daemon:
         self.workers = list(workers)
         self.busy_timeout_s = busy_timeout_s
         self.stop_event = threading.Event()
+        # Set once start() has returned: the index migrated, the vault watched, every
+        # thread running (what a test, or a readiness notice, waits for).
+        self.started = threading.Event()
         self.work = WorkQueue()
         self.embed = EmbedLoop(settings, busy_timeout_s=busy_timeout_s)
         self.failure: BaseException | None = None
@@ -147,6 +150,7 @@ class Daemon:
         log.info("askvault daemon started (pid %d): vault %s, index %s, watching by %s",
                  os.getpid(), self.settings.vault_path, self.settings.db_path,
                  self._watcher.mode)
+        self.started.set()
 
     def stop(self) -> None:
         """Ask every thread to stop (safe from any thread or a signal handler)."""
