@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.fake_ollama import FakeOllama
 
 from daemon_helpers import DaemonProcess, IndexProbe, wait_until
+from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.e2e
 

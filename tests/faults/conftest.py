@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from invariants import FaultWorld
 
 from askvault.adapters.db import BUSY_TIMEOUT_S
 from askvault.app.daemon import Daemon, default_workers
-from support.fake_ollama import FakeOllama
-from in_process import InProcessDaemon
 from e2e.daemon_helpers import DaemonProcess, launched_daemons
+from in_process import InProcessDaemon
+from invariants import FaultWorld
+from support.fake_ollama import FakeOllama
 
 # Small batches, fast settle and debounce: the drills stay quick at small sizes.
 DRILL_ENV = {

@@ -35,7 +35,6 @@ from askvault.adapters.vault import TEMP_PREFIX, scan_vault
 from askvault.services.doctor import run_checks
 from askvault.services.indexer import ignore_rules_for
 from askvault.settings import Settings, vault_id
-
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 

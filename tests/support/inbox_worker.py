@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from askvault.services.inbox import InboxWorker
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings

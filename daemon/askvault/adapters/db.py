@@ -9,15 +9,14 @@ from __future__ import annotations
 import array
 import contextlib
 import errno
-import os
+import importlib.util
 import logging
+import os
 import stat
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-
-import importlib.util
 
 import sqlean
 

@@ -18,8 +18,8 @@ import logging
 import os
 import threading
 import time
-from functools import partial
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler

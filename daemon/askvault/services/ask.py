@@ -13,7 +13,10 @@ from askvault.core.answer_note import render_answer_note
 from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator
 from askvault.services.answering import (
-    AnswerCancelled, AnswerResult, QuestionOptions, answer_question,
+    AnswerCancelled,
+    AnswerResult,
+    QuestionOptions,
+    answer_question,
 )
 from askvault.services.inbox import InboxWorker
 from askvault.services.index_pass import make_embedder, make_generator

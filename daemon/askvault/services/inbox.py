@@ -56,6 +56,8 @@ from askvault.errors import (
     PathOutsideVault,
     VaultUnavailable,
 )
+from askvault.services.answer_files import log_line_for, stem_of
+from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.answering import (
     AnswerCancelled,
     AnswerResult,
@@ -64,8 +66,6 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
-from askvault.services.answer_files import log_line_for, stem_of
-from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import (
     describe_options,
