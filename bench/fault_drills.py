@@ -1,6 +1,6 @@
 """The fault drills (tests/faults, issue 6) at full size: `python bench/fault_drills.py`.
 
-CI runs them small inside the default `pytest` run; this runs the heavy ones at the
+CI runs them small (`pytest -m faults`, in .ci/run); this runs the heavy ones at the
 sizes of the issue (5,000 files at once, 30 kill -9 trials on a bigger vault) by
 setting the drills' size variables and calling pytest on tests/faults.
 """

@@ -25,7 +25,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, median, standin_ollama, vault_copy  # noqa: E402
-
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault  # noqa: E402

@@ -36,12 +36,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, machine, median, percentile, standin_ollama, vault_copy  # noqa: E402
-
 import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+from _common import REPO, machine, median, percentile, standin_ollama, vault_copy  # noqa: E402
 from askvault.adapters.ollama import OllamaEmbedder  # noqa: E402
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault  # noqa: E402

@@ -1,4 +1,4 @@
-"""Shared fixtures: the fake Ollama server and the no-remote-network guard."""
+"""Shared fixtures: the fake Ollama server, the no-remote-network guard and the leak check."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from support.fake_ollama import FakeOllama  # tests/ is on sys.path (rootdir conftest)
+from support.leaks import LeakTracker
 
 _LOCAL_NAMES = {"localhost", "localhost.", "", "0.0.0.0", "::"}
 
@@ -103,3 +104,28 @@ def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory,
     """Each test's vault locks live in its own runtime dir (inherited by the subprocesses
     it starts), never in the user's $XDG_RUNTIME_DIR/askvault."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+
+
+
+@pytest.fixture(scope="session")
+def _leak_tracker_installed() -> Iterator[LeakTracker]:
+    tracker = LeakTracker()
+    tracker.install()
+    try:
+        yield tracker
+    finally:
+        tracker.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def leak_check(_leak_tracker_installed: LeakTracker) -> Iterator[None]:
+    """Fails the test if it left open a thread, a watchdog observer, a listening server or
+    a SQLite connection that it started (STYLE rule 12); its connections are closed then,
+    so the next test starts clean. Session-scoped fixtures are set up before the window
+    opens, so they are never counted."""
+    tracker = _leak_tracker_installed
+    tracker.open_window()
+    yield
+    problems = tracker.close_window()
+    if problems:
+        pytest.fail("test left open: " + "; ".join(problems), pytrace=False)

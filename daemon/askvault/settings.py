@@ -11,7 +11,7 @@ import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -316,40 +316,59 @@ def _coerce(key: str, raw: Any, f: Any, problems: list[str]) -> Any:
     return value
 
 
+def _to_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(raw, str) and raw.strip().lower() in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"must be true or false (got {raw!r})")
+
+
+def _to_int(raw: Any) -> int:
+    if isinstance(raw, bool) or isinstance(raw, float):
+        raise ValueError(f"must be an integer (got {raw!r})")
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be an integer (got {raw!r})") from None
+
+
+def _to_float(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError(f"must be a number (got {raw!r})")
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number (got {raw!r})") from None
+
+
+def _to_str_list(raw: Any) -> list[str]:
+    if isinstance(raw, str):
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
+        return list(raw)
+    raise ValueError(f"must be a list of strings (got {raw!r})")
+
+
+def _to_str(raw: Any) -> str:
+    if isinstance(raw, (str, Path)):
+        return str(raw)
+    raise ValueError(f"must be a string (got {raw!r})")
+
+
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "bool": _to_bool, "int": _to_int, "float": _to_float, "list[str]": _to_str_list,
+    "str": _to_str,
+}
+
+
 def _convert(kind: str, raw: Any) -> Any:
-    if kind == "bool":
-        if isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on"):
-            return True
-        if isinstance(raw, str) and raw.strip().lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise ValueError(f"must be true or false (got {raw!r})")
-    if kind == "int":
-        if isinstance(raw, bool) or isinstance(raw, float):
-            raise ValueError(f"must be an integer (got {raw!r})")
-        try:
-            return int(raw)
-        except (TypeError, ValueError):
-            raise ValueError(f"must be an integer (got {raw!r})") from None
-    if kind == "float":
-        if isinstance(raw, bool):
-            raise ValueError(f"must be a number (got {raw!r})")
-        try:
-            return float(raw)
-        except (TypeError, ValueError):
-            raise ValueError(f"must be a number (got {raw!r})") from None
-    if kind == "list[str]":
-        if isinstance(raw, str):
-            return [part.strip() for part in raw.split(",") if part.strip()]
-        if isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
-            return list(raw)
-        raise ValueError(f"must be a list of strings (got {raw!r})")
-    if kind == "str":
-        if isinstance(raw, (str, Path)):
-            return str(raw)
-        raise ValueError(f"must be a string (got {raw!r})")
-    raise TypeError(f"unsupported setting type {kind}")
+    converter = _CONVERTERS.get(kind)
+    if converter is None:
+        raise TypeError(f"unsupported setting type {kind}")
+    return converter(raw)
 
 
 def render_example_toml() -> str:

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import DaemonProcess, IndexProbe, launched_daemons
 
+from daemon_helpers import DaemonProcess, IndexProbe, launched_daemons
 from support.fake_ollama import FakeOllama
 
 

@@ -11,9 +11,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from support.fake_ollama import FakeOllama
+import pytest
 
 from daemon_helpers import DaemonProcess, IndexProbe, wait_until
+from support.fake_ollama import FakeOllama
+
+pytestmark = pytest.mark.e2e
 
 DEADLINE_S = 15.0  # a correctness bound, not a speed target (bench/freshness_bench.py)
 

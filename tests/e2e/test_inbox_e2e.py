@@ -7,9 +7,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from support.fake_ollama import FakeOllama
+import pytest
 
 from daemon_helpers import DaemonProcess, IndexProbe, wait_until
+from support.fake_ollama import FakeOllama
+
+pytestmark = pytest.mark.e2e
 
 ANSWER_DEADLINE_S = 15.0
 

@@ -26,6 +26,8 @@ from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env
 from support.vault_factory import make_fixture_vault
 
+pytestmark = pytest.mark.e2e
+
 T = TypeVar("T")
 REPLY = "An embed shows another note inline [[Embeds]]."
 

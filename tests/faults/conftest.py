@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from invariants import FaultWorld
 
 from askvault.adapters.db import BUSY_TIMEOUT_S
 from askvault.app.daemon import Daemon, default_workers
-from support.fake_ollama import FakeOllama
-from in_process import InProcessDaemon
 from e2e.daemon_helpers import DaemonProcess, launched_daemons
+from in_process import InProcessDaemon
+from invariants import FaultWorld
+from support.fake_ollama import FakeOllama
 
 # Small batches, fast settle and debounce: the drills stay quick at small sizes.
 DRILL_ENV = {
@@ -39,10 +39,12 @@ def daemons(world: FaultWorld, fake_ollama: FakeOllama) -> Iterator[Callable[...
 
 @pytest.fixture
 def inproc(world: FaultWorld) -> Iterator[Callable[..., InProcessDaemon]]:
-    """Start `Daemon`s in this process with the drill settings; stopped at teardown."""
+    """Start `Daemon`s in this process with the drill settings (by default waiting until
+    each has started); stopped at teardown."""
     started: list[InProcessDaemon] = []
 
-    def start(*, busy_timeout_s: float = BUSY_TIMEOUT_S, **flags: object) -> InProcessDaemon:
+    def start(*, busy_timeout_s: float = BUSY_TIMEOUT_S, ready: bool = True,
+              **flags: object) -> InProcessDaemon:
         settings = world.settings(**{"daemon.debounce_s": 0.05, "queries.settle_s": 0.2,
                                      "ollama.embed_batch_size": 8, **flags})
         runner = InProcessDaemon(Daemon(
@@ -50,6 +52,8 @@ def inproc(world: FaultWorld) -> Iterator[Callable[..., InProcessDaemon]]:
             busy_timeout_s=busy_timeout_s))
         started.append(runner)
         runner.thread.start()
+        if ready:
+            runner.wait_ready()
         return runner
 
     try:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from askvault.app.daemon import Daemon
+
+START_TIMEOUT_S = 15.0
 
 
 class InProcessDaemon:
@@ -17,6 +20,14 @@ class InProcessDaemon:
 
     def _run(self) -> None:
         self.exit_code = self.daemon.run()
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Wait until `Daemon.start()` has returned: its index is migrated and the vault
+        watched before the drill reads the one or changes the other."""
+        deadline = time.monotonic() + timeout_s
+        while not self.daemon.started.wait(0.05):
+            assert self.thread.is_alive(), f"the daemon ended before it started: {self.exit_code}"
+            assert time.monotonic() < deadline, f"the daemon did not start in {timeout_s} s"
 
     def alive(self) -> bool:
         return self.thread.is_alive() and self.daemon.failure is None

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from askvault.adapters import store
-from askvault.adapters.db import connect
+from askvault.adapters.db import Connection, connect
+from askvault.adapters.migrations import MIGRATIONS
 from askvault.adapters.vault import TEMP_PREFIX, scan_vault
 from askvault.app.clients import OllamaClients
 from askvault.services.doctor import run_checks
 from askvault.services.indexer import ignore_rules_for
 from askvault.settings import Settings, vault_id
-
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 
@@ -140,9 +140,7 @@ def index_state(db_path: Path) -> tuple[list[str], int, set[str]]:
         return [], -1, set()
     conn = connect(db_path, readonly=True)
     try:
-        # A daemon that just created the file may still be applying its migrations.
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        if not {"notes", "fingerprints", "skipped"} <= tables:
+        if not _schema_complete(conn):
             return [], -1, set()
         paths = [r[0] for r in conn.execute("SELECT path FROM notes ORDER BY path")]
         live = store.live_fingerprints(conn)
@@ -154,6 +152,18 @@ def index_state(db_path: Path) -> tuple[list[str], int, set[str]]:
         return paths, pending, skipped
     finally:
         conn.close()
+
+
+def _schema_complete(conn: Connection) -> bool:
+    """Every migration recorded: a daemon that has just created the file, or one waiting
+    out a busy or full index, may not have applied them yet (reading a table then failed
+    with `no such table`). Recorded in the transaction that applies each one."""
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+    if not has_table:
+        return False
+    done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+    return all(name in done for name, _ in MIGRATIONS)
 
 
 def wait_converged(world: FaultWorld, timeout_s: float = CONVERGE_TIMEOUT_S) -> None:

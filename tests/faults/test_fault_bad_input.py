@@ -9,6 +9,9 @@ import time
 from collections.abc import Callable
 
 import pytest
+
+from askvault.adapters.db import connect
+from e2e.daemon_helpers import DaemonProcess
 from in_process import InProcessDaemon
 from invariants import (
     CANARY_TEXT,
@@ -18,9 +21,6 @@ from invariants import (
     index_state,
     wait_until,
 )
-
-from askvault.adapters.db import connect
-from e2e.daemon_helpers import DaemonProcess
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

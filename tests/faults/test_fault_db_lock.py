@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from in_process import InProcessDaemon
-from drill_vault import write_notes
-from invariants import FaultWorld, check_invariants, index_state, wait_converged, wait_until
 
 from askvault.adapters.db import connect
+from drill_vault import write_notes
+from in_process import InProcessDaemon
+from invariants import FaultWorld, check_invariants, index_state, wait_converged, wait_until
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from in_process import InProcessDaemon
-from drill_vault import write_notes
-from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 
+from drill_vault import write_notes
+from in_process import InProcessDaemon
+from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

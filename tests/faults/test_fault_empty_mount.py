@@ -14,13 +14,19 @@ import time
 from collections.abc import Callable
 
 import pytest
-from in_process import InProcessDaemon
-from invariants import FaultWorld, answer_notes, check_invariants, index_state, wait_converged
-from invariants import wait_until
 
 from askvault.adapters import answer_store
 from askvault.adapters.db import connect
 from askvault.services.status import collect_status
+from in_process import InProcessDaemon
+from invariants import (
+    FaultWorld,
+    answer_notes,
+    check_invariants,
+    index_state,
+    wait_converged,
+    wait_until,
+)
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 
 import pytest
-from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 
 from askvault.adapters.vault import temp_name
 from e2e.daemon_helpers import DaemonProcess
+from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from invariants import FaultWorld, wait_until
 
 from askvault.adapters.ollama import (
     OllamaEmbedder,
@@ -24,10 +23,11 @@ from askvault.adapters.ollama import (
 )
 from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon, default_workers
-from askvault.services.doctor import run_checks
-from askvault.services.ask import ask_question
 from askvault.errors import RemoteHostRefused
+from askvault.services.ask import ask_question
+from askvault.services.doctor import run_checks
 from e2e.daemon_helpers import DaemonProcess
+from invariants import FaultWorld, wait_until
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 

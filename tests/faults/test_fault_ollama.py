@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 
 import pytest
-from invariants import FaultWorld, answer_notes, check_invariants, wait_until
 
 from askvault.adapters.db import connect
 from e2e.daemon_helpers import DaemonProcess
+from invariants import FaultWorld, answer_notes, check_invariants, wait_until
 from support.fake_ollama import DEFAULT_MODELS, FakeOllama, full_name
 
 pytestmark = pytest.mark.faults

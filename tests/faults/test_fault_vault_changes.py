@@ -9,10 +9,10 @@ import unicodedata
 from collections.abc import Callable
 
 import pytest
-from in_process import InProcessDaemon
-from drill_vault import write_notes
-from invariants import FaultWorld, check_invariants, index_state, wait_converged
 
+from drill_vault import write_notes
+from in_process import InProcessDaemon
+from invariants import FaultWorld, check_invariants, index_state, wait_converged
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

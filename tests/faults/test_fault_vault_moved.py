@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from in_process import InProcessDaemon
 from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
-
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

@@ -9,14 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
 from askvault.adapters import answer_store, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
-from askvault.cli.index_cmd import ProgressLine
 from askvault.cli.main import cli
+from askvault.cli.render import ProgressLine
 from askvault.services.index_pass import index_vault
-from click.testing import CliRunner
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault

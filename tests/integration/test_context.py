@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from integration.retrieval_support import Indexed, indexed_vault
 
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
@@ -17,6 +16,7 @@ from askvault.core.chunking import estimate_tokens
 from askvault.services.context import build_context, context_pack_to_json
 from askvault.services.context_graph import best_window, clean_target
 from askvault.services.index_pass import index_vault
+from integration.retrieval_support import Indexed, indexed_vault
 from support.fake_ollama import FakeOllama
 
 QUESTION = "why do my tomatoes get dark patches at the bottom"

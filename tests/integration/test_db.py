@@ -11,6 +11,7 @@ import pytest
 
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
+from askvault.errors import StoreError
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
@@ -84,3 +85,13 @@ def test_index_pass_and_daemon_lock_leave_nothing_readable_by_others(
     found = [settings.state_path, *settings.state_path.iterdir()]
     assert len(found) >= 2
     assert all(_mode(p) & 0o077 == 0 for p in found), {p.name: oct(_mode(p)) for p in found}
+
+
+def test_an_index_that_cannot_be_opened_leaves_no_connection_behind(tmp_path: Path) -> None:
+    """connect() opened the file, then its first pragma failed: it closes what it opened
+    (a daemon retrying a full disk once leaked a connection per retry). The autouse leak
+    check fails this test otherwise."""
+    path = tmp_path / "index.sqlite"
+    path.write_bytes(b"not a database, " * 512)
+    with pytest.raises(StoreError, match="cannot open the index"):
+        connect(path)

@@ -80,6 +80,7 @@ def test_question_is_answered_archived_byte_for_byte_and_logged(
                    "[[queries/answers/How do embeds work|What does an embed show?]]\n")
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_draft_is_left_alone_until_the_key_is_removed(
     vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
 ) -> None:
@@ -111,6 +112,7 @@ def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_an_empty_question_gets_no_note_until_it_has_text(
     vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
 ) -> None:

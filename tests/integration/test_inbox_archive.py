@@ -25,6 +25,7 @@ from support.inbox_worker import (
     inbox_settings,
     inbox_vault,
     wait_for,
+    wait_for_logged,
     worker_starter,
 )
 
@@ -48,6 +49,12 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
     with worker_starter(settings, backoff_max_s=0.8) as start:
         yield start
+
+
+# Retries at 0.05 s doubling to 0.2 s (the worker looks at its inbox every 0.25 s): the
+# tests below count RETRIES logged retries instead of sleeping through them.
+FAST_RETRIES = {"backoff_first_s": 0.05, "backoff_max_s": 0.2}
+RETRIES = 4
 
 
 def read(path: Path) -> str:
@@ -103,7 +110,7 @@ def _block_archive(how: str, vault: Path, tmp_path: Path, undo: list[Callable[[]
                                  "archive immutable", "inbox unlink fails"])
 def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_reason(
     vault: Path, tmp_path: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
-    how: str,
+    how: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_ollama.chat_script = lambda messages: REPLY
     question = vault / Q_REL
@@ -111,10 +118,10 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
     undo: list[Callable[[], None]] = []
     _block_archive(how, vault, tmp_path, undo)
     try:
-        run_worker()
+        run_worker(**FAST_RETRIES)
         answer = vault / "queries/answers/Q.md"
         wait_for(lambda: "could not archive the question" in read(answer))
-        time.sleep(2.5)  # several retries at the test's 0.2 s doubling to 0.8 s backoff
+        wait_for_logged(caplog, "is answered but cannot be archived", RETRIES)
         assert chats(fake_ollama) == 1, "answered more than once"
         assert names(vault / "queries/answers") == ["Q.md"]
         assert status_of(answer) == "answered"
@@ -290,19 +297,24 @@ def test_start_up_keeps_a_user_file_named_like_a_temp_file(
 
 def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
-    run_worker()
+    run_worker(**FAST_RETRIES)
     answer = vault / "queries/answers/Q.md"
     wait_for(lambda: status_of(answer) == "waiting")
     first = answer.stat()
-    started = time.monotonic()
+    waits = len([r for r in caplog.records if "question queries/inbox/Q.md waits" in r.getMessage()])
     seen = set()
-    while time.monotonic() - started < 3.0:  # retries at 0.2, 0.4, 0.8, 0.8, ... s
+
+    def retried() -> bool:
         with_stat = answer.stat()
         seen.add((with_stat.st_ino, with_stat.st_mtime_ns))
-        time.sleep(0.01)
+        return sum("question queries/inbox/Q.md waits" in r.getMessage()
+                   for r in caplog.records) >= waits + RETRIES
+
+    wait_for(retried)
     assert seen == {(first.st_ino, first.st_mtime_ns)}, "the waiting note was rewritten"
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()

@@ -148,6 +148,7 @@ def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
     assert target.read_text(encoding="utf-8") == text
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
     vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
 ) -> None:
@@ -250,6 +251,7 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
 PROBLEM = "queries/Answers cannot be written.md"
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 @pytest.mark.parametrize("fault", ["answers_is_a_file", "answers_links_out_of_the_vault"])
 def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_can(
     vault: Path, tmp_path: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
@@ -307,6 +309,7 @@ def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
 # -- issue 14 item 3: the new-note flow --------------------------------------------------
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 @pytest.mark.parametrize("content", ["", " \n\t\n", "---\ntags: [question]\n---\n\n"],
                          ids=["zero_bytes", "whitespace_only", "template_frontmatter_only"])
 def test_obsidians_untitled_note_is_not_answered_until_it_is_renamed_and_typed(
@@ -476,6 +479,7 @@ def _set_refresh(answer: Path) -> None:
                       encoding="utf-8")
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_refresh_on_a_stale_answer_asks_again_beside_it_and_keeps_the_old(
     vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
 ) -> None:
@@ -498,6 +502,7 @@ def test_refresh_on_a_stale_answer_asks_again_beside_it_and_keeps_the_old(
     assert "queries/answers/Q.md" in _answer_rows(settings)
 
 
+@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_refresh_on_an_answer_edited_by_the_user_is_not_acted_on(
     vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
 ) -> None:

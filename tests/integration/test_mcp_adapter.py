@@ -9,7 +9,8 @@ import anyio
 import pytest
 from mcp import types
 from mcp.shared.memory import (
-    create_client_server_memory_streams, create_connected_server_and_client_session,
+    create_client_server_memory_streams,
+    create_connected_server_and_client_session,
 )
 from mcp.shared.message import SessionMessage
 

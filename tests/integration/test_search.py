@@ -10,9 +10,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from integration.retrieval_support import (
-    FIXTURE_VAULT, Indexed, indexed_vault, retrieval_settings,
-)
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
@@ -21,6 +18,12 @@ from askvault.cli.main import cli
 from askvault.records import SearchFilters
 from askvault.services.index_pass import index_vault
 from askvault.services.search import search, search_result_to_json
+from integration.retrieval_support import (
+    FIXTURE_VAULT,
+    Indexed,
+    indexed_vault,
+    retrieval_settings,
+)
 from support.fake_ollama import FakeOllama
 
 # (question as a user asks it, the note that answers it)

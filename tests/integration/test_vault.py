@@ -19,12 +19,12 @@ from askvault.adapters.vault import (
     OversizedNote,
     cleanup_temp_files,
     load_ignore_rules,
+    move_to_free_name,
     read_note,
     resolve_inside,
     scan_vault,
     stat_note,
     write_atomic,
-    move_to_free_name,
     write_new_file,
 )
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError

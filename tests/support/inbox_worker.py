@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from askvault.app.clients import OllamaClients
 from askvault.app.inbox_loop import InboxWorker
 from askvault.services.index_pass import index_vault
@@ -49,6 +51,13 @@ def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
             return value
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+def wait_for_logged(caplog: pytest.LogCaptureFixture, text: str, count: int,
+                    timeout: float = 10.0) -> None:
+    """Until `count` log records say `text`: retries counted, rather than guessed from a
+    sleep (what a slow machine would stretch and a fast one could cut short)."""
+    wait_for(lambda: sum(text in r.getMessage() for r in caplog.records) >= count, timeout)
 
 
 def inbox_vault(root: Path) -> Path:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from askvault.core.citations import (
+    CitationReport,
     Excerpt,
     annotate_answer,
-    CitationReport,
     check_citations,
     check_support,
     link_spans,

@@ -5,8 +5,17 @@ from __future__ import annotations
 from askvault.core.fusion import (
     BM25_WEIGHT,
     VECTOR_SHARE,
-    Candidate, budget_prefix, collapse_pages, context_order_key, corpus_idf, fuse_rankings,
-    fuse_scores, min_max, name_bonuses, rank_contribution, rerank_candidates,
+    Candidate,
+    budget_prefix,
+    collapse_pages,
+    context_order_key,
+    corpus_idf,
+    fuse_rankings,
+    fuse_scores,
+    min_max,
+    name_bonuses,
+    rank_contribution,
+    rerank_candidates,
 )
 
 

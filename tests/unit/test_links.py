@@ -9,8 +9,8 @@ import pytest
 from askvault.core.links import (
     build_link_index,
     code_fence_lines,
-    fenced_blocks,
     extract_links,
+    fenced_blocks,
     heading_matches,
     mask_code,
     resolve_link,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from askvault.core.query import (
-    bm25_tokens, cjk_grams, fts_match_expression, has_cjk, query_terms, quote_term, snippet,
+    bm25_tokens,
+    cjk_grams,
+    fts_match_expression,
+    has_cjk,
+    query_terms,
+    quote_term,
+    snippet,
     trigram_match_expression,
 )
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 import array
 import contextlib
 import errno
-import os
+import importlib.util
 import logging
+import os
 import stat
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-
-import importlib.util
 
 import sqlean
 
@@ -58,6 +57,7 @@ def connect(
                              "check the permissions of ASKVAULT_STATE_DIR") from exc
     elif not path.exists():
         raise StoreError(f"no index at {path}", "run `askvault index` first")
+    conn: Connection | None = None
     try:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         conn = sqlean.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
@@ -79,7 +79,13 @@ def connect(
         conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE_BYTES}")
         if migrate and not readonly:
             apply_migrations(conn)
-    except sqlean.DatabaseError as exc:
+    except BaseException as exc:
+        if conn is not None:
+            # Opened, then a pragma or a migration failed: the caller gets no connection,
+            # so close it here (a daemon retrying a full disk leaked one per retry).
+            conn.close()
+        if not isinstance(exc, sqlean.DatabaseError):
+            raise
         if is_disk_full(exc) or _no_room_left(path.parent):
             # A full disk often shows as "disk I/O error" here (the -shm file cannot grow):
             # never advise deleting the index for that.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from askvault.adapters.db import Connection, serialize_float32
-from askvault.records import SearchFilters
 from askvault.core.links import strip_md_suffix
+from askvault.records import SearchFilters
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)

@@ -31,8 +31,8 @@ import errno
 import hashlib
 import os
 import stat as stat_mod
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from askvault.adapters.ignore import (

@@ -18,8 +18,8 @@ import logging
 import os
 import threading
 import time
-from functools import partial
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -82,6 +82,9 @@ class Daemon:
         self.workers = list(workers)
         self.busy_timeout_s = busy_timeout_s
         self.stop_event = threading.Event()
+        # Set once start() has returned: the index migrated, the vault watched, every
+        # thread running (what a test, or a readiness notice, waits for).
+        self.started = threading.Event()
         self.work = WorkQueue()
         self.embed = EmbedLoop(settings, clients or OllamaClients(settings),
                                busy_timeout_s=busy_timeout_s)
@@ -131,18 +134,20 @@ class Daemon:
         except (IndexBusy, DiskFull) as exc:
             log.warning("%s; the daemon starts and its threads wait for the index", exc.message)
         mode = choose_watch_mode(self.settings.daemon.watch_mode, self.settings.vault_path)
-        self.work.request_reconcile("start-up")
-        self._spawn("askvault-index", self._index_loop)
-        self._spawn("askvault-embed", partial(self.embed.run, self.stop_event))
-        for i, worker in enumerate(self.workers):
-            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event),
-                        fatal=False)
+        # Watch before the start-up reconcile scans: a file saved between its scan and a
+        # later watch was seen by neither until the periodic reconcile (an e2e test saw it).
         self._watcher = VaultWatcher(
             self.settings.vault_path, self._on_batch,
             debounce_s=self.settings.daemon.debounce_s, mode=mode,
             poll_interval_s=self.settings.daemon.poll_interval_s,
         )
         self._watcher.start()
+        self.work.request_reconcile("start-up")
+        self._spawn("askvault-index", self._index_loop)
+        self._spawn("askvault-embed", partial(self.embed.run, self.stop_event))
+        for i, worker in enumerate(self.workers):
+            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event),
+                        fatal=False)
         self._scheduler = BackgroundScheduler(daemon=True)
         self._scheduler.add_job(
             self.request_reconcile, "interval", args=["periodic"],
@@ -153,6 +158,7 @@ class Daemon:
         log.info("askvault daemon started (pid %d): vault %s, index %s, watching by %s",
                  os.getpid(), self.settings.vault_path, self.settings.db_path,
                  self._watcher.mode)
+        self.started.set()
 
     def stop(self) -> None:
         """Ask every thread to stop (safe from any thread or a signal handler)."""

@@ -104,7 +104,16 @@ def cli() -> None:
 def _register() -> None:
     """Import the command modules; each registers its commands on `cli`."""
     from askvault.cli import (  # noqa: F401
-        ask_cmd, index_cmd, mcp_cmd, run_cmd, search_cmd, service_cmd,
+        ask_cmd,
+        config_example_cmd,
+        context_cmd,
+        doctor_cmd,
+        index_cmd,
+        mcp_cmd,
+        run_cmd,
+        search_cmd,
+        service_cmd,
+        status_cmd,
     )
 
 

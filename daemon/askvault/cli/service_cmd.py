@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from askvault.cli import render
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
 
 if TYPE_CHECKING:
-    from askvault.services.service import ServiceFile, ServiceReport
+    from askvault.services.service import ServiceFile
 
 # services.service.PLATFORMS (a test checks they agree); the service code itself is
 # imported only when a service command runs, not by every other command's start-up.
@@ -62,14 +63,7 @@ def install(force: bool, **opts: Any) -> None:
 
     target, manager = _target(opts)
     report = install_service(target, manager, force=force)
-    click.echo(f"{'wrote' if report.changed else 'unchanged'} {target.path}")
-    if manager is None:
-        for line in _start_commands(target):
-            click.echo(f"start it with: {line}")
-    else:
-        click.echo(f"enabled and started {target.handle}" + _state_text(report))
-    if target.platform == "linux":
-        click.echo(f"logs: journalctl --user -u {target.handle} -f")
+    render.echo_lines(render.service_install_lines(target, report, started=manager is not None))
 
 
 @service.command("uninstall")
@@ -101,26 +95,4 @@ def status(as_json: bool, **opts: Any) -> None:
     if as_json:
         print_json(report.as_dict())
         return
-    if not report.exists:
-        click.echo(f"not installed ({target.path}); `askvault service install` installs it")
-        return
-    fresh = ("up to date" if report.up_to_date else
-             "differs from what install writes now: run `askvault service install`"
-             if report.ours else "not written by askvault")
-    click.echo(f"installed    {target.path} ({fresh})")
-    if report.state is not None:
-        click.echo(f"service      {target.handle}{_state_text(report)}")
-
-
-def _state_text(report: ServiceReport) -> str:
-    state = report.state
-    if state is None:
-        return ""
-    return f" ({state.enabled or 'unknown'}, {state.active or 'unknown'})"
-
-
-def _start_commands(target: ServiceFile) -> list[str]:
-    if target.platform == "linux":
-        return ["systemctl --user daemon-reload",
-                f"systemctl --user enable --now {target.handle}"]
-    return [f"launchctl bootstrap gui/$(id -u) '{target.path}'"]
+    render.echo_lines(render.service_status_lines(target, report))

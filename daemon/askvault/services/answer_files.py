@@ -31,6 +31,7 @@ from askvault.adapters.vault import (
     write_atomic,
     write_new_file,
 )
+from askvault.core.links import strip_md_suffix
 from askvault.core.notices import (
     WRITE_PROBLEM_STEM,
     render_write_problem,
@@ -39,7 +40,6 @@ from askvault.core.notices import (
     without_archive_warning,
 )
 from askvault.core.ownership import owned_note, question_stems, sign_note
-from askvault.core.links import strip_md_suffix
 from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
 from askvault.services.question_options import question_summary

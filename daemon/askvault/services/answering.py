@@ -19,10 +19,10 @@ from typing import Any
 
 from askvault.adapters import search_store, store
 from askvault.adapters.db import Connection
-from askvault.adapters.vault import read_note, resolve_inside
-from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
 from askvault.adapters.search_store import word_tokens
+from askvault.adapters.vault import read_note, resolve_inside
 from askvault.core.abstention import distance_cutoff, is_no_answer, too_far
+from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
 from askvault.core.citations import (
     CitationReport,
     Excerpt,
@@ -38,13 +38,13 @@ from askvault.core.links import (
     resolve_link,
 )
 from askvault.core.notes import parse_note
-from askvault.core.timestamps import local_iso
 from askvault.core.prompt import (
     PromptPlan,
     build_messages,
     context_budget,
     resolve_numbered_citations,
 )
+from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, OllamaError
 from askvault.records import ContextPack, Embedder, Generator, ParsedNote, SearchFilters
 from askvault.settings import Settings

@@ -11,20 +11,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from askvault import settings as settings_module
 from askvault.adapters import search_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, stat_note
 from askvault.core import fusion
 from askvault.core.chunking import estimate_tokens
+from askvault.core.links import page_link
 from askvault.core.query import query_terms
 from askvault.errors import VaultError
-from askvault import settings as settings_module
 from askvault.records import (
-    ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, Neighbour, SearchFilters,
+    ContextPack,
+    Embedder,
+    EvidenceChunk,
+    EvidencePage,
+    Hit,
+    Neighbour,
+    SearchFilters,
     SourceWindow,
 )
 from askvault.services.context_graph import find_neighbours, source_windows
-from askvault.core.links import page_link
 from askvault.services.search import search
 from askvault.settings import Settings
 

@@ -16,11 +16,10 @@ from askvault.adapters import search_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, resolve_inside
 from askvault.core.chunking import estimate_tokens
-from askvault.core.links import LinkIndex, build_link_index, resolve_link
+from askvault.core.links import LinkIndex, build_link_index, page_link, resolve_link
 from askvault.core.query import fold
 from askvault.errors import PathOutsideVault, VaultError
 from askvault.records import EvidencePage, Neighbour, SourceWindow
-from askvault.core.links import page_link
 
 MAX_NEIGHBOURS = 20
 SOURCE_FOLDERS = ("sources", "raw")

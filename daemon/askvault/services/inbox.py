@@ -52,7 +52,9 @@ from askvault.errors import (
     PathOutsideVault,
     VaultUnavailable,
 )
-from askvault.records import Embedder, Generator, ModelClients
+from askvault.records import Embedder, Generator, ModelClients, NoteFile, ParsedNote
+from askvault.services.answer_files import log_line_for, stem_of
+from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.answering import (
     AnswerCancelled,
     AnswerResult,
@@ -61,8 +63,6 @@ from askvault.services.answering import (
     iso_now,
     page_wikilink,
 )
-from askvault.services.answer_files import log_line_for, stem_of
-from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.question_options import (
     describe_options,
     is_draft,
@@ -158,21 +158,10 @@ class Inbox(AnswerUpkeep):
 
     def process(self, conn: Connection, cand: QuestionFile, stop_event: threading.Event) -> None:
         """Answer one settled question (or record why it cannot be), per DESIGN §2."""
-        try:
-            note = read_note(self.root, cand.rel, self.settings.index.max_note_bytes)
-        except NoteUnreadable as exc:
-            if not os.path.lexists(cand.abs_path):
-                return  # vanished between listing and reading
-            self._fail(conn, cand, "", f"the question note cannot be read: {exc.message}", None)
+        read = self._read_question(conn, cand)
+        if read is None:
             return
-        except PathOutsideVault as exc:
-            self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
-            return
-        parsed = parse_note(cand.rel, note.text)
-        if is_draft(parsed.frontmatter.get("draft")) or not parsed.body.strip():
-            # A draft, or a new note still empty (Obsidian's `Untitled.md`): not yet.
-            self.schedule.skip(cand.rel, cand.sig)
-            return
+        note, parsed = read
         row = answer_store.get_question(conn, cand.rel)
         if row is not None and row.status in ("archiving", "logging"):
             # Answered already. The same bytes: only the archive and the log are left. Other
@@ -218,6 +207,38 @@ class Inbox(AnswerUpkeep):
         if watch.changed():
             self._after_cancel(conn, cand, answer_path, stop_event)
             return
+        self._publish(conn, cand, question, note.content_hash, asked, answer_path, result,
+                      options, notices)
+
+    def _read_question(
+        self, conn: Connection, cand: QuestionFile
+    ) -> tuple[NoteFile, ParsedNote] | None:
+        """The question note read and parsed, or None when there is nothing to ask yet (a
+        draft, an empty new note, a note that vanished) or it failed (recorded)."""
+        try:
+            note = read_note(self.root, cand.rel, self.settings.index.max_note_bytes)
+        except NoteUnreadable as exc:
+            if os.path.lexists(cand.abs_path):  # else it vanished between listing and reading
+                self._fail(conn, cand, "", f"the question note cannot be read: {exc.message}",
+                           None)
+            return None
+        except PathOutsideVault as exc:
+            self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
+            return None
+        parsed = parse_note(cand.rel, note.text)
+        if is_draft(parsed.frontmatter.get("draft")) or not parsed.body.strip():
+            # A draft, or a new note still empty (Obsidian's `Untitled.md`): not yet.
+            self.schedule.skip(cand.rel, cand.sig)
+            return None
+        return note, parsed
+
+    def _publish(
+        self, conn: Connection, cand: QuestionFile, question: str, content_hash: str,
+        asked: str, answer_path: str, result: AnswerResult, options: QuestionOptions,
+        notices: tuple[str, ...],
+    ) -> None:
+        """Write the answer note of `result` and move the question on by its status:
+        waiting (retried later), failed (until an edit), or answered (archive and log)."""
         seen = store.content_hashes(conn, result.cited_paths)
         shown = replace(result.note, options=notices, trace=_options_trace(options)
                         + result.note.trace) if notices else result.note
@@ -227,16 +248,16 @@ class Inbox(AnswerUpkeep):
         if final:
             self._seen[final] = seen
         if result.status == "waiting":
-            self._save_question(conn, cand.rel, final, "waiting", note.content_hash, asked)
+            self._save_question(conn, cand.rel, final, "waiting", content_hash, asked)
             delay = self.schedule.put_off(cand.rel)
             log.warning("question %s waits %.0f s: %s", cand.rel, delay, result.reason)
             return
         if result.status == "failed":
-            self._save_question(conn, cand.rel, final, "failed", note.content_hash, asked)
+            self._save_question(conn, cand.rel, final, "failed", content_hash, asked)
             self.schedule.skip(cand.rel, cand.sig)
             return
         self.schedule.answered(cand.rel)
-        done = QuestionRow(cand.rel, final, "archiving", note.content_hash, asked,
+        done = QuestionRow(cand.rel, final, "archiving", content_hash, asked,
                            log_line_for(question, final))
         with write_transaction(conn):
             answer_store.put_question(conn, done)

@@ -86,8 +86,8 @@ def _index_vault(
     allow_empty: bool,
 ) -> PassReport:
     started = time.monotonic()
-    conn = connect(settings.db_path, busy_timeout_s=settings.daemon.busy_timeout_s)
     target = embedding_target(settings.ollama.host, settings.ollama.embed_model)
+    conn = connect(settings.db_path, busy_timeout_s=settings.daemon.busy_timeout_s)
     embedder: Embedder | None = None
     try:
         report = PassReport(index=reconcile(conn, settings, progress=on_scan,

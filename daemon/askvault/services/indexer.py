@@ -37,8 +37,8 @@ from askvault.core.chunking import CHUNKER_VERSION, chunk_note
 from askvault.core.notes import parse_note
 from askvault.core.timestamps import local_iso
 from askvault.errors import NoteUnreadable, PathOutsideVault
-from askvault.services import vault_presence
 from askvault.records import Chunk, FileStamp, NoteFile, ParsedNote, Skipped
+from askvault.services import vault_presence
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)

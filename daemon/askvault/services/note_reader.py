@@ -20,14 +20,18 @@ import os
 from typing import Any
 
 from askvault.adapters.db import Connection
-from askvault.adapters.vault import OversizedNote, ignore_reason, load_ignore_rules, read_note
-from askvault.adapters.vault import resolve_inside
-from askvault.core.links import heading_matches, resolve_link
+from askvault.adapters.vault import (
+    OversizedNote,
+    ignore_reason,
+    load_ignore_rules,
+    read_note,
+    resolve_inside,
+)
+from askvault.core.links import heading_matches, page_link, resolve_link
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import Heading
 from askvault.services.answering import link_index_from_db
-from askvault.core.links import page_link
 from askvault.settings import Settings
 
 # Top-level folders whose files (any text, not only .md) are raw sources an agent may read;

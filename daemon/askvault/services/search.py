@@ -19,7 +19,11 @@ from askvault.adapters.ollama_http import RefusedEmbedder
 from askvault.core import fusion
 from askvault.core.links import page_link
 from askvault.core.query import (
-    cjk_grams, fts_match_expression, query_terms, snippet, trigram_match_expression,
+    cjk_grams,
+    fts_match_expression,
+    query_terms,
+    snippet,
+    trigram_match_expression,
 )
 from askvault.errors import OllamaError, StoreError
 from askvault.records import Embedder, Hit, ModelClients, SearchFilters

@@ -1,0 +1,42 @@
+"""`askvault context`: the evidence pack for a prompt, no answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from askvault.cli import render
+from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.settings import DEFAULT_BUDGET_TOKENS
+
+# Services are imported inside the command: `askvault --help` and the other commands
+# never pay for them (issue 11).
+
+
+@cli.command("context")
+@click.argument("prompt")
+@click.option("--budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET_TOKENS,
+              show_default=True, help="Token budget of the evidence.")
+@click.option("--include-sources", is_flag=True,
+              help="Add raw text windows from the vault's sources/ and raw/ folders.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@common_options
+@handle_errors
+def context_command(prompt: str, budget: int, include_sources: bool, as_json: bool,
+                    **opts: Any) -> None:
+    """The evidence pack for PROMPT, without an answer."""
+    from askvault.app.clients import OllamaClients
+    from askvault.services.context import build_context, context_pack_to_json
+    from askvault.services.search import open_search
+
+    settings = build_settings(**opts)
+    with open_search(settings, OllamaClients(settings)) as (conn, embedder):
+        pack = build_context(conn, settings, prompt, budget_tokens=budget, embedder=embedder,
+                             include_sources=include_sources)
+    render.warn_degraded(pack.degraded)
+    doc = context_pack_to_json(pack)
+    if as_json:
+        print_json(doc)
+        return
+    render.show_context(doc)

@@ -1,0 +1,335 @@
+"""How the commands look on a terminal: their tables, lines, progress and reports.
+
+The commands hand their service's result (or its `--json` document) to one function here.
+`*_lines` and `*_summary` return text; `show_*` writes a command's whole output, where
+stdout and stderr lines interleave in a fixed order. `ProgressLine` is `askvault index`'s
+progress on stderr. Services are imported only for their types (or inside a function), so
+that loading this module costs `askvault --help` nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from askvault.core.progress import RateWindow, format_duration
+
+if TYPE_CHECKING:
+    from askvault.services.ask import AskOutcome
+    from askvault.services.doctor import Check
+    from askvault.services.service import ServiceFile, ServiceReport
+
+
+def echo_lines(lines: Iterable[str]) -> None:
+    """Each line on stdout."""
+    for line in lines:
+        click.echo(line)
+
+
+# -- index -----------------------------------------------------------------------------------
+
+
+def index_summary(doc: dict[str, Any]) -> str:
+    """The closing line of `askvault index`: the whole command, scan and embedding."""
+    unchanged = doc["unchanged"] + doc["touched"] + doc["rechunked"]
+    line = (f"{doc['added']} added, {doc['changed']} changed, {doc['deleted']} deleted, "
+            f"{doc['renamed']} renamed, {unchanged} unchanged"
+            f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
+            f"{doc['skipped']} skipped (scan {format_duration(doc['seconds'])}); "
+            f"{doc['texts_embedded']} of {doc['texts_to_embed']} texts embedded "
+            f"({format_duration(doc['embed_wall_seconds'])}); "
+            f"{doc['pending_embeddings']} chunks waiting for a vector; "
+            f"{format_duration(doc['total_seconds'])} in all")
+    if doc["texts_failed"]:
+        line += f" ({doc['texts_failed']} texts got an unusable vector, retried later)"
+    return line
+
+
+def show_embeddings_wait(message: str, hint: str) -> None:
+    """On stderr: the word index is complete, the embeddings wait for Ollama."""
+    hint = f" ({hint})" if hint else ""
+    click.echo(f"askvault: embeddings wait: {message}{hint}. The word "
+               "index is complete and search works by words meanwhile; `askvault run` "
+               "(or the next `askvault index`) embeds them once Ollama answers.", err=True)
+
+
+class ProgressLine:
+    """One progress line on stderr, shown only on a terminal: done/total, percent, and an
+    ETA from the rate of a moving window (none until that rate means something)."""
+
+    REDRAW_S = 0.1
+    WIDTH = 24
+
+    def __init__(self, label: str, unit: str, show: bool,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.label, self.unit, self.show, self.clock = label, unit, show, clock
+        self.window = RateWindow()
+        self.started: float | None = None
+        self.finished_at: float | None = None
+        self._drawn_at: float | None = None
+        self._closed = False
+        self._last = (0, 0)
+
+    def __enter__(self) -> ProgressLine:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.started is None:
+            self.started = now
+        self.window.add(now, done)
+        self._last = (done, total)
+        if total > 0 and done >= total and self.finished_at is None:
+            self.finished_at = now
+        if not self.show or total <= 0 or self._closed:
+            return
+        if self.finished_at is not None:
+            # Done: the line is closed now, so the next bar starts on a line of its own.
+            click.echo("\r" + self.render(done, total) + "\x1b[K", err=True)
+            self._closed = True
+        elif self._drawn_at is None or now - self._drawn_at >= self.REDRAW_S:
+            self._drawn_at = now
+            click.echo("\r" + self.render(done, total) + "\x1b[K", nl=False, err=True)
+
+    def render(self, done: int, total: int) -> str:
+        """`scanning  [######------------------]  120/500 notes  24%  ETA 12 s`; once done,
+        the time it took instead of the ETA."""
+        filled = self.WIDTH * min(done, total) // total if total > 0 else self.WIDTH
+        percent = 100 * min(done, total) // total if total > 0 else 100
+        if done >= total and self.started is not None:
+            end = self.finished_at if self.finished_at is not None else self.clock()
+            tail = format_duration(end - self.started)
+        else:
+            eta = self.window.eta_s(done, total)
+            tail = f"ETA {format_duration(eta)}" if eta is not None else ""
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        return f"{self.label:<10}[{bar}]  {done}/{total} {self.unit}  {percent}%  {tail}".rstrip()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.show and self._drawn_at is not None and not self._closed:
+            done, total = self._last  # stopped short (an error, Ctrl-C): keep what it showed
+            click.echo("\r" + self.render(done, total) + "\x1b[K", err=True)
+            self._closed = True
+
+
+# -- status and doctor -----------------------------------------------------------------------
+
+
+def status_lines(doc: dict[str, Any]) -> list[str]:
+    """`askvault status` as text: the same facts as --json."""
+    ollama, embedding = doc["ollama"], doc["embedding"]
+    out = [f"vault        {doc['vault']}"]
+    if doc.get("vault_unavailable"):
+        out.append(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
+    out.append(f"index        {doc['index']}")
+    out.append(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
+               f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
+               f"{embedding['model']})")
+    for failure in doc.get("embed_failures", [])[:5]:
+        out.append(f"not embedded {failure['file']}: {failure['reason']} "
+                   f"(tried {failure['attempts']}x, retried later; searchable by words)")
+    if (embedding.get("index_model") and not embedding.get("fingerprint")
+            and embedding["index_model"] != embedding["model"]):
+        out.append(f"embedding    the index's vectors are of {embedding['index_model']}; "
+                   f"{embedding['model']} has none yet (`askvault index` builds them)")
+    if embedding.get("waiting"):
+        out.append(f"embedding    waiting: {embedding['waiting']}")
+    out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
+    if ollama.get("refused"):
+        out.append(f"ollama       REFUSED: {ollama['error']}")
+        out.append(f"             {ollama['hint']}")
+    else:
+        reach = ("not probed" if ollama["reachable"] is None
+                 else "reachable" if ollama["reachable"] else "NOT reachable")
+        out.append(f"ollama       {ollama['url']} ({reach}; "
+                   f"embed {ollama['embed_model']}, chat {ollama['chat_model']})")
+    out.extend(_question_lines(doc["questions"]))
+    for item in doc["stale_answers"]:
+        how = ("marked stale" if item["marked"]
+               else "edited by you, so not marked: check its cited pages")
+        out.append(f"stale        {item['path']} ({how})")
+    writer = doc.get("writer")
+    if doc["daemon"]:
+        out.append(f"daemon       pid {doc['daemon']}")
+    elif writer:
+        out.append(f"daemon       not running; `askvault {writer['command'] or '?'}` "
+                   f"(pid {writer['pid'] or '?'}) writes the index")
+    else:
+        out.append("daemon       not running")
+    for item in doc["skipped"][:20]:
+        out.append(f"skipped      {item['path']}: {item['reason']}")
+    if len(doc["skipped"]) > 20:
+        out.append(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
+    return out
+
+
+def _question_lines(questions: dict[str, list[str]]) -> list[str]:
+    counts = {state: len(paths) for state, paths in questions.items()}
+    to_answer = counts["new"] + counts["answering"] + counts["waiting"]
+    detail = ", ".join(f"{counts[s]} {label}" for s, label in (
+        ("new", "new"), ("answering", "being answered"), ("waiting", "waiting for Ollama"))
+        if counts[s])
+    parts = [f"{to_answer} to answer" + (f" ({detail})" if detail else "")]
+    if counts["filing"]:
+        parts.append(f"{counts['filing']} answered, being archived")
+    parts.append(f"{counts['draft']} draft{'' if counts['draft'] == 1 else 's'}")
+    parts.append(f"{counts['failed']} failed")
+    out = [f"questions    {', '.join(parts)}"]
+    out.extend(f"failed       {path} (its answer note says why; edit the question to retry)"
+               for path in questions["failed"])
+    return out
+
+
+def doctor_json(checks: list[Check]) -> list[dict[str, Any]]:
+    """`askvault doctor --json`: one object per check."""
+    return [{"check": c.name, "ok": c.ok, "detail": c.detail, "hint": c.hint} for c in checks]
+
+
+def doctor_lines(checks: list[Check]) -> list[str]:
+    """`askvault doctor` as text: ok/FAIL per check, the hint under a failure."""
+    out = []
+    for c in checks:
+        out.append(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        if not c.ok and c.hint:
+            out.append(f"     hint: {c.hint}")
+    return out
+
+
+# -- search and context ----------------------------------------------------------------------
+
+
+def warn_degraded(reason: str | None) -> None:
+    """On stderr, when a search fell back to words only."""
+    if reason:
+        click.echo(f"askvault: warning: words only, {reason}", err=True)
+
+
+def evidence_lines(text: str) -> list[str]:
+    """The evidence itself, quoted under its citation (blank lines kept as bare `>`)."""
+    return [f"          > {line}".rstrip() for line in text.rstrip("\n").splitlines()]
+
+
+def search_lines(doc: dict[str, Any], explain: bool) -> list[str]:
+    """`askvault search` as text: score, link, place and snippet per hit."""
+    out = []
+    for hit in doc["hits"]:
+        out.append(f"{hit['score']:.4f}  {hit['wikilink']}  {hit['file']}:{hit['lines'][0]}-"
+                   f"{hit['lines'][1]}")
+        out.append(f"        {hit['snippet']}")
+        if explain:
+            for channel, info in hit["explain"].items():
+                scaled = f" scaled={info['scaled']}" if "scaled" in info else ""
+                out.append(f"        {channel:<13} raw={info.get('raw')} rank={info.get('rank')}"
+                           f"{scaled} points={info.get('points')}")
+    if not doc["hits"]:
+        out.append("no hits")
+    return out
+
+
+def context_lines(doc: dict[str, Any]) -> list[str]:
+    """`askvault context` as text up to its warnings: the budget, pages, neighbours, sources."""
+    out = [f"{doc['used_tokens']}/{doc['budget_tokens']} tokens"]
+    for page in doc["pages"]:
+        flag = "" if page["fresh"] else "  (not fresh)"
+        out.append(f"{page['score']:.4f}  {page['wikilink']}{flag}")
+        for chunk in page["chunks"]:
+            lines = chunk["lines"]
+            out.append(f"        {chunk['citation']}  lines {lines[0]}-{lines[1]}")
+            out.extend(evidence_lines(chunk["text"]))
+    for n in doc["neighbours"]:
+        out.append(f"  near  {n['wikilink']}  ({n['why']})")
+    for w in doc["sources"]:
+        out.append(f"  source {w['file']}:{w['lines'][0]}-{w['lines'][1]}")
+        out.extend(evidence_lines(w["text"]))
+    return out
+
+
+def show_context(doc: dict[str, Any]) -> None:
+    """The whole `askvault context` text: the pack, its warnings on stderr, the next steps."""
+    echo_lines(context_lines(doc))
+    for line in doc["warnings"]:
+        click.echo(f"warning: {line}", err=True)
+    echo_lines(f"next: {action}" for action in doc["actions"])
+
+
+# -- ask -------------------------------------------------------------------------------------
+
+
+def echo_token(piece: str) -> None:
+    """One streamed piece of the model's reply, shown as it comes."""
+    sys.stdout.write(piece)
+    sys.stdout.flush()
+
+
+def show_answer(outcome: AskOutcome) -> None:
+    """What `askvault ask` prints after the streamed reply: the answer as published when
+    checking changed it, the citation report, passages, warnings, where it was saved."""
+    from askvault.core.answer_note import render_citation_report
+
+    result = outcome.result
+    click.echo("")
+    if result.status in ("answered", "no-answer"):
+        if result.answer != result.reply:
+            # Excerpt numbers became links, links that back nothing became text,
+            # unsupported sentences got a marker: show what the note says.
+            click.echo("\nAs checked and published:\n" + result.answer)
+        click.echo("\n" + render_citation_report(result.report))
+    if result.status == "waiting" and result.note.passages:
+        click.echo("\nBest passages found (extractive, not an answer):")
+        for passage in result.note.passages:
+            click.echo(f"- {passage.wikilink}" + (f" — {passage.heading}"
+                                                   if passage.heading else ""))
+            click.echo("  > " + " ".join(passage.text.split())[:200])
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if outcome.saved:
+        click.echo(f"\nSaved: {outcome.saved}")
+    if outcome.logged:
+        click.echo(f"Logged: {outcome.logged}")
+
+
+# -- service ---------------------------------------------------------------------------------
+
+
+def service_install_lines(target: ServiceFile, report: ServiceReport, *,
+                          started: bool) -> list[str]:
+    """`askvault service install`: the file written, how it was (or is to be) started, logs."""
+    out = [f"{'wrote' if report.changed else 'unchanged'} {target.path}"]
+    if not started:
+        out.extend(f"start it with: {line}" for line in _start_commands(target))
+    else:
+        out.append(f"enabled and started {target.handle}" + _state_text(report))
+    if target.platform == "linux":
+        out.append(f"logs: journalctl --user -u {target.handle} -f")
+    return out
+
+
+def service_status_lines(target: ServiceFile, report: ServiceReport) -> list[str]:
+    """`askvault service status` as text: installed or not, up to date, its state."""
+    if not report.exists:
+        return [f"not installed ({target.path}); `askvault service install` installs it"]
+    fresh = ("up to date" if report.up_to_date else
+             "differs from what install writes now: run `askvault service install`"
+             if report.ours else "not written by askvault")
+    out = [f"installed    {target.path} ({fresh})"]
+    if report.state is not None:
+        out.append(f"service      {target.handle}{_state_text(report)}")
+    return out
+
+
+def _state_text(report: ServiceReport) -> str:
+    state = report.state
+    if state is None:
+        return ""
+    return f" ({state.enabled or 'unknown'}, {state.active or 'unknown'})"
+
+
+def _start_commands(target: ServiceFile) -> list[str]:
+    if target.platform == "linux":
+        return ["systemctl --user daemon-reload",
+                f"systemctl --user enable --now {target.handle}"]
+    return [f"launchctl bootstrap gui/$(id -u) '{target.path}'"]

@@ -1,0 +1,25 @@
+"""`askvault status`: what the index holds and waits for, and who is up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from askvault.cli import render
+from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+
+
+@cli.command()
+@common_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@handle_errors
+def status(as_json: bool, **opts: Any) -> None:
+    """What the index holds, what waits, and whether the daemon and Ollama are up."""
+    from askvault.services.status import collect_status
+
+    doc = collect_status(build_settings(**opts))
+    if as_json:
+        print_json(doc)
+        return
+    render.echo_lines(render.status_lines(doc))
