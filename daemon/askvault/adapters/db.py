@@ -94,6 +94,23 @@ def connect(
     return conn
 
 
+def set_memory_limits(
+    conn: Connection, *, cache_kib: int, mmap_bytes: int, wal_limit_bytes: int,
+) -> None:
+    """Size this connection's page cache and memory-mapped reads, and cap the WAL file
+    kept after a checkpoint (SQLite never shrinks it by itself)."""
+    conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+    conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
+    conn.execute(f"PRAGMA journal_size_limit = {int(wal_limit_bytes)}")
+
+
+def integrity_problems(conn: Connection, *, limit: int = 5) -> list[str]:
+    """SQLite's own check of the file (`PRAGMA integrity_check`): [] when it is sound,
+    else its first `limit` findings."""
+    rows = conn.execute("PRAGMA integrity_check").fetchall()
+    return [] if rows == [("ok",)] else [str(row[0]) for row in rows[:limit]]
+
+
 def serialize_float32(vector: Sequence[float]) -> bytes:
     """A vector as the float32 bytes sqlite-vec reads (as `sqlite_vec.serialize_float32`)."""
     return array.array("f", vector).tobytes()

@@ -76,6 +76,14 @@ def stored_notes(conn: Connection) -> dict[str, StoredNote]:
     return {r[1]: StoredNote(*r) for r in rows}
 
 
+def stored_note(conn: Connection, path: str) -> StoredNote | None:
+    """The indexed note at `path`, with its stamps and content hash; None if not indexed."""
+    row = conn.execute(
+        "SELECT id, path, size, mtime_ns, inode, content_hash FROM notes WHERE path = ?", (path,)
+    ).fetchone()
+    return StoredNote(*row) if row else None
+
+
 def content_hashes(conn: Connection, paths: Iterable[str]) -> dict[str, str]:
     """The indexed content hash of each of `paths` that has a note row."""
     wanted = list(dict.fromkeys(paths))
@@ -301,6 +309,11 @@ def record_skipped(conn: Connection, item: Skipped, now: float) -> None:
         "INSERT OR REPLACE INTO skipped(path, reason, seen_at) VALUES (?,?,?)",
         (item.path, item.reason, now),
     )
+
+
+def forget_skipped(conn: Connection, paths: Iterable[str]) -> None:
+    """Drop these paths from the skipped list (they are gone from the vault)."""
+    conn.executemany("DELETE FROM skipped WHERE path = ?", [(path,) for path in paths])
 
 
 def list_skipped(conn: Connection) -> list[Skipped]:

@@ -205,25 +205,21 @@ def index_paths(
             if is_note_path(path):
                 report.skipped.append(bad_name)
             continue
-        known = conn.execute(
-            "SELECT id, path, size, mtime_ns, inode, content_hash FROM notes WHERE path = ?",
-            (path,),
-        ).fetchone()
+        known = store.stored_note(conn, path)
         reason = ignore_reason(path, rules) if is_note_path(path) else "not a note"
         stamp = None if reason else _safe_stat(root, path)
         if stamp is None:
             if known:
-                removed[path] = known[5]
+                removed[path] = known.content_hash
             if reason and is_note_path(path) and not _is_quiet_reason(reason):
                 report.skipped.append(Skipped(path, reason))
             continue
-        stored_note = store.StoredNote(*known) if known else None
-        if stored_note and (stored_note.size, stored_note.mtime_ns, stored_note.inode) == (
+        if known and (known.size, known.mtime_ns, known.inode) == (
             stamp.size, stamp.mtime_ns, stamp.inode
         ):
             report.unchanged += 1
             continue
-        to_read.append((stamp, stored_note))
+        to_read.append((stamp, known))
     if removed:
         vault_presence.check_deletions(conn, root)  # an unmounted vault: every file "gone"
     workers = settings.index.parse_workers
@@ -244,8 +240,7 @@ def index_paths(
         now = time.time()
         for item in report.skipped:
             store.record_skipped(conn, item, now)
-        for path in removed:
-            conn.execute("DELETE FROM skipped WHERE path = ?", (path,))
+        store.forget_skipped(conn, removed)
         _note_change(conn, report)
     _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
@@ -446,9 +441,10 @@ def _pair_renames(conn: Connection, report: IndexReport, removed: dict[str, str]
     by_hash: dict[str, list[str]] = {}
     for path, digest in removed.items():
         by_hash.setdefault(digest, []).append(path)
+    added_hashes = store.content_hashes(conn, report.added)
     for path in report.added:
-        row = conn.execute("SELECT content_hash FROM notes WHERE path = ?", (path,)).fetchone()
-        olds = by_hash.get(row[0]) if row else None
+        added_hash = added_hashes.get(path)
+        olds = by_hash.get(added_hash) if added_hash else None
         if olds:
             report.renamed.append((olds.pop(0), path))
 
