@@ -140,3 +140,13 @@ def test_the_sql_check_sees_queries_and_not_prose(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert sorted(w.split(":")[0] for w in sql_in(module)) == ["line 4", "line 4", "line 5"]
+
+
+def test_only_the_meta_adapter_reads_the_meta_table() -> None:
+    table = re.compile(r"\b(FROM|INTO|UPDATE) meta\b")
+    offenders = [
+        str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).as_posix() != "adapters/meta.py"
+        and table.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "name the key in adapters/meta.py and use its accessors"

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from askvault.adapters import meta
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.query import has_cjk
 from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
@@ -57,17 +58,10 @@ def bits_table_name(fingerprint_id: int) -> str:
     return f"vecbits_fp{int(fingerprint_id)}"
 
 
-def get_meta(conn: Connection, key: str, default: str | None = None) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else default
-
-
-def set_meta(conn: Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
+# The meta table is adapters/meta.py's; services/answering.py (being rewritten) still
+# reads it through these two names, which go once it uses `meta.last_change_indexed_at`.
+get_meta = meta.get_value
+set_meta = meta.set_value
 
 
 def stored_notes(conn: Connection) -> dict[str, StoredNote]:

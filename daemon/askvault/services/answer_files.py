@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import re
@@ -21,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store, meta
 from askvault.adapters.answer_store import AnswerRow
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import (
@@ -391,10 +390,10 @@ class AnswerFiles:
 
     def _list_edited_stale(self, conn: Connection, rel: str) -> None:
         with write_transaction(conn):
-            listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+            listed = meta.stale_answers_edited(conn)
             if rel not in listed:
                 listed.append(rel)
-            store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
+            meta.set_stale_answers_edited(conn, listed)
 
 
 # Characters that end or break a wikilink's target or label.

@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from askvault.adapters import store
+from askvault.adapters import meta, store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
 from askvault.adapters.vault import (
@@ -51,8 +51,6 @@ Progress = Callable[[int, int], None]
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
 PARENT_POLL_S = 0.25  # how often a pool worker checks that its parent still lives
-# The meta key recording how the indexed notes were cut (see `chunking_key`).
-CHUNKING_META = "chunking"
 
 
 @dataclass
@@ -134,7 +132,7 @@ def reconcile(
     report.skipped.extend(scan.skipped)
     total = len(scan.notes)
     key = chunking_key(settings)
-    rechunk = bool(stored) and store.get_meta(conn, CHUNKING_META) != key
+    rechunk = bool(stored) and meta.chunking(conn) != key
     if rechunk:
         log.warning("chunking changed (%s): re-chunking every note once; unchanged text is "
                     "not embedded again", key)
@@ -173,7 +171,7 @@ def reconcile(
                 report.deleted.append(path)
             store.replace_skipped(conn, report.skipped, time.time())
             _note_change(conn, report)
-            store.set_meta(conn, CHUNKING_META, key)
+            meta.set_chunking(conn, key)
             vault_presence.record_present(conn, device)
         _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
@@ -431,7 +429,7 @@ def _is_quiet_reason(reason: str) -> bool:
 
 def _note_change(conn: Connection, report: IndexReport) -> None:
     if report.changes:
-        store.set_meta(conn, "last_change_indexed_at", _iso(time.time()))
+        meta.set_last_change_indexed_at(conn, _iso(time.time()))
 
 
 def _pair_renames(conn: Connection, report: IndexReport, removed: dict[str, str]) -> None:
