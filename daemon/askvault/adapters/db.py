@@ -21,7 +21,13 @@ import importlib.util
 
 import sqlean
 
-from askvault.adapters.migrations import MIGRATIONS, PAGE_SIZE_BYTES, SLOW_MIGRATIONS, split_sql
+from askvault.adapters.migrations import (
+    FORMER_NAMES,
+    MIGRATIONS,
+    PAGE_SIZE_BYTES,
+    SLOW_MIGRATIONS,
+    split_sql,
+)
 from askvault.errors import DiskFull, IndexBusy, StoreError
 
 # How long a statement waits for another writer's lock before IndexBusy; the daemon then
@@ -212,6 +218,9 @@ def apply_migrations(conn: Connection) -> list[str]:
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
     done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    if done & FORMER_NAMES.keys():
+        rename_former_migrations(conn)
+        done = {FORMER_NAMES.get(name, name) for name in done}
     applied = []
     for name, sql in MIGRATIONS:
         if name in done:
@@ -237,6 +246,16 @@ def apply_migrations(conn: Connection) -> list[str]:
             conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
         applied.append(name)
     return applied
+
+
+def rename_former_migrations(conn: Connection) -> None:
+    """Rename the rows of migrations recorded under a former name (`FORMER_NAMES`), so an
+    index made before the renaming does not run them again."""
+    with write_transaction(conn):
+        for old, new in FORMER_NAMES.items():
+            # OR IGNORE, then DELETE: a row under both names (two openers racing) ends as one.
+            conn.execute("UPDATE OR IGNORE migrations SET name = ? WHERE name = ?", (new, old))
+            conn.execute("DELETE FROM migrations WHERE name = ?", (old,))
 
 
 _split_sql = split_sql  # the name the migration tests import

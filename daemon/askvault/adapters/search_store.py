@@ -20,7 +20,7 @@ from askvault.core.links import strip_md_suffix
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
-# The word index's tokenizer (migration m004_fts_porter); `word_tokens` uses the same one.
+# The word index's tokenizer (migration m034_fts_porter); `word_tokens` uses the same one.
 WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _SCRATCH_LOCK = threading.Lock()
 # sqlite-vec refuses k above this in one KNN query.

@@ -4,7 +4,7 @@ Callers wrap writes in `db.write_transaction`; functions here never commit on
 their own, so one note is always one transaction. A float vector is stored once per
 distinct text and model, in the content-addressed cache `embedding_cache` (a rowid table
 keyed by fingerprint and the 32 raw bytes of the text's sha256; migration
-m005_embedding_cache): renames, copies, restarts and switching back to an earlier model
+m036_embedding_cache): renames, copies, restarts and switching back to an earlier model
 cost no embedding. Per chunk there is only a vec0 table of sign bits (`bit[D]`, 48 bytes at
 384 dims) for the vector scan (see adapters/quantized.py), filled from the cache; the
 floats the scan rescores are read from the cache. Indexes whose bit table is missing get
@@ -48,7 +48,7 @@ class FingerprintRow:
 
 
 def vec_table_name(fingerprint_id: int) -> str:
-    """The per-chunk float vec0 table of indexes made before m005_embedding_cache (dropped
+    """The per-chunk float vec0 table of indexes made before m036_embedding_cache (dropped
     by it: the floats are read from the embedding cache)."""
     return f"vec_fp{int(fingerprint_id)}"
 
