@@ -207,6 +207,8 @@ def test_max_note_bytes_is_carried_on_the_rules(tmp_path: Path) -> None:
         ("Archive/**", ["Archive/a.md", "Archive/2020/b.md"], ["x/Archive/a.md"]),
         ("**/private/*.md", ["private/a.md", "x/y/private/b.md"], ["private.md"]),
         ("/Inbox/*.md", ["Inbox/a.md"], ["x/Inbox/a.md", "Inbox/sub/a.md"]),
+        ("/drafts", ["drafts/a.md", "drafts"], ["x/drafts/a.md"]),
+        ("/drafts/", ["drafts/a.md"], ["x/drafts/a.md", "drafts"]),
         ("note?.md", ["note1.md", "a/noteX.md"], ["note12.md"]),
         ("[!a]*.md", ["b.md"], ["a.md"]),
         # gitignore's escapes: `\` makes the next character itself; trailing spaces go.

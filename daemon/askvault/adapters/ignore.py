@@ -159,8 +159,9 @@ def _compile_glob(pattern: str) -> _Glob:
     """Translate one configured glob into a regex (gitignore's wildcards and escapes)."""
     body = _strip_trailing_spaces(pattern)
     folders_only = body.endswith("/")
-    body = body.strip("/")
-    anchored = "/" in body
+    body = body.rstrip("/")
+    anchored = "/" in body  # a leading `/` too: `/drafts` is the root's only
+    body = body.lstrip("/")
     out: list[str] = []
     i = 0
     while i < len(body):
