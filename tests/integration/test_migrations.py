@@ -93,3 +93,18 @@ def test_a_migration_recorded_under_both_names_ends_as_one_row(tmp_path: Path) -
         assert sorted(r[0] for r in conn.execute("SELECT name FROM migrations")) == NAMES
     finally:
         conn.close()
+
+
+def test_the_fingerprint_states_the_schema_allows_are_the_typed_ones(tmp_path: Path) -> None:
+    from typing import get_args
+
+    from askvault.records import FingerprintState
+
+    conn = connect(tmp_path / "index.sqlite")
+    try:
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'fingerprints'"
+                           ).fetchone()[0]
+    finally:
+        conn.close()
+    allowed = sql.split("CHECK (state IN (", 1)[1].split(")", 1)[0]
+    assert {s.strip(" '") for s in allowed.split(",")} == set(get_args(FingerprintState))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from askvault.adapters import meta
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.query import has_cjk
-from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
+from askvault.records import Chunk, Fingerprint, FingerprintState, NoteFile, ParsedNote, Skipped
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class StoredNote:
 class FingerprintRow:
     id: int
     fingerprint: Fingerprint
-    state: str
+    state: FingerprintState
 
     @property
     def bits_table(self) -> str:
@@ -342,7 +342,7 @@ def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -
         fp = FingerprintRow(row[0], fingerprint, row[1])
         ensure_bits_table(conn, fp)  # upgrades an index made before the bit tables
         return fp
-    state = "building" if active_fingerprint(conn) else "active"
+    state: FingerprintState = "building" if active_fingerprint(conn) else "active"
     if row:
         conn.execute("UPDATE fingerprints SET state = ? WHERE id = ?", (state, row[0]))
         fp_id = row[0]

@@ -30,6 +30,7 @@ from askvault.adapters.vault import (
     write_atomic,
     write_new_file,
 )
+from askvault.core.answer_note import answer_status
 from askvault.core.notices import (
     WRITE_PROBLEM_STEM,
     render_write_problem,
@@ -41,6 +42,7 @@ from askvault.core.ownership import owned_note, question_stems, sign_note
 from askvault.core.links import strip_md_suffix
 from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
+from askvault.records import AnswerStatus
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -111,11 +113,12 @@ class AnswerFiles:
             owned = owned_note(data.decode("utf-8"), stem_of(rel))
         except (OSError, UnicodeDecodeError, AskvaultError):
             return None
-        if owned is None:
-            return None
+        status = answer_status(owned.status) if owned else None
+        if owned is None or status is None:
+            return None  # not askvault's, or a status askvault does not write
         question = f"{self.settings.queries.folder}/{self.settings.queries.inbox}/" \
                    f"{owned.question_stem}.md"
-        row = AnswerRow(rel, question, owned.status, hashlib.sha256(data).hexdigest(),
+        row = AnswerRow(rel, question, status, hashlib.sha256(data).hexdigest(),
                         owned.cited)
         with write_transaction(conn):
             if answer_store.get_answer(conn, rel) is not None:
@@ -176,7 +179,7 @@ class AnswerFiles:
         return True
 
     def write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: AnswerStatus,
         cited: tuple[str, ...], stem: str,
     ) -> str:
         """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`.
@@ -258,7 +261,7 @@ class AnswerFiles:
             old.decode("utf-8", "replace"), WRITE_PROBLEM_STEM) is not None)
 
     def _write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: AnswerStatus,
         cited: tuple[str, ...], stem: str,
     ) -> str:
         text = sign_note(text, stem)

@@ -56,6 +56,7 @@ from askvault.errors import (
     PathOutsideVault,
     VaultUnavailable,
 )
+from askvault.records import QuestionStatus
 from askvault.services.answering import (
     AnswerCancelled,
     AnswerResult,
@@ -475,8 +476,8 @@ class InboxWorker(AnswerUpkeep):
         log.warning("question %s failed: %s", cand.rel, reason)
 
     def _save_question(
-        self, conn: Connection, rel: str, answer_path: str, status: str, content_hash: str,
-        asked: str,
+        self, conn: Connection, rel: str, answer_path: str, status: QuestionStatus,
+        content_hash: str, asked: str,
     ) -> None:
         with write_transaction(conn):
             answer_store.put_question(conn, QuestionRow(rel, answer_path, status, content_hash,
