@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from askvault.adapters.db import connect
+from askvault.app.clients import OllamaClients
 from askvault.core.links import extract_links, resolve_link
 from askvault.services.answering import (
     AnswerResult,
@@ -43,7 +44,7 @@ from askvault.services.answering import (
     answer_question,
     link_index_from_db,
 )
-from askvault.services.index_pass import index_vault, make_embedder, make_generator
+from askvault.services.index_pass import index_vault
 from askvault.settings import Settings, load_settings
 
 HERE = Path(__file__).resolve().parent
@@ -245,7 +246,7 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
     if getattr(args, "max_distance", None) is not None:
         flags["queries.max_distance"] = args.max_distance
     settings = load_settings(env={}, flags=flags)
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     if report.embed_error or report.pending_embeddings:
         print(f"warning: embeddings incomplete: {report.embed_error}", file=sys.stderr)
     return settings
@@ -286,8 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         settings = prepare(args.vault, workdir, args)
         conn = connect(settings.db_path)
-        embedder = make_embedder(settings)
-        generator = CachingGenerator(make_generator(settings), args.cache)
+        embedder = OllamaClients(settings).embedder()
+        generator = CachingGenerator(OllamaClients(settings).generator(), args.cache)
         scores = []
         try:
             for q in questions:

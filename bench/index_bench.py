@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, median, standin_ollama, vault_copy  # noqa: E402
 
 from askvault.adapters.db import connect  # noqa: E402
+from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault  # noqa: E402
 from askvault.services.indexer import reconcile  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
@@ -61,16 +62,16 @@ def run_once(url: str, *, runs_reconcile: int = 5) -> dict[str, float]:
     with vault_copy("obsidian-hub") as vault, tempfile.TemporaryDirectory() as state:
         settings = settings_for(vault, Path(state), url)
         started = time.monotonic()
-        cold = index_vault(settings)
+        cold = index_vault(settings, OllamaClients(settings))
         total = time.monotonic() - started
         waiting = cold.embed.seconds_waiting
         notes = len(cold.index.added)
         ours = total - waiting
         edited = edit_middle_paragraph(vault)
-        after_edit = index_vault(settings)
+        after_edit = index_vault(settings, OllamaClients(settings))
         rename_notes(vault, 100)
-        after_rename = index_vault(settings)
-        no_change = index_vault(settings)
+        after_rename = index_vault(settings, OllamaClients(settings))
+        no_change = index_vault(settings, OllamaClients(settings))
         conn = connect(settings.db_path)
         reconcile_s = []
         for _ in range(runs_reconcile):

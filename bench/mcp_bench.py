@@ -43,6 +43,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 from askvault.adapters.ollama import OllamaEmbedder  # noqa: E402
+from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
@@ -163,7 +164,7 @@ def main() -> None:
             standin_ollama(hashed=True) as url:
         state = Path(tmp)
         settings = load_settings(None, env=bench_env(vault, state, url))
-        report = index_vault(settings)
+        report = index_vault(settings, OllamaClients(settings))
         notes = len(report.index.added)
         hybrid_env = bench_env(vault, state, url)
         # Words only: a host the configuration refuses (TEST-NET, not loopback) leaves the

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from askvault.adapters.db import connect
+from askvault.app.clients import OllamaClients
 from askvault.records import Embedder, Fingerprint
-from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.index_pass import index_vault
 from askvault.services.search import search
 from askvault.settings import Settings, load_settings
 
@@ -87,7 +88,7 @@ def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         write_vault(args.scifact_data, vault)
     settings = _settings(vault, args.state_dir, args.embed_model, args.host, DEPTH * 2)
     started = time.time()
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     print(f"scifact index: {report.as_dict()} ({time.time() - started:.0f} s)", file=sys.stderr)
     queries = {}
     for line in (args.scifact_data / "queries.jsonl").read_text(encoding="utf-8").splitlines():
@@ -99,7 +100,7 @@ def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         qrels.setdefault(qid, {})[doc] = int(score)
     qids = sorted(q for q in qrels if q in queries)[: args.max_queries or None]
     conn = connect(settings.db_path)
-    embedder = CachedQueries(make_embedder(settings))
+    embedder = CachedQueries(OllamaClients(settings).embedder())
     results: dict[str, dict[str, float]] = {}
     try:
         for mode in MODES:
@@ -135,10 +136,10 @@ def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     if not vault.exists():
         shutil.copytree(HELP_VAULT, vault)
     settings = _settings(vault, args.state_dir, args.embed_model, args.host, DEPTH)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     questions = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
     conn = connect(settings.db_path)
-    embedder = CachedQueries(make_embedder(settings))
+    embedder = CachedQueries(OllamaClients(settings).embedder())
     results: dict[str, dict[str, float]] = {}
     try:
         for mode in MODES:

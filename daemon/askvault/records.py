@@ -159,6 +159,9 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> list[float]: ...
 
+    def close(self) -> None:
+        """Release the connection pool; called once by whoever asked for the client."""
+
 
 class Generator(Protocol):
     """Streams a chat reply as text pieces; the Ollama adapter is the real one."""
@@ -166,6 +169,29 @@ class Generator(Protocol):
     def stream(
         self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
     ) -> Iterator[str]: ...
+
+    def close(self) -> None:
+        """Release the connection pool; called once by whoever asked for the client."""
+
+
+class ModelClients(Protocol):
+    """Makes the model clients a service needs. The composition root (app/clients.py)
+    builds the real ones from Settings; a service never builds one itself. Each call makes
+    a new client, which the caller closes. Raises OllamaError (e.g. RemoteHostRefused)
+    when the configuration refuses the host."""
+
+    def embedder(self) -> Embedder:
+        """The embedder for indexing and answers (`ollama.timeout_s`)."""
+        ...
+
+    def query_embedder(self) -> Embedder:
+        """The embedder of search queries: waits at most `search.embed_timeout_s`, costs
+        nothing until its first call, and never raises for a refused host (its calls do)."""
+        ...
+
+    def generator(self) -> Generator:
+        """The chat client (timeouts on silence, the chat options)."""
+        ...
 
 
 @dataclass(frozen=True)

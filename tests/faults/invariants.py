@@ -31,6 +31,7 @@ from pathlib import Path
 from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.adapters.vault import TEMP_PREFIX, scan_vault
+from askvault.app.clients import OllamaClients
 from askvault.services.doctor import run_checks
 from askvault.services.indexer import ignore_rules_for
 from askvault.settings import Settings, vault_id
@@ -192,7 +193,8 @@ def check_invariants(
     assert alive(), "the daemon is not running"
     wait_converged(world, converge_timeout_s)
     if doctor:
-        failed = [c for c in run_checks(world.settings()) if not c.ok]
+        settings = world.settings()
+        failed = [c for c in run_checks(settings, OllamaClients(settings)) if not c.ok]
         assert not failed, f"askvault doctor fails: {failed}"
     _check_questions(world, questions or {})
     _check_no_temp_files(world.vault)

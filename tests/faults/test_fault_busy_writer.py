@@ -18,8 +18,9 @@ from in_process import InProcessDaemon
 from invariants import FaultWorld, check_invariants, index_state, wait_converged, wait_until
 
 from askvault.adapters.db import connect
-from askvault.app.backoff import Backoff
+from askvault.app.clients import OllamaClients
 from askvault.app.embed_loop import EmbedLoop
+from askvault.core.backoff import Backoff
 from askvault.services.indexer import reconcile
 from support.fake_ollama import FakeOllama
 
@@ -77,7 +78,8 @@ def test_the_embedding_thread_waits_out_a_busy_index_and_drains_after(
     finally:
         conn.close()
     assert index_state(world.db_path)[1] != 0  # -1: no model registered yet
-    loop = EmbedLoop(settings, busy_timeout_s=0.3, backoff=Backoff(0.2, 1.0))
+    loop = EmbedLoop(settings, OllamaClients(settings), busy_timeout_s=0.3,
+                     backoff=Backoff(0.2, 1.0))
     stop = threading.Event()
     holder = connect(world.db_path)
     thread = threading.Thread(target=loop.run, args=(stop,), name="drill-embed")

@@ -15,6 +15,7 @@ from drill_vault import input_hash, stored_text_hashes, write_notes
 from invariants import FaultWorld, check_invariants
 
 from askvault.adapters.ollama import PROBE_TEXT
+from askvault.services import embedding
 from e2e.daemon_helpers import DaemonProcess
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env
@@ -53,7 +54,10 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
     check_invariants(world, alive=lambda: final.proc.poll() is None, fake=fake_ollama)
     again = [t for t in fake_ollama.embedded_inputs[seen:] if input_hash(t) in stored]
     assert not again, f"seed {seed}: the final run re-embedded stored texts"
-    texts = {input_hash(t) for t in fake_ollama.embedded_inputs if PROBE_TEXT not in t}
+    # The probes (the adapter's dimension probe, doctor's real embedding) are never stored.
+    probes = (PROBE_TEXT, embedding.PROBE_TEXT)
+    texts = {input_hash(t) for t in fake_ollama.embedded_inputs
+             if not any(p in t for p in probes)}
     assert texts == stored_text_hashes(world.db_path)  # every text embedded is kept
     final.signal(signal.SIGTERM)
     assert final.wait(5) == 0

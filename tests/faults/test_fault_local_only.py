@@ -22,6 +22,7 @@ from askvault.adapters.ollama import (
     check_host_allowed,
     probe_ollama,
 )
+from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon, default_workers
 from askvault.services.doctor import run_checks
 from askvault.services.ask import ask_question
@@ -48,11 +49,11 @@ def test_remote_ollama_host_is_refused_in_process_before_any_connection(
     assert "allow_remote_ollama = true" in refused.value.hint
     assert (world.vault / "queries/inbox/Remote.md").read_bytes() == question
     assert _text(world) == "", "no answer note claims the question is retried"
-    checks = {c.name: c for c in run_checks(settings)}
+    checks = {c.name: c for c in run_checks(settings, OllamaClients(settings))}
     host = checks["ollama host allowed"]
     assert not host.ok and "loopback" in host.detail and "allow_remote_ollama" in host.hint
     with pytest.raises(RemoteHostRefused):
-        ask_question(settings, "What are the local words?")
+        ask_question(settings, OllamaClients(settings), "What are the local words?")
     assert fake_ollama.requests == [], "nothing was sent anywhere"
     # The opt-in is honoured (checked without connecting).
     assert check_host_allowed(REMOTE, allow_remote=True) == REMOTE

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from askvault.adapters.db import Connection, connect
+from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
@@ -18,7 +19,7 @@ from support.settings_factory import settings_for
 def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
     """Settings over the module's `vault`, indexed (words and vectors) by the fake Ollama."""
     s = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(s)
+    index_vault(s, OllamaClients(s))
     return s
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.ollama import OllamaEmbedder
-from askvault.services.index_pass import index_vault, make_embedder
+from askvault.app.clients import OllamaClients
+from askvault.services.index_pass import index_vault
 from askvault.settings import Settings, load_settings
 
 FIXTURE_VAULT = Path(__file__).resolve().parents[1] / "fixtures" / "retrieval_vault"
@@ -36,10 +37,10 @@ def indexed_vault(tmp_path: Path, host: str, **flags: object) -> Iterator[Indexe
     """A copy of the fixture vault, indexed with vectors; connection and embedder closed after."""
     shutil.copytree(FIXTURE_VAULT, tmp_path / "vault")
     settings = retrieval_settings(tmp_path, host, **flags)
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None and report.pending_embeddings == 0
     conn = connect(settings.db_path)
-    embedder = make_embedder(settings)
+    embedder = OllamaClients(settings).embedder()
     try:
         yield Indexed(settings, conn, embedder, tmp_path / "vault")
     finally:

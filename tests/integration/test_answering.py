@@ -10,9 +10,9 @@ import pytest
 
 from askvault.adapters.db import Connection
 from askvault.adapters.ollama import OllamaGenerator
+from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
 from askvault.services.answering import AnswerCancelled, QuestionOptions, answer_question
-from askvault.services.index_pass import make_embedder
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.vault_factory import make_fixture_vault
@@ -34,7 +34,7 @@ def vault(tmp_path: Path) -> Path:
 
 
 def _ask(conn: Connection, settings: Settings, question: str, **kw: Any):  # type: ignore[no-untyped-def]
-    embedder = make_embedder(settings)
+    embedder = OllamaClients(settings).embedder()
     generator = OllamaGenerator(settings.ollama.host, timeout_s=5)
     try:
         return answer_question(conn, settings, question, kw.pop("options", QuestionOptions()),

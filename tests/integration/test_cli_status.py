@@ -12,6 +12,7 @@ import pytest
 from askvault.adapters import answer_store, meta, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
+from askvault.app.clients import OllamaClients
 from askvault.cli.index_cmd import ProgressLine
 from askvault.cli.main import cli
 from askvault.services.index_pass import index_vault
@@ -180,7 +181,8 @@ def test_embedding_progress_counts_distinct_texts_and_ends_at_its_total(
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
                             **{"ollama.embed_batch_size": 2})
     calls: list[tuple[int, int]] = []
-    report = index_vault(settings, on_embed=lambda done, total: calls.append((done, total)))
+    report = index_vault(settings, OllamaClients(settings),
+                         on_embed=lambda done, total: calls.append((done, total)))
     totals = {total for _, total in calls}
     assert len(totals) == 1
     total = totals.pop()

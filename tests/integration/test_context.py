@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from integration.retrieval_support import Indexed, indexed_vault
 
+from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.core.chunking import estimate_tokens
 from askvault.services.context import build_context, context_pack_to_json
@@ -109,7 +110,7 @@ def test_context_includes_source_windows_from_sources_and_raw(indexed: Indexed) 
     note = indexed.vault / "garden/Tomato Growing.md"
     note.write_text(note.read_text(encoding="utf-8") + "\nSee [[raw/interview.txt]].\n",
                     encoding="utf-8")
-    index_vault(indexed.settings)
+    index_vault(indexed.settings, OllamaClients(indexed.settings))
     pack = _pack(indexed, "blossom end rot watering tomatoes", budget_tokens=2000,
                  include_sources=True)
     files = {w.path for w in pack.source_windows}
@@ -134,7 +135,7 @@ def test_context_refuses_sources_outside_the_source_folders(
     text = note.read_text(encoding="utf-8").replace(
         "tags: [garden]", f"tags: [garden]\nsources: [{json.dumps(entry)}, \"sources/inner.md\"]")
     note.write_text(text, encoding="utf-8")
-    index_vault(indexed.settings)
+    index_vault(indexed.settings, OllamaClients(indexed.settings))
     pack = _pack(indexed, "monstera overwatering houseplants", budget_tokens=2000,
                  include_sources=True)
     assert all("secret" not in w.text for w in pack.source_windows)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from askvault.adapters.db import connect, write_transaction
+from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
@@ -78,7 +79,8 @@ def test_index_pass_and_daemon_lock_leave_nothing_readable_by_others(
     vault.mkdir()
     (vault / "Note.md").write_text("# Note\n\nprivate words\n")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)  # takes the vault lock too (its folder: tests/integration/test_vault_lock.py)
+    # Takes the vault lock too (its folder: tests/integration/test_vault_lock.py).
+    index_vault(settings, OllamaClients(settings))
     found = [settings.state_path, *settings.state_path.iterdir()]
     assert len(found) >= 2
     assert all(_mode(p) & 0o077 == 0 for p in found), {p.name: oct(_mode(p)) for p in found}

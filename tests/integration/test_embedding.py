@@ -11,10 +11,11 @@ from click.testing import CliRunner
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
+from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.services.doctor import run_checks
 from askvault.services.embedding import drain_backlog, target_fingerprint, vector_problem
-from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.index_pass import index_vault
 from askvault.services.search import open_search, search
 from askvault.services.status import collect_status
 from askvault.settings import Settings
@@ -47,7 +48,8 @@ def _failures(settings: Settings) -> list[tuple[str, str]]:
 
 
 def _vector_check(settings: Settings) -> tuple[bool, str]:
-    check = next(c for c in run_checks(settings) if c.name == "vectors match chunks")
+    check = next(c for c in run_checks(settings, OllamaClients(settings))
+                 if c.name == "vectors match chunks")
     return check.ok, check.detail
 
 
@@ -67,7 +69,7 @@ def test_a_malformed_vector_in_a_batch_is_a_failed_input_and_the_rest_is_stored(
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url,
                             **{"ollama.embed_batch_size": 32})
     fake_ollama.malformed = {MARKER: kind}
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
     assert report.embed.batches == 1
     assert report.embed.texts_embedded == len(GOOD_NOTES)
@@ -79,7 +81,7 @@ def test_a_malformed_vector_in_a_batch_is_a_failed_input_and_the_rest_is_stored(
     assert ok and "1 whose text the model could not embed" in detail
     # The failed input waits for its retry: a second pass does not ask for it again.
     calls = fake_ollama.embed_calls
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     assert fake_ollama.embed_calls == calls
 
 
@@ -88,7 +90,7 @@ def test_every_vector_shorter_than_api_show_declares_is_refused_not_fatal(
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.malformed = {"": "short"}  # every text
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
     assert report.embed.texts_failed == len(GOOD_NOTES) + 1
     assert report.embed.texts_embedded == 0
@@ -101,12 +103,12 @@ def test_a_failed_input_is_retried_after_its_delay_and_then_stored(
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.malformed = {MARKER: "nan"}
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     fake_ollama.malformed = {}
     conn = connect(settings.db_path)
     try:
         conn.execute("UPDATE embed_failures SET next_try_at = 0")  # the delay has passed
-        embedder = make_embedder(settings)
+        embedder = OllamaClients(settings).embedder()
         fp = target_fingerprint(conn, embedder)
         report = drain_backlog(conn, embedder, fp)
         embedder.close()
@@ -128,7 +130,7 @@ def test_a_ragged_piece_of_a_split_text_is_a_failed_input_not_a_crash(
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
                             **{"ollama.embed_max_tokens": 40})
     fake_ollama.malformed = {MARKER: "short"}
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None and report.embed.texts_failed == 1
     pieces = [text for text in fake_ollama.embedded_inputs if "word1 " in text or MARKER in text]
     assert len(pieces) > 1 and sum(MARKER in piece for piece in pieces) == 1
@@ -138,11 +140,12 @@ def test_a_building_model_is_promoted_although_one_text_failed(
     tmp_path: Path, fake_ollama: FakeOllama,
 ) -> None:
     vault = _vault(tmp_path)
-    index_vault(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
     other = settings_for(vault, tmp_path / "state", fake_ollama.url,
                          **{"ollama.embed_model": "all-minilm"})
     fake_ollama.malformed = {MARKER: "inf"}
-    report = index_vault(other)
+    report = index_vault(other, OllamaClients(other))
     assert report.embed.promoted and report.embed.texts_failed == 1
     conn = connect(other.db_path)
     try:
@@ -156,9 +159,9 @@ def test_a_nan_query_vector_degrades_search_to_words(
     tmp_path: Path, fake_ollama: FakeOllama,
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     fake_ollama.malformed = {"orchard": "nan"}
-    with open_search(settings) as (conn, embedder):
+    with open_search(settings, OllamaClients(settings)) as (conn, embedder):
         result = search(conn, settings, "orchard", embedder=embedder)
     assert result.degraded and "NaN" in result.degraded
     assert result.hits
@@ -184,7 +187,7 @@ def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_ba
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url,
                             **{"ollama.embed_batch_size": 32})
     fake_ollama.refused = {MARKER: status}
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
     assert report.embed.texts_embedded == len(GOOD_NOTES)
     assert report.embed.texts_failed == 1 and report.pending_embeddings == 1
@@ -200,7 +203,7 @@ def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_ba
     assert ok and "Bad.md" in detail
     # Not asked again until its retry time (or until its text changes).
     calls = fake_ollama.embed_calls
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     assert fake_ollama.embed_calls == calls
 
 
@@ -209,9 +212,9 @@ def test_ollama_refusing_every_text_and_the_probe_is_an_outage_not_bad_inputs(
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.refused = {"": 500}  # every input, the probe too
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is not None and "status 500" in report.embed_error.message
     assert _failures(settings) == []  # nothing blamed on the texts
     fake_ollama.refused = {}
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None and report.pending_embeddings == 0

@@ -19,6 +19,7 @@ import pytest
 from askvault.adapters import store
 from askvault.adapters.db import _split_sql, connect, write_transaction
 from askvault.adapters.migrations import MIGRATIONS, m036_embedding_cache
+from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
@@ -170,7 +171,7 @@ def test_a_new_index_keeps_one_float_vector_per_text_and_no_float_vec0_table(
     vault = make_fixture_vault(tmp_path / "vault")
     shutil.copy(vault / "Welcome.md", vault / "Welcome copy.md")  # same texts twice
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     try:
         distinct = conn.execute("SELECT count(DISTINCT text_hash) FROM chunks").fetchone()[0]
@@ -194,14 +195,15 @@ def test_switching_back_to_an_earlier_model_after_a_restart_embeds_nothing(
     first = settings_for(vault, tmp_path / "state", fake_ollama.url)
     other = settings_for(vault, tmp_path / "state", fake_ollama.url,
                          **{"ollama.embed_model": "all-minilm"})
-    index_vault(first)
-    index_vault(other)  # builds all-minilm and promotes it; nomic's tables are dropped
+    index_vault(first, OllamaClients(first))
+    # Builds all-minilm and promotes it; nomic's tables are dropped.
+    index_vault(other, OllamaClients(other))
     conn = connect(other.db_path)
     active = store.active_fingerprint(conn)
     conn.close()
     assert active is not None and active.fingerprint.model == "all-minilm"
     calls = fake_ollama.embed_calls
-    report = index_vault(first)  # back to the first model, a new process
+    report = index_vault(first, OllamaClients(first))  # back to the first model, a new process
     assert report.embed.texts_embedded == 0 and report.pending_embeddings == 0
     assert fake_ollama.embed_calls == calls
     conn = connect(first.db_path)
@@ -217,13 +219,13 @@ def test_a_note_deleted_and_restored_later_embeds_nothing(
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     kept = (vault / "Embeds.md").read_bytes()
     (vault / "Embeds.md").unlink()
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     (vault / "Restored").mkdir()
     (vault / "Restored" / "Embeds again.md").write_bytes(kept)
     before = len(fake_ollama.embedded_inputs)
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.pending_embeddings == 0
     assert len(fake_ollama.embedded_inputs) == before

@@ -13,7 +13,7 @@ import pytest
 from askvault.adapters import answer_store, meta
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
-from askvault.services.inbox import InboxWorker
+from askvault.services.answer_files import AnswerFiles
 from askvault.services.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
@@ -359,7 +359,7 @@ def test_a_crash_right_after_the_answering_note_is_written_resumes_that_note(
     try:
         placeholder = render_answer_note(AnswerNote(question=QUESTION.strip(),
                                                     status="answering", asked="2026-01-01"))
-        written = InboxWorker(settings).write_answer(
+        written = AnswerFiles(settings).write_answer(
             conn, None, placeholder, "queries/inbox/Q.md", "answering", (), "Q")
     finally:
         conn.close()
@@ -379,7 +379,7 @@ def test_write_answer_records_the_name_before_the_file_exists(
     (folder / "Q.md").write_text("the user's own note", encoding="utf-8")
     conn = connect(settings.db_path)
     try:
-        rel = InboxWorker(settings).write_answer(conn, None, "text", "queries/inbox/Q.md",
+        rel = AnswerFiles(settings).write_answer(conn, None, "text", "queries/inbox/Q.md",
                                                  "answering", (), "Q")
         row = answer_store.get_answer(conn, rel)
         stale = answer_store.get_answer(conn, "queries/answers/Q.md")
@@ -400,7 +400,7 @@ def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     # recorded beside the old one, and the file holds the old bytes or (renamed) the new.
     (vault / "queries/inbox").mkdir(parents=True, exist_ok=True)
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    worker = InboxWorker(settings)
+    worker = AnswerFiles(settings)
     old = render_answer_note(AnswerNote(question=QUESTION.strip(), status="answering",
                                         asked="2026-01-01")).encode("utf-8")
     new = old.replace(b"status: answering", b"status: waiting")

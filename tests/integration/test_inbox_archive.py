@@ -17,7 +17,7 @@ import pytest
 from askvault.adapters import answer_store
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
-from askvault.services.inbox import InboxWorker, log_line_for
+from askvault.services.answer_files import AnswerFiles, log_line_for
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.inbox_worker import (
@@ -143,7 +143,7 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
 
 def _answered_state(settings: Settings, status: str = "archiving") -> str:
     """The rows and notes a crash leaves once the final answer is written and recorded."""
-    worker = InboxWorker(settings)
+    worker = AnswerFiles(settings)
     conn = connect(settings.db_path)
     try:
         text = render_answer_note(AnswerNote(question=QUESTION.strip(), status="answered",
@@ -330,7 +330,7 @@ def test_waiting_note_is_rewritten_when_its_reason_changes(
 def test_a_save_landing_during_the_rewrite_of_our_note_is_kept_and_a_2_is_written(
     vault: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    worker = InboxWorker(settings)
+    worker = AnswerFiles(settings)
     conn = connect(settings.db_path)
     try:
         rel = worker.write_answer(conn, None, "---\nstatus: answering\n---\n", Q_REL,

@@ -12,8 +12,10 @@ import pytest
 
 from askvault.adapters import answer_store
 from askvault.adapters.db import connect
+from askvault.app.clients import OllamaClients
 from askvault.core.ownership import sign_note
-from askvault.services.inbox import InboxWorker
+from askvault.services.answer_files import AnswerFiles
+from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
@@ -61,7 +63,7 @@ def _delete_index(settings: Settings, *, rebuild: bool) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{settings.db_path}{suffix}").unlink(missing_ok=True)
     if rebuild:
-        index_vault(settings)
+        index_vault(settings, OllamaClients(settings))
 
 
 def _answer_rows(settings: Settings) -> list[str]:
@@ -161,7 +163,8 @@ def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
     _delete_index(settings, rebuild=False)
     running = run_worker()
     wait_for(lambda: "queries/answers/Q.md" in _answer_rows(settings))
-    index_vault(settings)  # the rebuilt index reads every note: a report, not a change
+    # The rebuilt index reads every note: a report, not a change.
+    index_vault(settings, OllamaClients(settings))
     running.worker.on_notes_changed(["Embeds.md", "Links.md"], [])
     time.sleep(0.6)
     assert answer.read_bytes() == before
@@ -190,7 +193,7 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
 ) -> None:
     from askvault.errors import VaultUnavailable
 
-    worker = InboxWorker(settings)
+    worker = AnswerUpkeep(settings)
     conn = connect(settings.db_path)
     try:
         vault.rename(tmp_path / "aside")
@@ -225,7 +228,7 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     conn = connect(settings.db_path)
     try:
-        rel = InboxWorker(settings).write_answer(
+        rel = AnswerFiles(settings).write_answer(
             conn, None, render_answer_note(AnswerNote(question=QUESTION.strip(), status=status,
                                                       asked="2026-12-01T10:00:00+01:00")),
             "queries/inbox/Q.md", status, (), "Q")
@@ -281,7 +284,7 @@ def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_ca
 def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
     vault: Path, settings: Settings
 ) -> None:
-    worker = InboxWorker(settings)
+    worker = AnswerFiles(settings)
     worker.show_write_problem(OSError(28, "No space left on device"), now=1000.0)
     problem = vault / PROBLEM
     assert "No space left on device" in problem.read_text(encoding="utf-8")
@@ -297,7 +300,7 @@ def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
     problem.unlink()
     worker.show_write_problem(OSError(28, "No space left on device"), now=3000.0)
     assert problem.exists()
-    InboxWorker(settings).clear_write_problem(at_start=True)
+    AnswerFiles(settings).clear_write_problem(at_start=True)
     assert not problem.exists()
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from askvault.adapters import meta, store
 from askvault.adapters.db import connect, write_transaction
+from askvault.app.clients import OllamaClients
 from askvault.services.embedding import drain_backlog, target_fingerprint
-from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.index_pass import index_vault
 from askvault.services.indexer import drop_folder, index_paths, reconcile
 from askvault.services.status import collect_status
 from askvault.settings import Settings
@@ -29,7 +30,7 @@ def test_cold_index_stores_every_note_and_embeds_every_chunk(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
     assert sorted(report.index.added) == INDEXED_NOTES
     assert report.pending_embeddings == 0
@@ -46,9 +47,9 @@ def test_second_run_without_changes_reads_and_embeds_nothing(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     before = len(fake_ollama.embedded_inputs)
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.index.changes == 0
     assert report.index.unchanged == len(INDEXED_NOTES)
     assert len(fake_ollama.embedded_inputs) == before
@@ -68,11 +69,11 @@ def test_a_new_chunk_cap_rechunks_every_note_once_without_reporting_changes(
 ) -> None:
     state = tmp_path / "state"
     settings = settings_for(vault, state, fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     before = _chunk_rows(settings)
     last_change = collect_status(settings)["last_change_indexed_at"]
     smaller = settings_for(vault, state, fake_ollama.url, **{"index.chunk_max_tokens": 64})
-    report = index_vault(smaller)
+    report = index_vault(smaller, OllamaClients(smaller))
     # Every note was read again and cut with the new cap, but none counts as changed
     # (answers citing them stay fresh) and the index's last-change time does not move.
     assert report.index.rechunked == len(INDEXED_NOTES)
@@ -82,7 +83,7 @@ def test_a_new_chunk_cap_rechunks_every_note_once_without_reporting_changes(
     assert report.pending_embeddings == 0  # new pieces were embedded by the same pass
     assert collect_status(smaller)["last_change_indexed_at"] == last_change
     # Once done, the same settings read nothing.
-    again = index_vault(smaller)
+    again = index_vault(smaller, OllamaClients(smaller))
     assert again.index.rechunked == 0 and again.index.unchanged == len(INDEXED_NOTES)
     assert _chunk_rows(smaller) == after
 
@@ -91,14 +92,14 @@ def test_an_index_made_by_an_older_chunker_is_rechunked_keeping_unchanged_chunks
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     before = _chunk_rows(settings)
     conn = connect(settings.db_path)
     with write_transaction(conn):
         conn.execute("DELETE FROM meta WHERE key = ?", (meta.CHUNKING,))  # as an older index
     conn.close()
     embedded = len(fake_ollama.embedded_inputs)
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.index.rechunked == len(INDEXED_NOTES) and report.index.changes == 0
     # Cut the same way: every chunk kept its row (and its vectors); nothing re-embedded.
     assert _chunk_rows(settings) == before
@@ -109,12 +110,12 @@ def test_paragraph_edit_in_a_long_note_embeds_at_most_two_chunks(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     before = len(fake_ollama.embedded_inputs)
     paragraphs = list(LONG_PARAGRAPHS)
     paragraphs[20] = "An entirely rewritten paragraph about greenhouse ventilation."
     (vault / "Garden log.md").write_text("# Garden log\n\n" + "\n\n".join(paragraphs) + "\n")
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.index.changed == ["Garden log.md"]
     assert 1 <= len(fake_ollama.embedded_inputs) - before <= 2
 
@@ -123,13 +124,13 @@ def test_renames_moves_and_copies_embed_nothing(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     before = len(fake_ollama.embedded_inputs)
     (vault / "Embeds.md").rename(vault / "Embedding notes.md")
     (vault / "moved").mkdir()
     (vault / "Links.md").rename(vault / "moved" / "Links.md")
     shutil.copy(vault / "Welcome.md", vault / "Welcome copy.md")
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert sorted(report.index.renamed) == [
         ("Embeds.md", "Embedding notes.md"), ("Links.md", "moved/Links.md")]
     assert len(fake_ollama.embedded_inputs) == before
@@ -145,17 +146,17 @@ def test_touch_without_content_change_only_updates_stamps(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     os.utime(vault / "Welcome.md", ns=(1, 10**18))
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.index.touched == 1 and report.index.changes == 0
 
 
 def test_deleted_note_leaves_no_rows(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     (vault / "folder" / "Deep Note.md").unlink()
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.index.deleted == ["folder/Deep Note.md"]
     conn = connect(settings.db_path)
     fp = store.active_fingerprint(conn)
@@ -172,13 +173,13 @@ def test_ollama_down_keeps_words_fresh_and_backlog_resumes(
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     fake_ollama.set_fault("down")
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is not None
     assert len(report.index.added) == len(INDEXED_NOTES)
     assert report.pending_embeddings > 0
     assert collect_status(settings)["embedding"]["waiting"]
     fake_ollama.recover()
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None and report.pending_embeddings == 0
     assert collect_status(settings)["embedding"]["waiting"] is None
 
@@ -189,13 +190,13 @@ def test_backlog_survives_a_stop_midway_and_never_reembeds(
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     conn = connect(settings.db_path)
     reconcile(conn, settings)
-    embedder = make_embedder(settings)
+    embedder = OllamaClients(settings).embedder()
     fp = target_fingerprint(conn, embedder)
     drain_backlog(conn, embedder, fp, batch_size=2, max_batches=1)
     conn.close()  # as if the process died here
     first = list(fake_ollama.embedded_inputs)
     assert len(first) == 2
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.pending_embeddings == 0
     assert not set(first) & set(fake_ollama.embedded_inputs[2:])
 
@@ -204,11 +205,11 @@ def test_changing_the_embedding_model_builds_new_vectors_then_switches(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     other = settings_for(vault, tmp_path / "state", fake_ollama.url,
                          **{"ollama.embed_model": "all-minilm"})
     conn = connect(other.db_path)
-    embedder = make_embedder(other)
+    embedder = OllamaClients(other).embedder()
     fp = target_fingerprint(conn, embedder)
     assert fp.state == "building"
     active = store.active_fingerprint(conn)
@@ -233,7 +234,7 @@ def test_bad_files_are_recorded_never_fatal(
     (vault / "yaml.md").write_text("---\nx: !!python/object/apply:os.system ['true']\n---\nbody\n")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
                             **{"index.max_note_bytes": 1000})
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     skipped = {s["path"]: s["reason"] for s in collect_status(settings)["skipped"]}
     assert "binary" in skipped["binary.md"]
     assert "oversized" in skipped["big.md"]
@@ -325,7 +326,7 @@ def test_an_edit_keeps_the_rows_of_untouched_chunks(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     query = ("SELECT c.id, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id "
              "WHERE n.path = 'Garden log.md' ORDER BY c.position")
@@ -333,7 +334,7 @@ def test_an_edit_keeps_the_rows_of_untouched_chunks(
     conn.close()
     with open(vault / "Garden log.md", "a", encoding="utf-8") as f:
         f.write("\nA new closing paragraph about autumn mulch.\n")
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert report.index.changed == ["Garden log.md"]
     conn = connect(settings.db_path)
     after = conn.execute(query).fetchall()
@@ -352,10 +353,10 @@ def test_a_new_alias_rewrites_the_notes_search_rows(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     text = (vault / "Embeds.md").read_text()
     (vault / "Embeds.md").write_text(text.replace("[Transclusion]", "[Transclusion, Zettelpull]"))
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     hits = conn.execute(
         "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'aliases:zettelpull'"
@@ -371,7 +372,7 @@ def test_a_rename_and_a_move_keep_their_chunk_word_and_vector_rows_in_place(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     fp = store.active_fingerprint(conn)
     assert fp is not None
@@ -389,7 +390,7 @@ def test_a_rename_and_a_move_keep_their_chunk_word_and_vector_rows_in_place(
     (vault / "Embeds.md").rename(vault / "Transclusion guide.md")
     (vault / "moved").mkdir()
     (vault / "Links.md").rename(vault / "moved" / "Links.md")
-    report = index_vault(settings)
+    report = index_vault(settings, OllamaClients(settings))
     assert sorted(report.index.renamed) == [
         ("Embeds.md", "Transclusion guide.md"), ("Links.md", "moved/Links.md")]
     assert report.index.chunks_written == 0
@@ -411,7 +412,7 @@ def test_a_watcher_batch_with_a_rename_moves_the_note_in_place(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     note_id = conn.execute("SELECT id FROM notes WHERE path = 'Embeds.md'").fetchone()[0]
     (vault / "Embeds.md").rename(vault / "Renamed.md")

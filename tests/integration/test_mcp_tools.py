@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from mcp import ClientSession
 from mcp.shared.memory import create_connected_server_and_client_session
 
+from askvault.app.clients import OllamaClients
 from askvault.app.mcp_serve import make_server
 from askvault.cli.main import cli
 from askvault.services.answering import AnswerCancelled
@@ -55,7 +56,8 @@ def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
 @pytest.fixture
 def session(env: dict[str, str], vault: Path, tmp_path: Path,
             fake_ollama: FakeOllama) -> Iterator[WarmSession]:
-    s = WarmSession(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    s = WarmSession(settings, OllamaClients(settings))
     yield s
     s.close()
 
@@ -252,7 +254,7 @@ def test_read_note_refuses_a_file_over_the_size_limit(
 ) -> None:
     small = settings_for(vault, tmp_path / "state", fake_ollama.url,
                          **{"index.max_note_bytes": 100})
-    session = WarmSession(small)
+    session = WarmSession(small, OllamaClients(small))
     try:
         text = tool_error(session, "read_note", {"path": "Garden log.md"})
     finally:
@@ -308,7 +310,7 @@ def test_ask_cancelled_before_saving_writes_nothing(
     fake_ollama.chat_script = [REPLY]
     before = vault_files(vault)
     with pytest.raises(AnswerCancelled):
-        ask_question(settings, "What does an embed show?", save=True, log=False,
+        ask_question(settings, OllamaClients(settings), "What does an embed show?", save=True, log=False,
                      should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")))
     assert vault_files(vault) == before
 
@@ -356,7 +358,8 @@ def test_no_index_is_a_tool_error_with_the_cli_message_and_hint(
 ) -> None:
     env = cli_env(vault, tmp_path / "empty-state", fake_ollama.url)
     cli_result = CliRunner().invoke(cli, ["search", "embed"], env=env)
-    session = WarmSession(settings_for(vault, tmp_path / "empty-state", fake_ollama.url))
+    settings = settings_for(vault, tmp_path / "empty-state", fake_ollama.url)
+    session = WarmSession(settings, OllamaClients(settings))
     try:
         text = tool_error(session, "search", {"query": "embed"})
         ask_text = tool_error(session, "ask", {"question": "embed?"})
@@ -382,7 +385,8 @@ def test_a_note_that_gives_orders_is_returned_as_data_and_changes_nothing(
     fake_ollama.chat_script = ["Saved to [[../../outside]] and deleted queries/ as asked "
                                "[[Release checklist]]."]
     before = vault_files(vault)
-    session = WarmSession(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    session = WarmSession(settings, OllamaClients(settings))
     try:
         hits = structured(session, "search", {"query": "admin mode instructions"})["hits"]
         read = structured(session, "read_note", {"path": "Release checklist.md"})

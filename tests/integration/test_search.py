@@ -16,9 +16,10 @@ from integration.retrieval_support import (
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
+from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.records import SearchFilters
-from askvault.services.index_pass import index_vault, make_embedder
+from askvault.services.index_pass import index_vault
 from askvault.services.search import search, search_result_to_json
 from support.fake_ollama import FakeOllama
 
@@ -96,7 +97,7 @@ def test_search_finds_cjk_extension_b_characters_short_and_long(indexed: Indexed
     # Only Extension B characters, inside a longer run: found by substring, not as a word.
     (indexed.vault / "Rare kanji.md").write_text("# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n",
                                                   encoding="utf-8")
-    index_vault(indexed.settings)
+    index_vault(indexed.settings, OllamaClients(indexed.settings))
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]  # trigram
     assert _paths(indexed, "𠮷𠀋", fusion_mode="words")[:1] == ["Rare kanji.md"]  # short run
 
@@ -155,7 +156,7 @@ def test_search_waits_only_its_short_embedding_deadline_before_answering_from_wo
         indexed.settings.search, embed_timeout_s=0.3))
     fake_ollama.set_fault("slow", delay_s=3.0, paths=("/api/embed",))
     started = time.monotonic()
-    with open_search(settings) as (conn, embedder):
+    with open_search(settings, OllamaClients(settings)) as (conn, embedder):
         result = search(conn, settings, "blossom end rot", embedder=embedder)
     assert time.monotonic() - started < 2.5
     assert result.degraded and "semantic search unavailable" in result.degraded
@@ -237,10 +238,10 @@ def test_search_degrades_when_the_index_has_no_vectors(tmp_path: Path,
     shutil.copytree(FIXTURE_VAULT, tmp_path / "vault")
     settings = retrieval_settings(tmp_path, fake_ollama.url)
     fake_ollama.set_fault("down")
-    assert index_vault(settings).embed_error is not None
+    assert index_vault(settings, OllamaClients(settings)).embed_error is not None
     fake_ollama.recover()
     conn = connect(settings.db_path)
-    embedder = make_embedder(settings)
+    embedder = OllamaClients(settings).embedder()
     try:
         result = search(conn, settings, "sourdough starter", embedder=embedder)
     finally:
@@ -264,7 +265,7 @@ def test_migration_adds_extension_b_chunks_an_older_index_left_out(indexed: Inde
 
     (indexed.vault / "Rare kanji.md").write_text("# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n",
                                                   encoding="utf-8")
-    index_vault(indexed.settings)
+    index_vault(indexed.settings, OllamaClients(indexed.settings))
     conn = indexed.conn
     # As the old write side left it: the chunk is not in the trigram index.
     conn.execute("DELETE FROM chunks_trigram WHERE rowid IN (SELECT c.id FROM chunks c "
@@ -277,3 +278,41 @@ def test_migration_adds_extension_b_chunks_an_older_index_left_out(indexed: Inde
     after = conn.execute("SELECT count(*) FROM chunks_trigram").fetchone()[0]
     assert after == before + 1  # only the missing chunk; the others are not doubled
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]
+
+
+def _words_vault(tmp_path: Path, fake_ollama: FakeOllama, candidates: int) -> list[str]:
+    """Chunks ranked by the words channel alone for "tomato soil" in a vault where four
+    notes hold both words and one, titled Soil, holds only one but in its title."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(4):
+        (vault / f"Bed {n}.md").write_text(f"Bed {n}: the tomato likes warm soil.\n")
+    (vault / "Soil.md").write_text("# Soil\n\nSoil, soil and more soil.\n")
+    settings = retrieval_settings(tmp_path, fake_ollama.url, **{"search.candidates": candidates})
+    index_vault(settings)
+    conn = connect(settings.db_path)
+    try:
+        result = search(conn, settings, "tomato soil", fusion_mode="words", per_page=False,
+                        limit=candidates)
+    finally:
+        conn.close()
+    return [hit.note_path for hit in result.hits]
+
+
+def test_words_channel_ranks_only_chunks_with_every_word_when_there_are_enough(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    # Four chunks hold both words and the channel takes three (the search depth is the
+    # larger of `search.candidates` and the limit, both 3 here): the page with one word,
+    # however strong, is not scored at all (the OR ranking would put it first).
+    paths = _words_vault(tmp_path, fake_ollama, candidates=3)
+    assert "Soil.md" not in paths
+    assert len(paths) == 3 and all(p.startswith("Bed ") for p in paths)
+
+
+def test_words_channel_falls_back_to_any_word_when_too_few_chunks_hold_every_word(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    paths = _words_vault(tmp_path, fake_ollama, candidates=10)
+    assert "Soil.md" in paths
+    assert sorted(p for p in paths if p != "Soil.md") == [f"Bed {n}.md" for n in range(4)]

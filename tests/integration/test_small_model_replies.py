@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from askvault.adapters.db import Connection
+from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
 from askvault.services.answering import AnswerResult, QuestionOptions, answer_question
-from askvault.services.index_pass import make_embedder, make_generator
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.vault_factory import make_fixture_vault
@@ -40,8 +40,8 @@ def vault(tmp_path: Path) -> Path:
 
 
 def _ask(conn: Connection, settings: Settings, question: str) -> AnswerResult:
-    embedder = make_embedder(settings)
-    generator = make_generator(settings)
+    embedder = OllamaClients(settings).embedder()
+    generator = OllamaClients(settings).generator()
     try:
         return answer_question(conn, settings, question, QuestionOptions(), embedder=embedder,
                                generator=generator, asked=ASKED)
@@ -241,7 +241,7 @@ def test_sources_name_a_page_by_its_path_when_another_note_has_its_name(
     (vault / "Archive" / "Snapshots.md").write_text(
         "# Snapshots\n\nOld snapshots were kept for 3 days.\n", encoding="utf-8")
     settings = settings_for(vault, tmp_path / "state2", fake_ollama.url)
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     fake_ollama.chat_script = ["Old snapshots were kept for 3 days [[Archive/Snapshots]]."]
     conn = connect(settings.db_path)
     try:

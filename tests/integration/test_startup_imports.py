@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
@@ -58,7 +59,8 @@ def test_status_probes_ollama_without_the_ollama_client(
     tmp_path: Path, fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
-    index_vault(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
     modules, out = _imported_by(["status", "--json"],
                                 cli_env(vault, tmp_path / "state", fake_ollama.url))
     doc = json.loads(out)
@@ -74,7 +76,8 @@ def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_qu
     url = fake_ollama.url
     if not indexed_with_vectors:
         fake_ollama.set_fault("down")  # the index is built for words only
-    index_vault(settings_for(vault, tmp_path / "state", url))
+    settings = settings_for(vault, tmp_path / "state", url)
+    index_vault(settings, OllamaClients(settings))
     fake_ollama.recover()
     modules, out = _imported_by(["search", "embeds", "--json"],
                                 cli_env(vault, tmp_path / "state", url))
@@ -91,7 +94,8 @@ def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
     tmp_path: Path, fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
-    index_vault(settings_for(vault, tmp_path / "state", fake_ollama.url))
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
     before = len(fake_ollama.requests)
     modules, out = _imported_by(["index", "--json"],
                                 cli_env(vault, tmp_path / "state", fake_ollama.url))
@@ -106,9 +110,10 @@ def test_a_model_pulled_again_with_a_new_digest_is_embedded_again(
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    first = index_vault(settings)
+    first = index_vault(settings, OllamaClients(settings))
     fake_ollama.digests["nomic-embed-text:latest"] = "sha256-" + "1" * 64
-    again = index_vault(settings)  # the skip check sees the new digest: full pass
+    # The skip check sees the new digest: full pass.
+    again = index_vault(settings, OllamaClients(settings))
     assert again.embed.texts_embedded == first.embed.texts_embedded > 0
     assert again.embed.promoted and again.pending_embeddings == 0
 

@@ -27,6 +27,7 @@ from askvault.adapters.lockfile import (
     read_lock_holder,
     vault_lock_path,
 )
+from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon
 from askvault.cli.main import cli
 from askvault.core.service_files import service_name
@@ -139,7 +140,7 @@ def test_run_while_index_holds_the_vault_is_refused_and_the_lock_is_free_after(
                 Daemon(settings).run()
             refusals.append(refused.value)
 
-    index_vault(settings, on_scan=try_run)
+    index_vault(settings, OllamaClients(settings), on_scan=try_run)
     assert refusals and "`askvault index`" in refusals[0].message
     assert "wait for that `askvault index` to finish" in refusals[0].hint
     assert read_lock_holder(vault_lock_path(vault)) is None

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from askvault.adapters.db import connect
+from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.errors import VaultUnavailable
 from askvault.services.doctor import run_checks
@@ -73,7 +74,7 @@ def test_reconcile_of_an_empty_vault_root_is_refused_deletes_nothing_and_status_
             _reconcile(settings)
         assert _paths(settings) == before
         assert "holds no notes" in collect_status(settings, probe=False)["vault_unavailable"]
-        failed = {c.name: c for c in run_checks(settings) if not c.ok}
+        failed = {c.name: c for c in run_checks(settings, OllamaClients(settings)) if not c.ok}
         assert "vault present" in failed and "--allow-empty" in failed["vault present"].hint
     report = _reconcile(settings)  # the vault is back
     assert _paths(settings) == before and not report.deleted  # type: ignore[attr-defined]

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from askvault.services.inbox import InboxWorker
+from askvault.app.clients import OllamaClients
+from askvault.app.inbox_loop import InboxWorker
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.settings_factory import settings_for
@@ -60,7 +61,7 @@ def inbox_vault(root: Path) -> Path:
 def inbox_settings(vault: Path, state: Path, host: str) -> Settings:
     """Settings over `vault` with a short settle time, the vault indexed."""
     settings = settings_for(vault, state, host, **{"queries.settle_s": 0.2})
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     return settings
 
 
@@ -72,7 +73,8 @@ def worker_starter(settings: Settings, **defaults: Any) -> Iterator[Callable[...
     started: list[Running] = []
 
     def start(**kw: Any) -> Running:
-        running = Running(InboxWorker(settings, **{"backoff_first_s": 0.2, **defaults, **kw}))
+        running = Running(InboxWorker(settings, OllamaClients(settings),
+                                      **{"backoff_first_s": 0.2, **defaults, **kw}))
         running.thread.start()
         started.append(running)
         return running

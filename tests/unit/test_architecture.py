@@ -150,3 +150,56 @@ def test_only_the_meta_adapter_reads_the_meta_table() -> None:
         and table.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == [], "name the key in adapters/meta.py and use its accessors"
+
+
+COMPOSITION_ROOT = "askvault.app.clients"
+CLIENT_MODULE = "askvault.adapters.ollama"
+CLIENT_CLASSES = {"OllamaEmbedder", "OllamaGenerator"}
+
+
+def test_only_the_composition_root_builds_ollama_clients() -> None:
+    """Services receive their clients as Protocols (records.ModelClients, Embedder,
+    Generator); one module, app/clients.py, imports the client module and builds them."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if module in (COMPOSITION_ROOT, CLIENT_MODULE):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        from_adapters = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                         and n.module == "askvault.adapters" for a in n.names]
+        if (CLIENT_MODULE in imports_of(path) or "ollama" in from_adapters
+                or names & CLIENT_CLASSES):
+            offenders.append(module)
+    assert offenders == []
+
+
+def _doubles(node: ast.AST) -> bool:
+    """`x * 2`, `2 * x` or `2 ** n`: the step of a doubling delay."""
+    if not isinstance(node, ast.BinOp):
+        return False
+    two = [side for side in (node.left, node.right)
+           if isinstance(side, ast.Constant) and side.value == 2]
+    return bool(two) and (isinstance(node.op, ast.Mult)
+                          or (isinstance(node.op, ast.Pow) and node.left in two))
+
+
+def test_core_backoff_is_the_one_backoff_formula() -> None:
+    """Every retry delay (daemon, embedding, connections, the inbox) comes from
+    core/backoff.Backoff: no other module caps a doubling delay or defines its bounds."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() == "core/backoff.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            capped = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                      and node.func.id == "min"
+                      and any(_doubles(n) for arg in node.args for n in ast.walk(arg)))
+            bounds = isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id.startswith("BACKOFF_") for t in node.targets)
+            if capped or bounds:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []

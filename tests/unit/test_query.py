@@ -71,3 +71,11 @@ def test_snippet_finds_another_form_of_the_word_the_stemmed_index_matched() -> N
     assert "effect of pruning" in snippet(text, ["effects"], width=80)
     assert "effect of pruning" in snippet(text, ["pruned"], width=80)
     assert snippet(text, ["absent"], width=80).startswith("filler")
+
+
+def test_fts_match_expression_requiring_every_word_joins_them_with_and() -> None:
+    assert fts_match_expression("sqlite-vec tables", require_all=True) == (
+        '"sqlite" AND "vec" AND "tables"'
+    )
+    assert fts_match_expression("NOT or AND", require_all=True) == '"not"'
+    assert fts_match_expression("++", require_all=True) is None

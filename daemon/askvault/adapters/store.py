@@ -20,8 +20,13 @@ from dataclasses import dataclass
 
 from askvault.adapters import meta
 from askvault.adapters.db import Connection, serialize_float32
+from askvault.core.backoff import delay_after
 from askvault.core.query import has_cjk
 from askvault.records import Chunk, Fingerprint, FingerprintState, NoteFile, ParsedNote, Skipped
+
+# A text Ollama refused is tried again after 1 min, doubling to 1 h (its row counts the tries).
+EMBED_RETRY_FIRST_S = 60.0
+EMBED_RETRY_MAX_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -574,7 +579,7 @@ def record_embed_failure(
         (fp.id, text_hash),
     ).fetchone()
     attempts = (row[0] if row else 0) + 1
-    delay_s = min(3600.0, 60.0 * 2 ** (attempts - 1))
+    delay_s = delay_after(attempts, EMBED_RETRY_FIRST_S, EMBED_RETRY_MAX_S)
     conn.execute(
         "INSERT OR REPLACE INTO embed_failures VALUES (?,?,?,?,?)",
         (fp.id, text_hash, attempts, error[:500], now + delay_s),

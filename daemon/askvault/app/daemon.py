@@ -26,15 +26,17 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, is_disk_full
 from askvault.adapters.lockfile import VaultLock
-from askvault.adapters.ollama import host_refusal
+from askvault.adapters.ollama_http import host_refusal
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
-from askvault.app.backoff import Backoff
+from askvault.app.clients import OllamaClients
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
+from askvault.app.inbox_loop import InboxWorker
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
+from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
-from askvault.services.inbox import InboxWorker
+from askvault.records import ModelClients
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
 
@@ -58,25 +60,31 @@ class Worker(Protocol):
         """The worker's loop; must return promptly once `stop_event` is set."""
 
 
-def default_workers(settings: Settings, *, busy_timeout_s: float = BUSY_TIMEOUT_S
-                    ) -> list[Worker]:
-    """The workers `askvault run` starts: the question inbox."""
-    return [InboxWorker(settings, busy_timeout_s=busy_timeout_s)]
+def default_workers(
+    settings: Settings, *, clients: ModelClients | None = None,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+) -> list[Worker]:
+    """The workers `askvault run` starts: the question inbox (its clients from `clients`,
+    by default the composition root's)."""
+    return [InboxWorker(settings, clients or OllamaClients(settings),
+                        busy_timeout_s=busy_timeout_s)]
 
 
 class Daemon:
-    """`run()` blocks until SIGTERM/SIGINT (or `stop()`); returns the exit code."""
+    """`run()` blocks until SIGTERM/SIGINT (or `stop()`); returns the exit code. The
+    embedding thread's clients come from `clients`, by default the composition root's."""
 
     def __init__(
         self, settings: Settings, workers: Sequence[Worker] = (), *,
-        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        clients: ModelClients | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
         self.workers = list(workers)
         self.busy_timeout_s = busy_timeout_s
         self.stop_event = threading.Event()
         self.work = WorkQueue()
-        self.embed = EmbedLoop(settings, busy_timeout_s=busy_timeout_s)
+        self.embed = EmbedLoop(settings, clients or OllamaClients(settings),
+                               busy_timeout_s=busy_timeout_s)
         self.failure: BaseException | None = None
         self._threads: list[threading.Thread] = []
         self._watcher: VaultWatcher | None = None

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, set_memory_limits
-from askvault.app.backoff import Backoff
+from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy
 
 log = logging.getLogger(__name__)
@@ -38,14 +38,16 @@ def tune_for_daemon(conn: Connection) -> Connection:
 
 def connect_for_daemon(
     path: Path, stop: threading.Event, *, busy_timeout_s: float = BUSY_TIMEOUT_S,
-    backoff: Backoff | None = None, what: str = "the daemon",
+    backoff: Backoff | None = None, what: str = "the daemon", tune: bool = True,
 ) -> Connection | None:
-    """A tuned connection, waiting with backoff while another writer holds a migration out
-    or the disk is full; None if `stop` is set first. Other StoreErrors (corrupt) propagate."""
+    """A connection (tuned unless `tune` is off: the inbox's reads are searches), waiting
+    with backoff while another writer holds a migration out or the disk is full; None if
+    `stop` is set first. Other StoreErrors (corrupt) propagate."""
     backoff = backoff or Backoff()
     while not stop.is_set():
         try:
-            return tune_for_daemon(connect(path, busy_timeout_s=busy_timeout_s))
+            conn = connect(path, busy_timeout_s=busy_timeout_s)
+            return tune_for_daemon(conn) if tune else conn
         except (IndexBusy, DiskFull) as exc:
             delay = backoff.failed()
             log.warning("%s waits: %s; retrying in %.0f s", what, exc.message, delay)

@@ -11,15 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from askvault.adapters import store
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, is_disk_full
-from askvault.app.backoff import Backoff
 from askvault.app.db_tuning import connect_for_daemon
+from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
+from askvault.records import Embedder, ModelClients
 from askvault.services.embedding import (
     drain_backlog,
     embed_waiting_reason,
@@ -27,7 +26,6 @@ from askvault.services.embedding import (
     record_embed_waiting,
     target_fingerprint,
 )
-from askvault.services.index_pass import make_embedder
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,24 +35,25 @@ PROGRESS_LOG_S = 30.0
 
 
 class EmbedLoop:
-    """`run(stop)` in a thread; `wake()` after new chunks were written."""
+    """`run(stop)` in a thread; `wake()` after new chunks were written. Its embedder comes
+    from `clients`, once, and is closed when the loop ends."""
 
     def __init__(
         self,
         settings: Settings,
+        clients: ModelClients,
         *,
-        make: Callable[[Settings], Any] = make_embedder,
         backoff: Backoff | None = None,
         idle_check_s: float = IDLE_CHECK_S,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
         self.busy_timeout_s = busy_timeout_s
-        self.make = make
+        self.clients = clients
         self.backoff = backoff or Backoff()
         self.idle_check_s = idle_check_s
         self._wake = threading.Event()
-        self._embedder: Any = None
+        self._embedder: Embedder | None = None
         self._fp: store.FingerprintRow | None = None
         self._reason: str | None = None
         self._target = embedding_target(settings.ollama.host, settings.ollama.embed_model)
@@ -87,7 +86,7 @@ class EmbedLoop:
                     delay = self._drain(conn, stop)
         finally:
             conn.close()
-            if self._embedder is not None and hasattr(self._embedder, "close"):
+            if self._embedder is not None:
                 self._embedder.close()
 
     def _drain(self, conn: Connection, stop: threading.Event) -> float | None:
@@ -99,13 +98,14 @@ class EmbedLoop:
         texts = batches = 0
         last_log = started
         try:
-            if self._embedder is None:
-                self._embedder = self.make(self.settings)
+            embedder = self._embedder
+            if embedder is None:
+                embedder = self._embedder = self.clients.embedder()
             # A local: forget_fingerprint() (the indexing thread) may clear self._fp
             # at any moment, and a drain must not see it turn None half-way.
             fp = self._fp
             if fp is None:
-                fp = self._fp = target_fingerprint(conn, self._embedder)
+                fp = self._fp = target_fingerprint(conn, embedder)
 
             def on_stored(count: int) -> None:
                 nonlocal texts, last_log
@@ -118,7 +118,7 @@ class EmbedLoop:
             # One drain per wake-up: it reads the backlog once and rescans only when it
             # has emptied it, so a one-note edit costs one embed call and two scans.
             report = drain_backlog(
-                conn, self._embedder, fp,
+                conn, embedder, fp,
                 batch_size=self.settings.ollama.embed_batch_size,
                 should_stop=stop.is_set, progress=on_stored,
             )

@@ -17,6 +17,7 @@ import anyio
 from askvault import __version__
 from askvault.adapters import mcp_server
 from askvault.adapters.db import is_disk_full
+from askvault.app.clients import OllamaClients
 from askvault.app.mcp_tools import INSTRUCTIONS, tool_specs
 from askvault.errors import AskvaultError, DiskFull
 from askvault.services.warm_session import WarmSession
@@ -43,7 +44,7 @@ def serve_mcp(
 ) -> None:
     """Serve until the client goes away (stdio) or until interrupted (HTTP)."""
     sock = mcp_server.bind_loopback(host, port) if http else None  # refused before opening
-    session = WarmSession(settings)
+    session = WarmSession(settings, OllamaClients(settings))
     try:
         try:
             session.open()

@@ -19,6 +19,7 @@ from askvault.errors import AskvaultError
 @handle_errors
 def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
     """Answer QUESTION from the vault: streamed, then the citation report and the log line."""
+    from askvault.app.clients import OllamaClients
     from askvault.core.answer_note import render_citation_report
     from askvault.services.ask import ask_question
 
@@ -28,7 +29,8 @@ def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
-    outcome = ask_question(settings, question, on_token=None if as_json else show, save=save)
+    outcome = ask_question(settings, OllamaClients(settings), question,
+                           on_token=None if as_json else show, save=save)
     result = outcome.result
     if as_json:
         print_json({**result.as_json(), "saved": outcome.saved, "logged": outcome.logged})

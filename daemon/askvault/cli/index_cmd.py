@@ -28,14 +28,15 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
 
     Exits 0 once the word index is complete, even when embeddings must wait for Ollama
     (it says so); 1 on a real failure, a refused Ollama host included."""
+    from askvault.app.clients import OllamaClients
     from askvault.services.index_pass import index_vault
 
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json
     with ProgressLine("scanning", "notes", show) as scan_bar, \
             ProgressLine("embedding", "texts", show) as embed_bar:
-        report = index_vault(settings, on_scan=scan_bar.update, on_embed=embed_bar.update,
-                             allow_empty=allow_empty)
+        report = index_vault(settings, OllamaClients(settings), on_scan=scan_bar.update,
+                             on_embed=embed_bar.update, allow_empty=allow_empty)
     doc = report.as_dict()
     if as_json:
         print_json(doc)
@@ -155,9 +156,11 @@ def _question_lines(questions: dict[str, list[str]]) -> list[str]:
 @handle_errors
 def doctor(as_json: bool, **opts: Any) -> None:
     """Check config, vault, index integrity, sqlite-vec and Ollama; exit 0 only if all pass."""
+    from askvault.app.clients import OllamaClients
     from askvault.services.doctor import run_checks
 
-    checks = run_checks(build_settings(**opts))
+    settings = build_settings(**opts)
+    checks = run_checks(settings, OllamaClients(settings))
     if as_json:
         print_json([{"check": c.name, "ok": c.ok, "detail": c.detail, "hint": c.hint}
                     for c in checks])

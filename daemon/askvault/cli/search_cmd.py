@@ -36,10 +36,11 @@ def search_command(
     query: str, limit: int | None, as_json: bool, explain: bool, **opts: Any
 ) -> None:
     """Search the vault: hybrid words + vectors, one hit per page, best first."""
+    from askvault.app.clients import OllamaClients
     from askvault.services.search import open_search, search, search_result_to_json
 
     settings = build_settings(**opts)
-    with open_search(settings) as (conn, embedder):
+    with open_search(settings, OllamaClients(settings)) as (conn, embedder):
         result = search(conn, settings, query, limit=limit, embedder=embedder)
     _warn_degraded(result.degraded)
     doc = search_result_to_json(result, explain=explain)
@@ -72,10 +73,11 @@ def context_command(prompt: str, budget: int, include_sources: bool, as_json: bo
                     **opts: Any) -> None:
     """The evidence pack for PROMPT, without an answer."""
     from askvault.services.context import build_context, context_pack_to_json
+    from askvault.app.clients import OllamaClients
     from askvault.services.search import open_search
 
     settings = build_settings(**opts)
-    with open_search(settings) as (conn, embedder):
+    with open_search(settings, OllamaClients(settings)) as (conn, embedder):
         pack = build_context(conn, settings, prompt, budget_tokens=budget, embedder=embedder,
                              include_sources=include_sources)
     _warn_degraded(pack.degraded)

@@ -4,6 +4,8 @@ Nothing the user types is ever read as FTS5 syntax: every term is a quoted
 string (`"` doubled inside), so `C++`, `sqlite-vec`, `title:`, `NEAR(`, `AND`
 and unbalanced quotes are plain words. Terms are OR-ed: BM25 then ranks pages
 holding more (and rarer) terms first, which suits questions in natural language.
+The AND of the same terms (`require_all`) lets search rank only the chunks holding
+every word when there are enough of them (services/search.py).
 """
 
 from __future__ import annotations
@@ -58,12 +60,13 @@ def quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_match_expression(text: str) -> str | None:
-    """A MATCH expression for the word index, or None if `text` has no searchable word."""
+def fts_match_expression(text: str, *, require_all: bool = False) -> str | None:
+    """A MATCH expression for the word index: any of the words of `text` (OR), or, with
+    `require_all`, every one of them (AND); None if `text` has no searchable word."""
     terms = query_terms(text)
     if not terms:
         return None
-    return " OR ".join(quote_term(term) for term in terms)
+    return (" AND " if require_all else " OR ").join(quote_term(term) for term in terms)
 
 
 def has_cjk(text: str) -> bool:

@@ -6,17 +6,14 @@ import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
 from askvault.adapters.db import Connection, connect
 from askvault.core.answer_note import render_answer_note
 from askvault.errors import OllamaError
-from askvault.records import Embedder, Generator
+from askvault.records import Embedder, Generator, ModelClients
 from askvault.services.answering import (
     AnswerCancelled, AnswerResult, QuestionOptions, answer_question,
 )
-from askvault.services.inbox import InboxWorker
-from askvault.services.index_pass import make_embedder, make_generator
+from askvault.services.answer_files import AnswerFiles
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -31,28 +28,28 @@ class AskOutcome:
 
 
 def ask_question(
-    settings: Settings, question: str, *, on_token: Callable[[str], None] | None = None,
-    save: bool = False, options: QuestionOptions | None = None, log: bool = True,
+    settings: Settings, clients: ModelClients, question: str, *,
+    on_token: Callable[[str], None] | None = None, save: bool = False, options: QuestionOptions | None = None, log: bool = True,
     conn: Connection | None = None, embedder: Embedder | None = None,
     generator: Generator | None = None, should_stop: Callable[[], bool] = lambda: False,
 ) -> AskOutcome:
     """The inbox pipeline for one question from the terminal (`askvault ask`) or an agent.
 
     A warm caller (the MCP server) hands in its open connection and Ollama clients, which
-    are then left open; otherwise they are made here and closed. `save` writes the answer
-    note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
+    are then left open; otherwise they are made here from `clients` and closed. `save`
+    writes the answer note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
     question to the log note. Raises AnswerCancelled when `should_stop()` turns true before
     anything was written."""
-    worker = InboxWorker(settings)
+    files = AnswerFiles(settings)
     own_conn = conn is None
     conn = conn if conn is not None else connect(settings.db_path)
-    made: list[Any] = []  # the clients made here, closed here
+    made: list[Embedder | Generator] = []  # the clients made here, closed here
     try:
         if generator is None:
-            generator = make_generator(settings)
+            generator = clients.generator()
             made.append(generator)
             with contextlib.suppress(OllamaError):
-                embedder = make_embedder(settings)
+                embedder = clients.embedder()
                 made.append(embedder)
         try:
             result = answer_question(conn, settings, question, options or QuestionOptions(),
@@ -66,10 +63,10 @@ def ask_question(
         saved = None
         if save:
             stem = _safe_stem(question)
-            saved = worker.write_answer(conn, None, render_answer_note(result.note), "",
-                                        result.status, tuple(result.cited_paths), stem)
+            saved = files.write_answer(conn, None, render_answer_note(result.note), "",
+                                       result.status, tuple(result.cited_paths), stem)
         logged = None
-        if log and result.status in ("answered", "no-answer") and worker.append_log(question, saved):
+        if log and result.status in ("answered", "no-answer") and files.append_log(question, saved):
             logged = f"query | {question_summary(question)}"
         return AskOutcome(result, saved, logged)
     finally:

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from askvault.adapters import db, search_store, store
 from askvault.adapters.db import Connection, connect
-from askvault.adapters.ollama import OllamaEmbedder, model_present, probe_ollama
+from askvault.adapters.ollama_http import model_present, probe_ollama
 from askvault.errors import AskvaultError
+from askvault.records import ModelClients
 from askvault.services import vault_presence
+from askvault.services.embedding import PROBE_TEXT
 from askvault.settings import Settings
 
 
@@ -20,8 +22,9 @@ class Check:
     hint: str = ""
 
 
-def run_checks(settings: Settings) -> list[Check]:
-    """All checks, in order; a failed early check does not hide the later ones."""
+def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
+    """All checks, in order; a failed early check does not hide the later ones. The
+    embedding model is probed through `clients`."""
     checks: list[Check] = []
     vault = settings.vault_path
     checks.append(
@@ -42,7 +45,8 @@ def run_checks(settings: Settings) -> list[Check]:
             checks.extend(_index_checks(conn, settings))
         finally:
             conn.close()
-    checks.extend(_ollama_checks(settings, conn_path_exists=settings.db_path.exists()))
+    checks.extend(_ollama_checks(settings, clients,
+                                 conn_path_exists=settings.db_path.exists()))
     return checks
 
 
@@ -92,7 +96,9 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     return out
 
 
-def _ollama_checks(settings: Settings, *, conn_path_exists: bool) -> list[Check]:
+def _ollama_checks(
+    settings: Settings, clients: ModelClients, *, conn_path_exists: bool
+) -> list[Check]:
     out = []
     status = probe_ollama(settings.ollama.host, timeout_s=min(settings.ollama.timeout_s, 5.0),
                           allow_remote=settings.ollama.allow_remote_ollama)
@@ -113,11 +119,12 @@ def _ollama_checks(settings: Settings, *, conn_path_exists: bool) -> list[Check]
     if not model_present(status, settings.ollama.embed_model) or not conn_path_exists:
         return out
     try:
-        embedder = OllamaEmbedder(settings.ollama.host, settings.ollama.embed_model,
-                                  timeout_s=settings.ollama.timeout_s,
-                                  allow_remote=settings.ollama.allow_remote_ollama)
-        fingerprint = embedder.fingerprint()
-        probed = embedder.probe_dimension()
+        embedder = clients.embedder()
+        try:
+            fingerprint = embedder.fingerprint()
+            probed = len(embedder.embed_documents([PROBE_TEXT])[0])  # a real embedding
+        finally:
+            embedder.close()
     except AskvaultError as exc:
         out.append(Check("embedding dimension", False, exc.message, exc.hint))
         return out

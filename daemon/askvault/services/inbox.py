@@ -1,8 +1,9 @@
 """The inbox protocol (DESIGN §2): question notes in, answer notes out, one at a time.
 
-The worker runs on its own thread. Each pass lists `queries/inbox/`, takes the
-oldest note unchanged for `settle_s` (drafts, failed notes whose bytes did not
-change, and questions in backoff are skipped), writes an `answering` note,
+`Inbox` answers one settled question at a time for the daemon's inbox thread
+(app/inbox_loop.py, which lists `queries/inbox/` and picks the oldest note unchanged
+for `settle_s`; drafts, failed notes whose bytes did not change, and questions in
+backoff are skipped, as `QuestionSchedule` says): it writes an `answering` note,
 answers, then writes the final note, moves the question byte for byte to
 `queries/archive/` and appends a line to `queries/log.md`. A `waiting` or
 `failed` question stays in the inbox (the `inbox_questions` table remembers
@@ -37,15 +38,10 @@ from typing import Any
 
 from askvault.adapters import answer_store, search_store, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
-from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, write_transaction
-from askvault.adapters.vault import (
-    TEMP_PREFIX,
-    cleanup_temp_files,
-    read_note,
-    resolve_inside,
-    undecodable_name,
-)
+from askvault.adapters.db import Connection, write_transaction
+from askvault.adapters.vault import cleanup_temp_files, read_note, resolve_inside
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
+from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
 from askvault.core.notes import parse_note
 from askvault.errors import (
     AskvaultError,
@@ -56,7 +52,7 @@ from askvault.errors import (
     PathOutsideVault,
     VaultUnavailable,
 )
-from askvault.records import QuestionStatus
+from askvault.records import Embedder, Generator, ModelClients, QuestionStatus
 from askvault.services.answering import (
     AnswerCancelled,
     AnswerResult,
@@ -67,121 +63,68 @@ from askvault.services.answering import (
 )
 from askvault.services.answer_files import log_line_for, stem_of
 from askvault.services.answer_upkeep import AnswerUpkeep
-from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.question_options import (
     describe_options,
     is_draft,
     read_question_options,
 )
+from askvault.services.question_schedule import QuestionSchedule, Signature
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.25
-BACKOFF_FIRST_S = 1.0
-BACKOFF_MAX_S = 60.0
 STOP_CHECK_EVERY_S = 0.1
-VAULT_GONE_POLL_S = 1.0
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class QuestionFile:
+    """A question note of the inbox as listed: vault-relative path, path, signature."""
+
     rel: str
     abs_path: Path
-    sig: tuple[int, int, int]
+    sig: Signature
 
 
-class InboxWorker(AnswerUpkeep):
-    """Answers the question notes of one vault's inbox (the daemon's Worker protocol)."""
+class Inbox(AnswerUpkeep):
+    """Answers the question notes of one vault's inbox, one at a time, and keeps their
+    answer notes true: finishing answered questions, marking stale answers. Its clients
+    come from `clients`, made per question and closed after it."""
 
     def __init__(
-        self, settings: Settings, *, backoff_first_s: float = BACKOFF_FIRST_S,
-        backoff_max_s: float = BACKOFF_MAX_S, busy_timeout_s: float = BUSY_TIMEOUT_S,
+        self, settings: Settings, clients: ModelClients, *,
+        backoff_first_s: float = BACKOFF_FIRST_S, backoff_max_s: float = BACKOFF_MAX_S,
     ) -> None:
         super().__init__(settings)
-        self.busy_timeout_s = busy_timeout_s
-        self.backoff_first_s = backoff_first_s
-        self.backoff_max_s = backoff_max_s
-        self._wake = threading.Event()
+        self.clients = clients
+        self.schedule = QuestionSchedule(backoff_first_s, backoff_max_s)
         self._lock = threading.Lock()
         self._changes: list[tuple[list[str], list[str]]] = []
-        # The content each answer written by this worker saw of its cited notes: a change
+        # The content each answer written by this inbox saw of its cited notes: a change
         # report of an indexing pass that committed those notes before the answer read
         # them must not mark it stale.
         self._seen: dict[str, dict[str, str]] = {}
         # Adopted answers (an index rebuilt): cited notes whose content at answer time is
         # unknown until the new index reports them.
         self._baseline_unknown: dict[str, set[str]] = {}
-        self._retry_at: dict[str, float] = {}
-        self._delay: dict[str, float] = {}
-        self._first_seen: dict[str, tuple[tuple[int, int, int], float]] = {}
-        self._skip_sig: dict[str, tuple[int, int, int]] = {}
-        # Answered questions whose archive or log step waits: their backoff outlives the
-        # inbox listing (a vanished question is still to be logged).
-        self._finishing: set[str] = set()
 
-    # -- the Worker protocol -------------------------------------------------------------
+    def queue_changes(self, changed: list[str], deleted: list[str]) -> None:
+        """Indexed notes changed or vanished (any thread): answers citing them are marked
+        stale by the next `apply_stale_marks`."""
+        with self._lock:
+            self._changes.append((list(changed), list(deleted)))
 
-    def notice(self, paths: list[str]) -> None:
-        """Vault-relative paths under queries/ changed: look at the inbox again soon, and
-        at changed answer notes (a `refresh: true` set in Obsidian)."""
-        touched = {p for p in paths if p.startswith(self.answers_rel + "/")}
-        if touched:
-            self.note_answers_touched(touched)
-        if touched or any(p.startswith(self.inbox_rel + "/") for p in paths):
-            self._wake.set()
-
-    def on_notes_changed(self, changed: list[str], deleted: list[str]) -> None:
-        """Indexed notes changed or vanished: answers citing them become stale (on our thread)."""
-        if changed or deleted:
-            with self._lock:
-                self._changes.append((list(changed), list(deleted)))
-            self._wake.set()
-
-    def run(self, stop_event: threading.Event) -> None:
-        """Answer questions until `stop_event` is set; returns promptly after it is."""
-        conn = self._connect(stop_event)
-        if conn is None:
-            return
-        busy_delay = self.backoff_first_s / 2
-        try:
-            for rel in (self.answers_rel, self.archive_rel, self.inbox_rel):
-                with contextlib.suppress(AskvaultError, OSError):
-                    cleanup_temp_files(resolve_inside(self.root, rel))
-            self.clean_placeholders(conn)
-            self._adopt(conn)
-            self.clear_write_problem(at_start=True)
-            self.forget_vanished(conn, orphans=True)
-            self.note_refreshable(conn)
-            while not stop_event.is_set():
-                if not self.vault_present():
-                    stop_event.wait(VAULT_GONE_POLL_S)
-                    continue
-                try:
-                    self.apply_stale_marks(conn)
-                except (IndexBusy, DiskFull) as exc:
-                    # Another writer holds the index: the marks wait (kept), questions too.
-                    busy_delay = min(self.backoff_max_s, busy_delay * 2)
-                    log.warning("stale marks wait: %s; retrying in %.0f s", exc.message,
-                                busy_delay)
-                    stop_event.wait(busy_delay)
-                    continue
-                busy_delay = self.backoff_first_s / 2
-                self.finish_vanished(conn)
-                self.forget_vanished(conn)
-                self.refresh_asked(conn)
-                candidate = self._next_question()
-                if candidate is not None:
-                    try:
-                        self.process(conn, candidate, stop_event)
-                    except Exception as exc:  # noqa: BLE001 - one question never stops the worker
-                        self._defer(candidate.rel, exc)
-                    continue
-                if not self._wake.is_set():
-                    stop_event.wait(POLL_S)
-                self._wake.clear()
-        finally:
-            conn.close()
+    def prepare(self, conn: Connection) -> None:
+        """What a start does before the first question: temp files of dead writers and
+        placeholders removed, our own notes recognised again, the write problem note
+        cleared, unfinished notes of vanished questions removed, refreshes looked for."""
+        for rel in (self.answers_rel, self.archive_rel, self.inbox_rel):
+            with contextlib.suppress(AskvaultError, OSError):
+                cleanup_temp_files(resolve_inside(self.root, rel))
+        self.clean_placeholders(conn)
+        self._adopt(conn)
+        self.clear_write_problem(at_start=True)
+        self.forget_vanished(conn, orphans=True)
+        self.note_refreshable(conn)
 
     def _adopt(self, conn: Connection) -> None:
         """Record again the answer notes whose marker proves them ours (an index deleted
@@ -200,30 +143,10 @@ class InboxWorker(AnswerUpkeep):
             if unknown:
                 self._baseline_unknown[row.path] = unknown
 
-    def _connect(self, stop_event: threading.Event) -> Connection | None:
-        """The worker's connection, waiting with backoff while another writer holds a
-        migration out or the disk is full; None if stopped first."""
-        delay = self.backoff_first_s / 2
-        while not stop_event.is_set():
-            try:
-                return connect(self.settings.db_path, busy_timeout_s=self.busy_timeout_s)
-            except (IndexBusy, DiskFull) as exc:
-                delay = min(self.backoff_max_s, delay * 2)
-                log.warning("the inbox waits: %s; retrying in %.0f s", exc.message, delay)
-                stop_event.wait(delay)
-        return None
-
-    def _backoff(self, rel: str) -> float:
-        """Put `rel` off: 1 s doubling to the cap, per question; returns the delay."""
-        delay = min(self.backoff_max_s, self._delay.get(rel, self.backoff_first_s / 2) * 2)
-        self._delay[rel] = delay
-        self._retry_at[rel] = time.monotonic() + delay
-        return delay
-
-    def _defer(self, rel: str, exc: Exception) -> None:
+    def put_off(self, rel: str, exc: Exception) -> None:
         """A write failed (disk full, permissions, a busy index): keep the question, retry
         with backoff."""
-        delay = self._backoff(rel)
+        delay = self.schedule.put_off(rel)
         if isinstance(exc, VaultUnavailable) or not self.vault_present():
             log.debug("question %s waits for the vault: %s", rel, exc)
         elif isinstance(exc, (OSError, IndexBusy, DiskFull)):
@@ -231,56 +154,9 @@ class InboxWorker(AnswerUpkeep):
         else:
             log.exception("question %s failed unexpectedly; retried in %.0f s", rel, delay)
 
-    # -- choosing a question -------------------------------------------------------------
-
-    def _next_question(self) -> _Candidate | None:
-        """The oldest settled question that is due, or None."""
-        try:
-            inbox = resolve_inside(self.root, self.inbox_rel)
-            entries = list(os.scandir(inbox))
-        except (OSError, AskvaultError):
-            return None
-        now_mono, now_wall = time.monotonic(), time.time()
-        due: list[tuple[int, str, _Candidate]] = []
-        present = set()
-        for entry in entries:
-            name = entry.name
-            if not name.lower().endswith(".md") or name.startswith((".", TEMP_PREFIX)):
-                continue
-            rel = f"{self.inbox_rel}/{name}"
-            present.add(rel)
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            sig = (st.st_size, st.st_mtime_ns, st.st_ino)
-            bad_name = undecodable_name(rel)
-            if bad_name is not None:
-                # Its rows could not be stored (SQLite holds UTF-8 text): said once per
-                # version of the file, then left alone; the other questions go on.
-                if self._skip_sig.get(rel) != sig:
-                    self._skip_sig[rel] = sig
-                    log.warning("question %s is not answered: %s; rename it", bad_name.path,
-                                bad_name.reason)
-                continue
-            seen = self._first_seen.get(rel)
-            if seen is None or seen[0] != sig:
-                self._first_seen[rel] = seen = (sig, now_mono)
-            settle = self.settings.queries.settle_s
-            settled = now_wall - st.st_mtime_ns / 1e9 >= settle or now_mono - seen[1] >= settle
-            if not settled or self._skip_sig.get(rel) == sig:
-                continue
-            if self._retry_at.get(rel, 0.0) > now_mono:
-                continue
-            due.append((st.st_mtime_ns, name, _Candidate(rel, Path(entry.path), sig)))
-        for table in (self._first_seen, self._skip_sig, self._retry_at, self._delay):
-            for rel in [r for r in table if r not in present and r not in self._finishing]:
-                del table[rel]
-        return min(due)[2] if due else None
-
     # -- answering one question ----------------------------------------------------------
 
-    def process(self, conn: Connection, cand: _Candidate, stop_event: threading.Event) -> None:
+    def process(self, conn: Connection, cand: QuestionFile, stop_event: threading.Event) -> None:
         """Answer one settled question (or record why it cannot be), per DESIGN §2."""
         try:
             note = read_note(self.root, cand.rel, self.settings.index.max_note_bytes)
@@ -295,7 +171,7 @@ class InboxWorker(AnswerUpkeep):
         parsed = parse_note(cand.rel, note.text)
         if is_draft(parsed.frontmatter.get("draft")) or not parsed.body.strip():
             # A draft, or a new note still empty (Obsidian's `Untitled.md`): not yet.
-            self._skip_sig[cand.rel] = cand.sig
+            self.schedule.skip(cand.rel, cand.sig)
             return
         row = answer_store.get_question(conn, cand.rel)
         if row is not None and row.status in ("archiving", "logging"):
@@ -307,7 +183,7 @@ class InboxWorker(AnswerUpkeep):
                 return
             row = None
         if row is not None and row.status == "failed" and row.content_sha256 == note.content_hash:
-            self._skip_sig[cand.rel] = cand.sig  # unchanged since it failed: wait for an edit
+            self.schedule.skip(cand.rel, cand.sig)  # unchanged since it failed: wait for an edit
             return
         question = parsed.body.strip()
         reading = read_question_options(parsed.frontmatter, self.root)
@@ -352,14 +228,14 @@ class InboxWorker(AnswerUpkeep):
             self._seen[final] = seen
         if result.status == "waiting":
             self._save_question(conn, cand.rel, final, "waiting", note.content_hash, asked)
-            delay = self._backoff(cand.rel)
+            delay = self.schedule.put_off(cand.rel)
             log.warning("question %s waits %.0f s: %s", cand.rel, delay, result.reason)
             return
         if result.status == "failed":
             self._save_question(conn, cand.rel, final, "failed", note.content_hash, asked)
-            self._skip_sig[cand.rel] = cand.sig
+            self.schedule.skip(cand.rel, cand.sig)
             return
-        self._delay.pop(cand.rel, None)
+        self.schedule.answered(cand.rel)
         done = QuestionRow(cand.rel, final, "archiving", note.content_hash, asked,
                            log_line_for(question, final))
         with write_transaction(conn):
@@ -368,7 +244,7 @@ class InboxWorker(AnswerUpkeep):
             log.info("answered %s -> %s (%s)", cand.rel, final, result.status)
 
     def finish_answered(
-        self, conn: Connection, row: QuestionRow, cand: _Candidate | None
+        self, conn: Connection, row: QuestionRow, cand: QuestionFile | None
     ) -> bool:
         """Archive (if `cand`, the question note itself, is given) and log an answered
         question from its durable row; True once done, False if it waits (with backoff)."""
@@ -376,8 +252,7 @@ class InboxWorker(AnswerUpkeep):
         if row.status == "archiving" and cand is not None:
             archived, reason = self.archive_question(conn, cand.rel, cand.abs_path)
             if reason is not None:
-                delay = self._backoff(row.path)
-                self._finishing.add(row.path)
+                delay = self.schedule.put_off_finishing(row.path)
                 self._show_archive_problem(conn, row.answer_path, reason)
                 log.warning("question %s is answered but cannot be archived (retried in %.0f s):"
                             " %s", row.path, delay, reason)
@@ -393,16 +268,13 @@ class InboxWorker(AnswerUpkeep):
                 # After a crash between the append and the delete below, the line is there.
                 self.append_log_line(row.log_line, unless_last=row.status == "logging")
             except OSError as exc:
-                delay = self._backoff(row.path)
-                self._finishing.add(row.path)
+                delay = self.schedule.put_off_finishing(row.path)
                 log.warning("could not append to %s (retried in %.0f s): %s", self.log_rel,
                             delay, exc)
                 return False
         with write_transaction(conn):
             answer_store.delete_question(conn, row.path)
-        self._delay.pop(row.path, None)
-        self._retry_at.pop(row.path, None)
-        self._finishing.discard(row.path)
+        self.schedule.finished(row.path)
         return True
 
     def finish_vanished(self, conn: Connection) -> None:
@@ -413,7 +285,7 @@ class InboxWorker(AnswerUpkeep):
             return
         now = time.monotonic()
         for row in answer_store.questions_answered(conn):
-            if self._retry_at.get(row.path, 0.0) > now:
+            if not self.schedule.is_due(row.path, now):
                 continue
             if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
                 self.finish_answered(conn, row, None)
@@ -422,24 +294,25 @@ class InboxWorker(AnswerUpkeep):
         self, conn: Connection, question: str, options: QuestionOptions,
         should_stop: Callable[[], bool], asked: str,
     ) -> AnswerResult:
+        generator: Generator
         try:
-            generator = make_generator(self.settings)
+            generator = self.clients.generator()
         except OllamaError as exc:
-            generator = _Unavailable(exc)  # type: ignore[assignment]
-        embedder: Any = None
+            generator = _Unavailable(exc)
+        embedder: Embedder | None = None
         with contextlib.suppress(OllamaError):
-            embedder = make_embedder(self.settings)
+            embedder = self.clients.embedder()
         try:
             return answer_question(conn, self.settings, question, options, embedder=embedder,
                                    generator=generator, should_stop=should_stop, asked=asked)
         finally:
-            for client in (generator, embedder):
-                close = getattr(client, "close", None)
-                if close is not None:
-                    close()
+            generator.close()
+            if embedder is not None:
+                embedder.close()
 
     def _after_cancel(
-        self, conn: Connection, cand: _Candidate, answer_path: str, stop_event: threading.Event
+        self, conn: Connection, cand: QuestionFile, answer_path: str,
+        stop_event: threading.Event,
     ) -> None:
         if stop_event.is_set():
             return  # the question stays in the inbox; the next start resumes it
@@ -458,7 +331,7 @@ class InboxWorker(AnswerUpkeep):
             answer_store.delete_answer(conn, answer_path)
 
     def _fail(
-        self, conn: Connection, cand: _Candidate, question: str, reason: str,
+        self, conn: Connection, cand: QuestionFile, question: str, reason: str,
         content_hash: str | None, notices: tuple[str, ...] = (),
     ) -> None:
         row = answer_store.get_question(conn, cand.rel)
@@ -472,7 +345,7 @@ class InboxWorker(AnswerUpkeep):
         final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
                                   "failed", (), stem_of(cand.rel))
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
-        self._skip_sig[cand.rel] = cand.sig
+        self.schedule.skip(cand.rel, cand.sig)
         log.warning("question %s failed: %s", cand.rel, reason)
 
     def _save_question(
@@ -535,6 +408,7 @@ class InboxWorker(AnswerUpkeep):
                 row.cited)):
             self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
 
+
 def _options_trace(options: QuestionOptions) -> tuple[str, ...]:
     """The trace's line for the options that narrowed the search (none if none did)."""
     described = describe_options(options)
@@ -544,7 +418,7 @@ def _options_trace(options: QuestionOptions) -> tuple[str, ...]:
 class _QuestionWatch:
     """`changed()` is true once shutdown began or the question file changed or vanished."""
 
-    def __init__(self, path: Path, sig: tuple[int, int, int], stop: threading.Event) -> None:
+    def __init__(self, path: Path, sig: Signature, stop: threading.Event) -> None:
         self.path, self.sig, self.stop = path, sig, stop
         self._checked_at = 0.0
         self._changed = False
@@ -574,3 +448,6 @@ class _Unavailable:
 
     def stream(self, messages: Any, *, model: str, num_ctx: int) -> Any:
         raise self.exc
+
+    def close(self) -> None:
+        """Nothing to close: no client was built."""

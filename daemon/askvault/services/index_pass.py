@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.ollama_http import model_digest
 from askvault.errors import OllamaError, RemoteHostRefused
+from askvault.records import Embedder, ModelClients
 from askvault.services.embedding import (
     EmbedReport,
     drain_backlog,
@@ -22,9 +23,6 @@ from askvault.services.embedding import (
 )
 from askvault.services.indexer import IndexReport, reconcile
 from askvault.settings import Settings
-
-if TYPE_CHECKING:
-    from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
 
 
 @dataclass
@@ -61,34 +59,9 @@ class PassReport:
         }
 
 
-def make_embedder(settings: Settings) -> OllamaEmbedder:
-    """The Ollama embedder configured by `settings`."""
-    from askvault.adapters.ollama import OllamaEmbedder
-
-    return OllamaEmbedder(
-        settings.ollama.host,
-        settings.ollama.embed_model,
-        timeout_s=settings.ollama.timeout_s,
-        batch_size=settings.ollama.embed_batch_size,
-        max_input_tokens=settings.ollama.embed_max_tokens,
-        allow_remote=settings.ollama.allow_remote_ollama,
-    )
-
-
-def make_generator(settings: Settings) -> OllamaGenerator:
-    """The Ollama chat client configured by `settings` (timeouts on silence, chat options)."""
-    from askvault.adapters.ollama import OllamaGenerator
-
-    ollama = settings.ollama
-    return OllamaGenerator(
-        ollama.host, timeout_s=ollama.timeout_s, silence_s=ollama.reply_silence_s,
-        allow_remote=ollama.allow_remote_ollama,
-        options={"temperature": ollama.temperature, "num_predict": ollama.num_predict},
-    )
-
-
 def index_vault(
     settings: Settings,
+    clients: ModelClients,
     *,
     on_scan: Callable[[int, int], None] | None = None,
     on_embed: Callable[[int, int], None] | None = None,
@@ -97,14 +70,16 @@ def index_vault(
     """Reconcile the vault, then embed the whole backlog. Ollama errors are reported, not raised:
     the lexical index is fresh either way. Holds the vault's single-writer lock throughout
     (VaultLocked while `askvault run` or another `index` holds it). A vault that looks
-    unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it)."""
+    unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it). The
+    embedder comes from `clients`, only when there is something to embed."""
     with VaultLock(settings.vault_path, "index"):
-        return _index_vault(settings, on_scan=on_scan, on_embed=on_embed,
+        return _index_vault(settings, clients, on_scan=on_scan, on_embed=on_embed,
                             allow_empty=allow_empty)
 
 
 def _index_vault(
     settings: Settings,
+    clients: ModelClients,
     *,
     on_scan: Callable[[int, int], None] | None,
     on_embed: Callable[[int, int], None] | None,
@@ -113,6 +88,7 @@ def _index_vault(
     started = time.monotonic()
     conn = connect(settings.db_path, busy_timeout_s=settings.daemon.busy_timeout_s)
     target = embedding_target(settings.ollama.host, settings.ollama.embed_model)
+    embedder: Embedder | None = None
     try:
         report = PassReport(index=reconcile(conn, settings, progress=on_scan,
                                             allow_empty=allow_empty))
@@ -120,7 +96,7 @@ def _index_vault(
         try:
             if _nothing_to_embed(conn, settings, target):
                 return _finish(conn, report, started, embed_started)
-            embedder = make_embedder(settings)
+            embedder = clients.embedder()
             fp = target_fingerprint(conn, embedder)
             # Distinct texts, the unit the drain embeds and reports (chunks that share a
             # text share its vector), taken as the drain will take them.
@@ -149,6 +125,8 @@ def _index_vault(
                                                               else ""))
         return _finish(conn, report, started, embed_started)
     finally:
+        if embedder is not None:
+            embedder.close()
         conn.close()
 
 

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from askvault.adapters import search_store, store
 from askvault.adapters.db import Connection, connect
-from askvault.adapters.ollama_http import RefusedEmbedder, check_host_allowed
+from askvault.adapters.ollama_http import RefusedEmbedder
 from askvault.core import fusion
 from askvault.core.links import page_link
 from askvault.core.query import (
     cjk_grams, fts_match_expression, query_terms, snippet, trigram_match_expression,
 )
-from askvault.errors import OllamaError, RemoteHostRefused, StoreError
-from askvault.records import Embedder, Fingerprint, Hit, SearchFilters
+from askvault.errors import OllamaError, StoreError
+from askvault.records import Embedder, Hit, ModelClients, SearchFilters
 from askvault.settings import Settings
 
 # convex, rrf and rerank are the configurable designs; the others exist for the benchmarks.
@@ -43,65 +43,27 @@ class SearchResult:
 
 
 @contextlib.contextmanager
-def open_search(settings: Settings) -> Iterator[tuple[Connection, Embedder | None]]:
-    """The index and the query embedder, both closed on exit. Raises StoreError when the
-    vault has no index yet. When the configuration refuses the Ollama host the embedder is
-    a `RefusedEmbedder`, so a search answers from words and says which setting allows it.
+def open_search(
+    settings: Settings, clients: ModelClients
+) -> Iterator[tuple[Connection, Embedder | None]]:
+    """The index and the query embedder of `clients`, both closed on exit. Raises
+    StoreError when the vault has no index yet. When the configuration refuses the Ollama
+    host the embedder is a `RefusedEmbedder`, so a search answers from words and says which
+    setting allows it.
 
     The embedder waits at most `search.embed_timeout_s` for Ollama: a slow or hung server
     costs a search a few seconds, then it answers from words and says why."""
     if not settings.db_path.exists():
         raise StoreError(f"no index for {settings.vault_path}", "run `askvault index` first")
     conn = connect(settings.db_path)
-    embedder: _QueryEmbedder | RefusedEmbedder | None = None
+    embedder: Embedder | None = None
     try:
-        try:
-            check_host_allowed(settings.ollama.host, settings.ollama.allow_remote_ollama)
-            embedder = _QueryEmbedder(settings)
-        except RemoteHostRefused as exc:
-            embedder = RefusedEmbedder(exc)
-        except OllamaError:
-            embedder = None
+        embedder = clients.query_embedder()
         yield conn, embedder
     finally:
         if embedder is not None:
             embedder.close()
         conn.close()
-
-
-class _QueryEmbedder:
-    """The Ollama embedder, made on first use: a search that needs no query vector (words
-    mode, an index without vectors) never imports the `ollama` client (~0.2 s, issue 11)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._embedder: Any = None
-
-    def _real(self) -> Any:
-        if self._embedder is None:
-            from askvault.adapters.ollama import OllamaEmbedder
-
-            ollama = self._settings.ollama
-            self._embedder = OllamaEmbedder(
-                ollama.host, ollama.embed_model,
-                timeout_s=min(ollama.timeout_s, self._settings.search.embed_timeout_s),
-                batch_size=ollama.embed_batch_size, max_input_tokens=ollama.embed_max_tokens,
-                allow_remote=ollama.allow_remote_ollama,
-            )
-        return self._embedder
-
-    def fingerprint(self) -> Fingerprint:
-        return self._real().fingerprint()  # type: ignore[no-any-return]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._real().embed_documents(texts)  # type: ignore[no-any-return]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._real().embed_query(text)  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        if self._embedder is not None:
-            self._embedder.close()
 
 
 def _query_vector(
@@ -224,11 +186,21 @@ def _rounded(value: float | None) -> float | None:
 def _word_ranking(
     conn: Connection, query: str, depth: int, filters: SearchFilters | None
 ) -> list[tuple[int, float]]:
-    """Word matches best first: FTS5 words, with CJK trigram matches merged in by score."""
+    """Word matches best first: FTS5 words, with CJK trigram matches merged in by score.
+
+    When at least `depth` chunks hold every word of the query, only those are ranked:
+    BM25 over the OR of the words scores every chunk holding any of them (17k of the hub
+    vault's 50k chunks for "plugin settings", ~11 ms) to pick `depth` that nearly always
+    hold them all (issue 11, docs/decisions.md). Fewer than `depth`: the OR ranking."""
     ranking: list[tuple[int, float]] = []
     match = fts_match_expression(query)
     if match:
-        ranking = search_store.word_chunks(conn, match, limit=depth, filters=filters)
+        every_word = fts_match_expression(query, require_all=True)
+        if every_word != match:
+            ranking = search_store.word_chunks(conn, every_word or match, limit=depth,
+                                               filters=filters)
+        if len(ranking) < depth:
+            ranking = search_store.word_chunks(conn, match, limit=depth, filters=filters)
     trigrams, short = cjk_grams(query)
     if trigrams or short:
         cjk = search_store.trigram_chunks(

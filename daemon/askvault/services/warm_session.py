@@ -16,13 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from askvault.adapters.db import Connection, connect
-from askvault.adapters.ollama import OllamaEmbedder, OllamaGenerator
 from askvault.errors import AskvaultError, OllamaError
-from askvault.records import Embedder, SearchFilters
+from askvault.records import Embedder, Generator, ModelClients, SearchFilters
 from askvault.services.answering import QuestionOptions
 from askvault.services.ask import ask_question
 from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context, context_pack_to_json
-from askvault.services.index_pass import make_embedder, make_generator
 from askvault.services.note_reader import read_vault_note
 from askvault.services.question_options import parse_question_options
 from askvault.services.search import open_search, search, search_result_to_json
@@ -31,20 +29,22 @@ from askvault.settings import Settings
 
 
 class WarmSession:
-    """The vault of `settings`, opened on first use and kept open until `close()`.
+    """The vault of `settings`, opened on first use and kept open until `close()`; its
+    clients come from `clients`.
 
     The index may not exist yet when the session starts (the daemon is still building
     it): each call then fails with the CLI's "no index" error, and a later call opens it."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clients: ModelClients) -> None:
         self.settings = settings
+        self.clients = clients
         self._search_lock = threading.Lock()
         self._ask_lock = threading.Lock()
         self._stack = contextlib.ExitStack()
         self._conn: Connection | None = None
         self._embedder: Embedder | None = None
-        self._generator: OllamaGenerator | None = None
-        self._ask_embedder: OllamaEmbedder | None = None
+        self._generator: Generator | None = None
+        self._ask_embedder: Embedder | None = None
 
     def open(self) -> None:
         """Open the index and the query embedder now (a no-op when open); raises StoreError
@@ -54,7 +54,8 @@ class WarmSession:
 
     def _open_locked(self) -> tuple[Connection, Embedder | None]:
         if self._conn is None:
-            self._conn, self._embedder = self._stack.enter_context(open_search(self.settings))
+            self._conn, self._embedder = self._stack.enter_context(
+                open_search(self.settings, self.clients))
         return self._conn, self._embedder
 
     def close(self) -> None:
@@ -110,13 +111,14 @@ class WarmSession:
             if not self.settings.db_path.exists():
                 self.open()  # the CLI's "no index" error
             if self._generator is None:
-                self._generator = make_generator(self.settings)
+                self._generator = self.clients.generator()
                 with contextlib.suppress(OllamaError):
-                    self._ask_embedder = make_embedder(self.settings)
+                    self._ask_embedder = self.clients.embedder()
             conn = connect(self.settings.db_path)
             try:
                 outcome = ask_question(
-                    self.settings, question, save=save, options=options, log=False, conn=conn,
+                    self.settings, self.clients, question, save=save, options=options,
+                    log=False, conn=conn,
                     embedder=self._ask_embedder, generator=self._generator,
                     should_stop=should_stop,
                 )
