@@ -289,7 +289,7 @@ def _words_vault(tmp_path: Path, fake_ollama: FakeOllama, candidates: int) -> li
         (vault / f"Bed {n}.md").write_text(f"Bed {n}: the tomato likes warm soil.\n")
     (vault / "Soil.md").write_text("# Soil\n\nSoil, soil and more soil.\n")
     settings = retrieval_settings(tmp_path, fake_ollama.url, **{"search.candidates": candidates})
-    index_vault(settings)
+    index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     try:
         result = search(conn, settings, "tomato soil", fusion_mode="words", per_page=False,
