@@ -9,7 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+# The states values pass through, each a closed set: mypy checks every spelled value.
+# What an answer came to (services/answering.py's result; `queries.*` answer notes).
+AnswerOutcome = Literal["answered", "no-answer", "waiting", "failed"]
+# An answer note's `status:`: an outcome, or still being written, or cited pages changed.
+AnswerStatus = Literal[AnswerOutcome, "answering", "stale"]
+# A question in the inbox: being answered, waiting for Ollama, failed, or answered and
+# still to be moved to the archive (`archiving`), then to be logged (`logging`).
+QuestionStatus = Literal["answering", "waiting", "failed", "archiving", "logging"]
+# An embedding model's vectors: serving searches, being built beside the active one
+# (a model change), or replaced (its bit table dropped, its cached vectors kept).
+FingerprintState = Literal["active", "building", "retired"]
+# A wikilink of an answer: it names a page (`resolved`), a review candidate in queries/
+# (`pending`), or nothing that can be read (`broken`).
+CitationState = Literal["resolved", "pending", "broken"]
+# How well a text backs a sentence.
+SupportVerdict = Literal["supported", "weak", "unsupported"]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from askvault.adapters import meta
 from askvault.adapters.db import connect
 from e2e.daemon_helpers import DaemonProcess
 from invariants import FaultWorld, answer_notes, check_invariants, wait_until
@@ -45,13 +46,12 @@ def _end_fault(fake: FakeOllama) -> None:
     fake.recover()
 
 
-def _meta(world: FaultWorld, key: str) -> str:
+def _embed_waiting_reason(world: FaultWorld) -> str:
     conn = connect(world.db_path, readonly=True)
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return meta.embed_waiting(conn)[0] or ""
     finally:
         conn.close()
-    return row[0] if row else ""
 
 
 @pytest.mark.parametrize("kind", ["down", "model not pulled", "slower than the timeout",
@@ -74,7 +74,7 @@ def test_ollama_fault_gives_clear_states_backs_off_and_completes_after_recovery(
     assert "Ollama" in text or "ollama" in text, "the waiting note says why"
     assert "Waiting for Ollama" in text and "## Citation report" not in text, "no partial answer"
     if kind != "dying mid-stream":
-        wait_until(lambda: bool(_meta(world, "embed_waiting_reason")), DEADLINE_S,
+        wait_until(lambda: bool(_embed_waiting_reason(world)), DEADLINE_S,
                    "status says why embedding waits")
     time.sleep(max(0.0, FAULT_HOLD_S - (time.monotonic() - began)))
     rate = (len(fake_ollama.requests) - requests_before) / (time.monotonic() - began)
@@ -83,7 +83,7 @@ def test_ollama_fault_gives_clear_states_backs_off_and_completes_after_recovery(
     wait_until(lambda: (world.vault / "queries/archive/Shade.md").exists(), DEADLINE_S,
                "the question is answered after recovery", lambda: daemon.log()[-2000:])
     assert "status: answered" in _answer_text(world)
-    wait_until(lambda: not _meta(world, "embed_waiting_reason"), DEADLINE_S, "reason cleared")
+    wait_until(lambda: not _embed_waiting_reason(world), DEADLINE_S, "reason cleared")
     check_invariants(world, alive=lambda: daemon.proc.poll() is None,
                      questions={"Shade": question}, fake=fake_ollama)
     daemon.signal(signal.SIGTERM)

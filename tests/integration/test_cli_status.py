@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store, meta, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
@@ -142,7 +142,7 @@ def test_stale_answers_are_listed_whether_marked_or_edited(
             hashlib.sha256(marked).hexdigest(), ("Embeds.md",)))
         answer_store.put_answer(conn, AnswerRow(
             "queries/answers/Gone.md", "queries/inbox/Gone.md", "stale", "0" * 64, ()))
-        store.set_meta(conn, "stale_answers_edited", json.dumps(["queries/answers/Edited.md"]))
+        meta.set_stale_answers_edited(conn, ["queries/answers/Edited.md"])
     conn.close()
     assert status_json(env)["stale_answers"] == [
         {"path": "queries/answers/Edited.md", "marked": False},

@@ -18,7 +18,7 @@ import pytest
 
 from askvault.adapters import store
 from askvault.adapters.db import _split_sql, connect, write_transaction
-from askvault.adapters.migrations import MIGRATIONS, m005_embedding_cache
+from askvault.adapters.migrations import MIGRATIONS, m036_embedding_cache
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
@@ -39,7 +39,7 @@ def _vector(i: int) -> np.ndarray:
 
 
 def _old_layout_index(path: Path) -> None:
-    """An index as askvault made it before m005: vectors in the WITHOUT ROWID `embeddings`
+    """An index as askvault made it before m036: vectors in the WITHOUT ROWID `embeddings`
     table keyed by hex hashes, and again per chunk in a float vec0 table."""
     conn = connect(path, migrate=False)
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
@@ -74,7 +74,7 @@ def _assert_converted(path: Path) -> None:
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "embeddings" not in tables and "vec_fp1" not in tables
-        assert "m005_embedding_cache" in {r[0] for r in conn.execute("SELECT name FROM migrations")}
+        assert "m036_embedding_cache" in {r[0] for r in conn.execute("SELECT name FROM migrations")}
         rows = conn.execute("SELECT text_key, vector FROM embedding_cache "
                             "WHERE fingerprint_id = 1").fetchall()
         assert len(rows) == OLD_ROWS  # every vector once, orphans included
@@ -119,7 +119,7 @@ def test_an_interrupted_cache_migration_resumes_where_it_stopped(tmp_path: Path)
     _old_layout_index(path)
     conn = connect(path, migrate=False)
     with pytest.raises(InterruptedError):
-        m005_embedding_cache(conn, write_transaction, lambda line: None,
+        m036_embedding_cache(conn, write_transaction, lambda line: None,
                              batch_rows=5, stop_after_batches=2)
     # Half moved: each row is in exactly one of the two tables.
     left = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
@@ -137,7 +137,7 @@ def test_a_cache_migration_killed_mid_batch_resumes_after_kill_9(tmp_path: Path)
         import os, signal, sys
         from pathlib import Path
         from askvault.adapters.db import connect, write_transaction
-        from askvault.adapters.migrations import m005_embedding_cache
+        from askvault.adapters.migrations import m036_embedding_cache
         conn = connect(Path({str(path)!r}), migrate=False)
         batches = []
         def report(line):
@@ -152,7 +152,7 @@ def test_a_cache_migration_killed_mid_batch_resumes_after_kill_9(tmp_path: Path)
                 if len(batches) == 4:  # table made, 2 batches committed, the 3rd open
                     os.kill(os.getpid(), signal.SIGKILL)
                 conn.execute("COMMIT")
-        m005_embedding_cache(conn, Killing, report, batch_rows=5)
+        m036_embedding_cache(conn, Killing, report, batch_rows=5)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

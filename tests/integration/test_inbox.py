@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store, meta
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.answer_files import AnswerFiles
@@ -307,7 +306,7 @@ def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(
     def listed() -> list[str]:
         conn = connect(settings.db_path)
         try:
-            return json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+            return meta.stale_answers_edited(conn)
         finally:
             conn.close()
 

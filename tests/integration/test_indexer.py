@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from askvault.adapters import store
+from askvault.adapters import meta, store
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
 from askvault.services.embedding import drain_backlog, target_fingerprint
@@ -96,7 +96,7 @@ def test_an_index_made_by_an_older_chunker_is_rechunked_keeping_unchanged_chunks
     before = _chunk_rows(settings)
     conn = connect(settings.db_path)
     with write_transaction(conn):
-        conn.execute("DELETE FROM meta WHERE key = 'chunking'")  # as an index made before it
+        conn.execute("DELETE FROM meta WHERE key = ?", (meta.CHUNKING,))  # as an older index
     conn.close()
     embedded = len(fake_ollama.embedded_inputs)
     report = index_vault(settings, OllamaClients(settings))

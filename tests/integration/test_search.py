@@ -273,11 +273,11 @@ def test_migration_adds_extension_b_chunks_an_older_index_left_out(indexed: Inde
     # As the old write side left it: the chunk is not in the trigram index.
     conn.execute("DELETE FROM chunks_trigram WHERE rowid IN (SELECT c.id FROM chunks c "
                  "JOIN notes n ON n.id = c.note_id WHERE n.path = 'Rare kanji.md')")
-    conn.execute("DELETE FROM migrations WHERE name = 'm033_trigram_extension_b'")
+    conn.execute("DELETE FROM migrations WHERE name = 'm035_trigram_extension_b'")
     conn.commit()
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] != ["Rare kanji.md"]
     before = conn.execute("SELECT count(*) FROM chunks_trigram").fetchone()[0]
-    assert apply_migrations(conn) == ["m033_trigram_extension_b"]
+    assert apply_migrations(conn) == ["m035_trigram_extension_b"]
     after = conn.execute("SELECT count(*) FROM chunks_trigram").fetchone()[0]
     assert after == before + 1  # only the missing chunk; the others are not doubled
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]

@@ -63,7 +63,7 @@ def test_an_index_made_before_stemming_is_converted_keeping_every_row(tmp_path: 
     old = connect(path, migrate=False)
     old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     for name, sql in MIGRATIONS:
-        if name == "m004_fts_porter" or callable(sql):
+        if name == "m034_fts_porter" or callable(sql):
             continue
         for statement in _split_sql(sql):
             old.execute(statement)
@@ -137,7 +137,7 @@ def test_upgrading_an_old_index_says_so_once(tmp_path: Path,
     old = connect(path, migrate=False)
     old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     for name, sql in MIGRATIONS:
-        if name != "m004_fts_porter" and not callable(sql):
+        if name != "m034_fts_porter" and not callable(sql):
             for statement in _split_sql(sql):
                 old.execute(statement)
             old.execute("INSERT INTO migrations VALUES (?, 0)", (name,))

@@ -177,3 +177,12 @@ def test_mark_stale_sets_status_and_names_changed_pages() -> None:
 
 def test_mark_stale_leaves_text_without_frontmatter_alone() -> None:
     assert mark_stale("just text\n", ["[[A]]"]) == "just text\n"
+
+
+def test_answer_status_reads_back_only_the_statuses_askvault_writes() -> None:
+    from askvault.core.answer_note import ANSWER_STATUSES, answer_status
+
+    assert set(ANSWER_STATUSES) == {"answering", "answered", "no-answer", "waiting", "failed",
+                                    "stale"}
+    assert all(answer_status(status) == status for status in ANSWER_STATUSES)
+    assert answer_status("problem") is None and answer_status("") is None

@@ -6,6 +6,7 @@ Checked on the source with `ast`, so a wrong import fails here before it tangles
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "daemon" / "askvault"
@@ -81,6 +82,74 @@ def test_nothing_imports_the_cli() -> None:
         and any(m.startswith("askvault.cli") for m in imports_of(path))
     ]
     assert offenders == []
+
+
+# SQL keywords as statements begin with them, upper case as every query here is written, so
+# that prose ("select a note", "update the index") is not taken for SQL.
+SQL_STATEMENT = re.compile(
+    r"\b(SELECT\b.+\bFROM|INSERT (OR \w+ )?INTO|UPDATE \w+ SET|DELETE FROM|REPLACE INTO"
+    r"|(CREATE|DROP|ALTER) (TABLE|INDEX|VIEW|TRIGGER|VIRTUAL TABLE)|PRAGMA \w+|BEGIN IMMEDIATE"
+    r"|VACUUM\b)",
+    re.DOTALL,
+)
+SQL_METHODS = {"execute", "executemany", "executescript"}
+# Modules outside adapters/ that still run SQL, each with why. services/answering.py is being
+# rewritten (the answer pipeline); its one query of note names moves to an adapter with it.
+SQL_ALLOWED_OUTSIDE_ADAPTERS = {"services/answering.py"}
+
+
+def sql_in(path: Path) -> list[str]:
+    """Where a module runs SQL: a call of `.execute(` and kin, or a string literal (an
+    f-string's literal parts included) that reads as an SQL statement; docstrings aside."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SQL_METHODS):
+            found.append(f"line {node.lineno}: .{node.func.attr}(")
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and SQL_STATEMENT.search(node.value)):
+            found.append(f"line {node.lineno}: {node.value[:60]!r}")
+    return found
+
+
+def test_only_adapters_run_sql() -> None:
+    violations = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("adapters/") or rel in SQL_ALLOWED_OUTSIDE_ADAPTERS:
+            continue
+        violations += [f"{rel} {where}" for where in sql_in(path)]
+    assert violations == [], "SQL belongs in a named function of an adapter (adapters/)"
+
+
+def test_the_sql_check_sees_queries_and_not_prose(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""SELECT x FROM y in a docstring is documentation."""\n'
+        'HINT = "select a note, then update the index"\n'
+        'def f(conn, t):\n'
+        '    conn.execute(f"DELETE FROM {t} WHERE id = ?", (1,))\n'
+        'Q = "SELECT path\\n FROM notes"\n',
+        encoding="utf-8",
+    )
+    assert sorted(w.split(":")[0] for w in sql_in(module)) == ["line 4", "line 4", "line 5"]
+
+
+def test_only_the_meta_adapter_reads_the_meta_table() -> None:
+    table = re.compile(r"\b(FROM|INTO|UPDATE) meta\b")
+    offenders = [
+        str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).as_posix() != "adapters/meta.py"
+        and table.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], "name the key in adapters/meta.py and use its accessors"
 
 
 COMPOSITION_ROOT = "askvault.app.clients"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 from pathlib import Path
 
@@ -26,3 +27,17 @@ def test_cli_reference_usage_lines_read_as_typed() -> None:
     for section, usage in zip(sections, usages, strict=True):
         # `## askvault ask` documents `Usage: askvault ask [OPTIONS] QUESTION`.
         assert usage.removeprefix("Usage: ").startswith(section + " "), (section, usage)
+
+
+# A docs/ path as the code names it: `docs/how-to/obsidian.md`, `docs/how-to`, `../docs/x.md`.
+DOCS_PATH = re.compile(r"\bdocs/[\w./-]*[\w/]")
+
+
+def test_every_docs_path_the_code_names_exists() -> None:
+    missing = []
+    for path in sorted((REPO / "daemon").rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for named in DOCS_PATH.findall(line):
+                if not (REPO / named.rstrip("/.")).exists():
+                    missing.append(f"{path.relative_to(REPO)}:{number}: {named}")
+    assert missing == [], "write the page, or point at one that exists"

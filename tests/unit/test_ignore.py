@@ -207,8 +207,23 @@ def test_max_note_bytes_is_carried_on_the_rules(tmp_path: Path) -> None:
         ("Archive/**", ["Archive/a.md", "Archive/2020/b.md"], ["x/Archive/a.md"]),
         ("**/private/*.md", ["private/a.md", "x/y/private/b.md"], ["private.md"]),
         ("/Inbox/*.md", ["Inbox/a.md"], ["x/Inbox/a.md", "Inbox/sub/a.md"]),
+        ("/drafts", ["drafts/a.md", "drafts"], ["x/drafts/a.md"]),
+        ("/drafts/", ["drafts/a.md"], ["x/drafts/a.md", "drafts"]),
         ("note?.md", ["note1.md", "a/noteX.md"], ["note12.md"]),
         ("[!a]*.md", ["b.md"], ["a.md"]),
+        # gitignore's escapes: `\` makes the next character itself; trailing spaces go.
+        ("\\#*.md", ["#todo.md", "x/#a.md"], ["todo.md", "\\#todo.md"]),
+        ("\\*.md", ["*.md", "x/*.md"], ["a.md", "\\a.md"]),
+        ("\\!draft.md", ["!draft.md"], ["draft.md", "\\!draft.md"]),
+        ("note\\?.md", ["note?.md"], ["note1.md"]),
+        ("\\[x].md", ["[x].md"], ["x.md"]),
+        ("[\\*?].md", ["*.md", "?.md"], ["a.md", "\\.md"]),
+        ("[a\\-c].md", ["a.md", "-.md", "c.md"], ["b.md"]),
+        ("drafts  ", ["drafts/a.md", "x/drafts/b.md"], ["drafts  /a.md", "drafts.md"]),
+        ("drafts/ ", ["drafts/a.md"], ["drafts"]),
+        ("draft\\ ", ["draft /a.md"], ["draft/a.md"]),
+        ("back\\\\ ", ["back\\/a.md"], ["back\\ /a.md"]),
+        ("/In/[!a]*.md", ["In/b.md"], ["In/a.md", "In/ab/c.md"]),
     ],
 )
 def test_configured_globs_follow_gitignore_like_rules(

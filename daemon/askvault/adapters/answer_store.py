@@ -9,8 +9,10 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from typing import cast
 
 from askvault.adapters.db import Connection
+from askvault.records import AnswerStatus, QuestionStatus
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class AnswerRow:
 
     path: str
     question_path: str
-    status: str
+    status: AnswerStatus
     written_sha256: str
     cited: tuple[str, ...]
     # Set only while a rewrite is in flight: the bytes before it are still askvault's.
@@ -41,7 +43,7 @@ class QuestionRow:
 
     path: str
     answer_path: str
-    status: str
+    status: QuestionStatus
     content_sha256: str
     asked: str
     log_line: str = ""
@@ -99,7 +101,9 @@ def questions_unfinished(conn: Connection) -> list[QuestionRow]:
     return _questions_with_status(conn, ("answering", "waiting", "failed"))
 
 
-def _questions_with_status(conn: Connection, statuses: tuple[str, ...]) -> list[QuestionRow]:
+def _questions_with_status(
+    conn: Connection, statuses: tuple[QuestionStatus, ...],
+) -> list[QuestionRow]:
     marks = ",".join("?" * len(statuses))
     rows = conn.execute(
         f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions WHERE status IN ({marks}) ORDER BY path",
@@ -108,7 +112,9 @@ def _questions_with_status(conn: Connection, statuses: tuple[str, ...]) -> list[
     return [QuestionRow(*row) for row in rows]
 
 
-def answers_with_status(conn: Connection, statuses: str | tuple[str, ...]) -> list[AnswerRow]:
+def answers_with_status(
+    conn: Connection, statuses: AnswerStatus | tuple[AnswerStatus, ...],
+) -> list[AnswerRow]:
     """Answer notes whose recorded status is `statuses` (one, or one of several), by path."""
     statuses = (statuses,) if isinstance(statuses, str) else statuses
     marks = ",".join("?" * len(statuses))
@@ -142,7 +148,8 @@ def delete_question(conn: Connection, path: str) -> None:
 
 
 def _answer(row: tuple[str, str, str, str, str, str]) -> AnswerRow:
-    return AnswerRow(row[0], row[1], row[2], row[3], tuple(json.loads(row[4] or "[]")), row[5])
+    status = cast(AnswerStatus, row[2])  # written from an AnswerRow
+    return AnswerRow(row[0], row[1], status, row[3], tuple(json.loads(row[4] or "[]")), row[5])
 
 
 def unfinished_answer_of(conn: Connection, question_path: str) -> AnswerRow | None:

@@ -20,7 +20,13 @@ from typing import Any
 
 import sqlean
 
-from askvault.adapters.migrations import MIGRATIONS, PAGE_SIZE_BYTES, SLOW_MIGRATIONS, split_sql
+from askvault.adapters.migrations import (
+    FORMER_NAMES,
+    MIGRATIONS,
+    PAGE_SIZE_BYTES,
+    SLOW_MIGRATIONS,
+    split_sql,
+)
 from askvault.errors import DiskFull, IndexBusy, StoreError
 
 # How long a statement waits for another writer's lock before IndexBusy; the daemon then
@@ -98,6 +104,23 @@ def connect(
             "if it is corrupt, delete that file and run `askvault index` to rebuild it",
         ) from exc
     return conn
+
+
+def set_memory_limits(
+    conn: Connection, *, cache_kib: int, mmap_bytes: int, wal_limit_bytes: int,
+) -> None:
+    """Size this connection's page cache and memory-mapped reads, and cap the WAL file
+    kept after a checkpoint (SQLite never shrinks it by itself)."""
+    conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+    conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
+    conn.execute(f"PRAGMA journal_size_limit = {int(wal_limit_bytes)}")
+
+
+def integrity_problems(conn: Connection, *, limit: int = 5) -> list[str]:
+    """SQLite's own check of the file (`PRAGMA integrity_check`): [] when it is sound,
+    else its first `limit` findings."""
+    rows = conn.execute("PRAGMA integrity_check").fetchall()
+    return [] if rows == [("ok",)] else [str(row[0]) for row in rows[:limit]]
 
 
 def serialize_float32(vector: Sequence[float]) -> bytes:
@@ -201,6 +224,9 @@ def apply_migrations(conn: Connection) -> list[str]:
         "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
     done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    if done & FORMER_NAMES.keys():
+        rename_former_migrations(conn)
+        done = {FORMER_NAMES.get(name, name) for name in done}
     applied = []
     for name, sql in MIGRATIONS:
         if name in done:
@@ -226,6 +252,16 @@ def apply_migrations(conn: Connection) -> list[str]:
             conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
         applied.append(name)
     return applied
+
+
+def rename_former_migrations(conn: Connection) -> None:
+    """Rename the rows of migrations recorded under a former name (`FORMER_NAMES`), so an
+    index made before the renaming does not run them again."""
+    with write_transaction(conn):
+        for old, new in FORMER_NAMES.items():
+            # OR IGNORE, then DELETE: a row under both names (two openers racing) ends as one.
+            conn.execute("UPDATE OR IGNORE migrations SET name = ? WHERE name = ?", (new, old))
+            conn.execute("DELETE FROM migrations WHERE name = ?", (old,))
 
 
 _split_sql = split_sql  # the name the migration tests import

@@ -1,4 +1,4 @@
-"""Which vault paths are notes, and which are ignored and why.
+r"""Which vault paths are notes, and which are ignored and why.
 
 The rules are built once from the vault's `.obsidian/app.json` (Obsidian's "Excluded
 files"; read by `vault.load_ignore_rules`) and the settings; after that every check is
@@ -20,7 +20,11 @@ Decisions (see docs/reference/ignore-rules.md):
   path segment, `**` crosses segments, a pattern without `/` matches a name at
   any depth, a pattern with `/` is anchored at the vault root, a trailing `/`
   matches folders only, and a pattern that matches a folder excludes
-  everything below it.
+  everything below it. As in gitignore, `\` makes the next character itself
+  (`\*`, `\?`, `\[`, `\#`, `\!`, `\ `, also inside `[...]`), trailing spaces
+  are dropped unless escaped, and `[!...]` never matches `/`. Unlike gitignore,
+  every entry is a pattern: a leading `#` is not a comment and a leading `!`
+  does not re-include (both are then just characters of a name).
 """
 
 from __future__ import annotations
@@ -152,13 +156,21 @@ def _user_filters(raw: bytes | None, problems: list[str]) -> list[str]:
 
 
 def _compile_glob(pattern: str) -> _Glob:
-    folders_only = pattern.endswith("/")
-    body = pattern.strip("/")
-    anchored = "/" in body
+    """Translate one configured glob into a regex (gitignore's wildcards and escapes)."""
+    body = _strip_trailing_spaces(pattern)
+    folders_only = body.endswith("/")
+    body = body.rstrip("/")
+    anchored = "/" in body  # a leading `/` too: `/drafts` is the root's only
+    body = body.lstrip("/")
     out: list[str] = []
     i = 0
     while i < len(body):
         c = body[i]
+        if c == "\\":
+            # `\*`, `\?`, `\[`, `\#`, `\!`, `\ `, `\\`: the next character as itself.
+            out.append(re.escape(body[i + 1] if i + 1 < len(body) else c))
+            i += 2
+            continue
         if body.startswith("**/", i):
             out.append("(?:.*/)?")
             i += 3
@@ -171,18 +183,48 @@ def _compile_glob(pattern: str) -> _Glob:
             out.append("[^/]*")
         elif c == "?":
             out.append("[^/]")
-        elif c == "[" and "]" in body[i + 2 :]:
-            end = body.index("]", i + 2)
-            inner = body[i + 1 : end]
-            if inner.startswith("!"):
-                inner = "^" + inner[1:]
-            out.append("[" + inner.replace("\\", "\\\\") + "]")
-            i = end + 1
+        elif c == "[" and (bracket := _bracket_class(body, i)) is not None:
+            out.append(bracket[0])
+            i = bracket[1]
             continue
         else:
             out.append(re.escape(c))
         i += 1
     return _Glob(pattern, re.compile("".join(out)), anchored, folders_only)
+
+
+def _strip_trailing_spaces(pattern: str) -> str:
+    r"""Drop trailing spaces, as gitignore does, but not one escaped as `\ `."""
+    body = pattern.rstrip(" ")
+    if len(body) < len(pattern):
+        backslashes = len(body) - len(body.rstrip("\\"))
+        if backslashes % 2:  # the last space was escaped: keep it
+            body += " "
+    return body
+
+
+def _bracket_class(body: str, start: int) -> tuple[str, int] | None:
+    r"""The regex class for the `[...]` at `start` and the index after it; None when it
+    does not close (then `[` is itself). `!` or `^` first negates; `]` first is itself;
+    `\` escapes the next character; a class never matches `/`."""
+    i = start + 1
+    negate = i < len(body) and body[i] in "!^"
+    i += int(negate)
+    items: list[str] = []
+    while i < len(body):
+        c = body[i]
+        if c == "]" and items:
+            return ("[^/" if negate else "[") + "".join(items) + "]", i + 1
+        if c == "/":
+            return None
+        escaped = c == "\\" and i + 1 < len(body)
+        if escaped:
+            i += 1
+            c = body[i]
+        # An unescaped `-` makes a range; anything else is itself (`^`, `[`, `\`, ...).
+        items.append("-" if c == "-" and not escaped else re.escape(c))
+        i += 1
+    return None
 
 
 def is_note_path(rel_path: str) -> bool:

@@ -1,7 +1,9 @@
 """Numbered schema migrations, applied in order, each recorded in the `migrations` table.
 
-Never edit a migration that has shipped; add a new one. Numbering: 001-009 the
-index, 010-019 the daemon, 020-029 search, 030-039 answering.
+Never edit a migration that has shipped; add a new one, numbered after the last: names
+sort in the order they run (a test checks it). Up to m032 the tens told the area (001-009
+the index, 020-029 search, 030-039 answering); three later ones, first named m004, m033
+and m005, were renamed m034-m036 to run in name order (`FORMER_NAMES`).
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ CREATE INDEX IF NOT EXISTS notes_title_lower ON notes(lower(title));
 # Words are stemmed (Porter) on both sides: "effects" finds "effect", "indexing" finds
 # "index". Measured in docs/decisions.md (SciFact words nDCG@10 0.643 -> 0.676). FTS5 cannot
 # change a table's tokenizer, so the rows are copied into a new table.
-M004_FTS_PORTER = """
+M034_FTS_PORTER = """
 CREATE VIRTUAL TABLE chunks_fts_porter USING fts5(
     title, aliases, headings, body,
     tokenize = 'porter unicode61 remove_diacritics 2'
@@ -177,7 +179,7 @@ ALTER TABLE chunks_fts_porter RENAME TO chunks_fts;
 # CJK Extension B-F (U+20000-U+2FA1F) was missing from the write side's character class:
 # chunks written only in those characters never reached the trigram index the query
 # side searches. GLOB ranges compare code points.
-M033_TRIGRAM_EXTENSION_B = """
+M035_TRIGRAM_EXTENSION_B = """
 INSERT INTO chunks_trigram(rowid, body)
     SELECT c.id, n.title || char(10) || c.text FROM chunks c JOIN notes n ON n.id = c.note_id
     WHERE (c.text GLOB '*[\U00020000-\U0002fa1f]*' OR n.title GLOB '*[\U00020000-\U0002fa1f]*')
@@ -193,7 +195,7 @@ INSERT INTO chunks_trigram(rowid, body)
 # per chunk and rescores from the cache, so they go. Rows move in batches, each batch
 # copied and deleted in one transaction: a kill -9 loses nothing and the next open goes on
 # from the rows still left. Then VACUUM gives the freed pages back to the file system.
-M005_CACHE_TABLE = """
+M036_CACHE_TABLE = """
 CREATE TABLE IF NOT EXISTS embedding_cache (
     id INTEGER PRIMARY KEY,
     fingerprint_id INTEGER NOT NULL REFERENCES fingerprints(id),
@@ -203,13 +205,13 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 CREATE UNIQUE INDEX IF NOT EXISTS embedding_cache_key
     ON embedding_cache(fingerprint_id, text_key);
 """
-M005_BATCH_ROWS = 5_000
+M036_BATCH_ROWS = 5_000
 # Pages of a new index (and of one the cache migration rewrites): a cached vector row is
 # 1.6 KB at 384 dims and 3.1 KB at 768, so 4 KiB pages hold 2 or 1 of them (a quarter of
 # each page unused) and 16 KiB pages 10 or 5 (3-5 % unused). Hub vault with 384-dim
 # vectors: 129.5 MB at 4 KiB, 115.7 MB at 8 KiB, 115.8 MB at 16 KiB (measured).
 PAGE_SIZE_BYTES = 16_384
-M005_REPORT_S = 2.0
+M036_REPORT_S = 2.0
 
 
 def _table_exists(conn: Any, name: str) -> bool:
@@ -218,15 +220,15 @@ def _table_exists(conn: Any, name: str) -> bool:
     ).fetchone() is not None
 
 
-def m005_embedding_cache(
+def m036_embedding_cache(
     conn: Any, transaction: Callable[[Any], Any], report: Callable[[str], None],
-    *, batch_rows: int = M005_BATCH_ROWS, stop_after_batches: int | None = None,
+    *, batch_rows: int = M036_BATCH_ROWS, stop_after_batches: int | None = None,
 ) -> None:
     """Move `embeddings` into `embedding_cache`, drop the float vec0 tables, VACUUM.
 
     `stop_after_batches` stops early (raising InterruptedError) for the resume test."""
     with transaction(conn):
-        for statement in split_sql(M005_CACHE_TABLE):
+        for statement in split_sql(M036_CACHE_TABLE):
             conn.execute(statement)
     if _table_exists(conn, "embeddings"):
         left = int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
@@ -254,7 +256,7 @@ def m005_embedding_cache(
                 conn.execute(f"DELETE FROM embeddings {bound}", params)
                 moved = total - int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
             batches += 1
-            if total and (last is None or time.monotonic() - last_report >= M005_REPORT_S):
+            if total and (last is None or time.monotonic() - last_report >= M036_REPORT_S):
                 report(f"upgrading the index: {moved:,} / {total:,} cached vectors moved")
                 last_report = time.monotonic()
             if last is None:
@@ -290,7 +292,7 @@ def _vacuum(conn: Any) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
 
 
-m005_embedding_cache.schema_sql = M005_CACHE_TABLE  # type: ignore[attr-defined]
+m036_embedding_cache.schema_sql = M036_CACHE_TABLE  # type: ignore[attr-defined]
 
 
 def split_sql(sql: str) -> list[str]:
@@ -299,7 +301,7 @@ def split_sql(sql: str) -> list[str]:
 
 
 # Migrations that rewrite a whole table of an existing index, and what they do (logged).
-SLOW_MIGRATIONS = {"m004_fts_porter": "rebuilding the word index with stemming"}
+SLOW_MIGRATIONS = {"m034_fts_porter": "rebuilding the word index with stemming"}
 
 MIGRATIONS: list[tuple[str, str | MigrationStep]] = [
     ("m001_notes", M001_NOTES),
@@ -309,8 +311,15 @@ MIGRATIONS: list[tuple[str, str | MigrationStep]] = [
     ("m030_answers", M030_ANSWERS),
     ("m031_answer_previous_hash", M031_ANSWER_PREVIOUS_HASH),
     ("m032_inbox_archive_state", M032_INBOX_ARCHIVE_STATE),
-    ("m004_fts_porter", M004_FTS_PORTER),
-    ("m033_trigram_extension_b", M033_TRIGRAM_EXTENSION_B),
-
-    ("m005_embedding_cache", m005_embedding_cache),
+    ("m034_fts_porter", M034_FTS_PORTER),
+    ("m035_trigram_extension_b", M035_TRIGRAM_EXTENSION_B),
+    ("m036_embedding_cache", m036_embedding_cache),
 ]
+
+# Names an index may have recorded for a migration before it was renamed to run in name
+# order: such a migration is applied already, and its row is renamed when the index opens.
+FORMER_NAMES = {
+    "m004_fts_porter": "m034_fts_porter",
+    "m033_trigram_extension_b": "m035_trigram_extension_b",
+    "m005_embedding_cache": "m036_embedding_cache",
+}

@@ -20,7 +20,7 @@ from askvault.records import SearchFilters
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
-# The word index's tokenizer (migration m004_fts_porter); `word_tokens` uses the same one.
+# The word index's tokenizer (migration m034_fts_porter); `word_tokens` uses the same one.
 WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _SCRATCH_LOCK = threading.Lock()
 # sqlite-vec refuses k above this in one KNN query.
@@ -344,3 +344,27 @@ def all_link_targets(conn: Connection) -> list[tuple[str, str]]:
         "SELECT DISTINCT n.path, l.target FROM links l JOIN notes n ON n.id = l.note_id "
         "WHERE l.target != '' ORDER BY n.path, l.target"
     ).fetchall()
+
+
+# The FTS5 tables of chunk words: the unicode61 one, and the trigram one for CJK text.
+WORD_TABLES = ("chunks_fts", "chunks_trigram")
+
+
+def fts_integrity_error(conn: Connection, table: str) -> str | None:
+    """FTS5's own 'integrity-check' of one of `WORD_TABLES`: None when it passes, else
+    what failed."""
+    if table not in WORD_TABLES:
+        raise ValueError(f"not a word table: {table}")
+    try:
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        return str(exc)
+    return None
+
+
+def count_word_row_mismatches(conn: Connection) -> int:
+    """Chunks without a row in `chunks_fts`, plus `chunks_fts` rows without a chunk."""
+    return int(conn.execute(
+        "SELECT (SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts))"
+        " + (SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks))"
+    ).fetchone()[0])

@@ -4,7 +4,7 @@ Callers wrap writes in `db.write_transaction`; functions here never commit on
 their own, so one note is always one transaction. A float vector is stored once per
 distinct text and model, in the content-addressed cache `embedding_cache` (a rowid table
 keyed by fingerprint and the 32 raw bytes of the text's sha256; migration
-m005_embedding_cache): renames, copies, restarts and switching back to an earlier model
+m036_embedding_cache): renames, copies, restarts and switching back to an earlier model
 cost no embedding. Per chunk there is only a vec0 table of sign bits (`bit[D]`, 48 bytes at
 384 dims) for the vector scan (see adapters/quantized.py), filled from the cache; the
 floats the scan rescores are read from the cache. Indexes whose bit table is missing get
@@ -18,10 +18,11 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from askvault.adapters import meta
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.backoff import delay_after
 from askvault.core.query import has_cjk
-from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
+from askvault.records import Chunk, Fingerprint, FingerprintState, NoteFile, ParsedNote, Skipped
 
 # A text Ollama refused is tried again after 1 min, doubling to 1 h (its row counts the tries).
 EMBED_RETRY_FIRST_S = 60.0
@@ -44,7 +45,7 @@ class StoredNote:
 class FingerprintRow:
     id: int
     fingerprint: Fingerprint
-    state: str
+    state: FingerprintState
 
     @property
     def bits_table(self) -> str:
@@ -52,7 +53,7 @@ class FingerprintRow:
 
 
 def vec_table_name(fingerprint_id: int) -> str:
-    """The per-chunk float vec0 table of indexes made before m005_embedding_cache (dropped
+    """The per-chunk float vec0 table of indexes made before m036_embedding_cache (dropped
     by it: the floats are read from the embedding cache)."""
     return f"vec_fp{int(fingerprint_id)}"
 
@@ -62,23 +63,24 @@ def bits_table_name(fingerprint_id: int) -> str:
     return f"vecbits_fp{int(fingerprint_id)}"
 
 
-def get_meta(conn: Connection, key: str, default: str | None = None) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else default
-
-
-def set_meta(conn: Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
+# The meta table is adapters/meta.py's; services/answering.py (being rewritten) still
+# reads it through these two names, which go once it uses `meta.last_change_indexed_at`.
+get_meta = meta.get_value
+set_meta = meta.set_value
 
 
 def stored_notes(conn: Connection) -> dict[str, StoredNote]:
     """Every indexed note by path, with its stamps and content hash."""
     rows = conn.execute("SELECT id, path, size, mtime_ns, inode, content_hash FROM notes")
     return {r[1]: StoredNote(*r) for r in rows}
+
+
+def stored_note(conn: Connection, path: str) -> StoredNote | None:
+    """The indexed note at `path`, with its stamps and content hash; None if not indexed."""
+    row = conn.execute(
+        "SELECT id, path, size, mtime_ns, inode, content_hash FROM notes WHERE path = ?", (path,)
+    ).fetchone()
+    return StoredNote(*row) if row else None
 
 
 def content_hashes(conn: Connection, paths: Iterable[str]) -> dict[str, str]:
@@ -308,6 +310,11 @@ def record_skipped(conn: Connection, item: Skipped, now: float) -> None:
     )
 
 
+def forget_skipped(conn: Connection, paths: Iterable[str]) -> None:
+    """Drop these paths from the skipped list (they are gone from the vault)."""
+    conn.executemany("DELETE FROM skipped WHERE path = ?", [(path,) for path in paths])
+
+
 def list_skipped(conn: Connection) -> list[Skipped]:
     return [Skipped(p, r) for p, r in conn.execute("SELECT path, reason FROM skipped ORDER BY path")]
 
@@ -340,7 +347,7 @@ def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -
         fp = FingerprintRow(row[0], fingerprint, row[1])
         ensure_bits_table(conn, fp)  # upgrades an index made before the bit tables
         return fp
-    state = "building" if active_fingerprint(conn) else "active"
+    state: FingerprintState = "building" if active_fingerprint(conn) else "active"
     if row:
         conn.execute("UPDATE fingerprints SET state = ? WHERE id = ?", (state, row[0]))
         fp_id = row[0]

@@ -18,7 +18,7 @@ import logging
 import threading
 from pathlib import Path
 
-from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect
+from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, set_memory_limits
 from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy
 
@@ -31,9 +31,8 @@ DAEMON_WAL_LIMIT_BYTES = 16 * 1024 * 1024
 
 def tune_for_daemon(conn: Connection) -> Connection:
     """Shrink the page cache, turn off memory-mapped reads, cap the idle WAL; return `conn`."""
-    conn.execute(f"PRAGMA cache_size = -{DAEMON_CACHE_KIB}")
-    conn.execute(f"PRAGMA mmap_size = {DAEMON_MMAP_BYTES}")
-    conn.execute(f"PRAGMA journal_size_limit = {DAEMON_WAL_LIMIT_BYTES}")
+    set_memory_limits(conn, cache_kib=DAEMON_CACHE_KIB, mmap_bytes=DAEMON_MMAP_BYTES,
+                      wal_limit_bytes=DAEMON_WAL_LIMIT_BYTES)
     return conn
 
 

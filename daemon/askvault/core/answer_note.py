@@ -10,8 +10,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import get_args
 
 from askvault.core.citations import FLAG_MARKER, Citation, CitationReport, ClaimCheck
+from askvault.records import AnswerStatus
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
 UNAVAILABLE = "Answer citations: unavailable"
@@ -45,12 +47,21 @@ class Passage:
     text: str
 
 
+ANSWER_STATUSES: tuple[AnswerStatus, ...] = get_args(AnswerStatus)
+
+
+def answer_status(value: str) -> AnswerStatus | None:
+    """`value` (an answer note's `status:`, as read back) as a status, None if askvault
+    writes no such status."""
+    return next((status for status in ANSWER_STATUSES if status == value), None)
+
+
 @dataclass(frozen=True)
 class AnswerNote:
     """Everything an answer note shows."""
 
     question: str
-    status: str  # answering | answered | no-answer | waiting | failed | stale
+    status: AnswerStatus
     asked: str
     answered: str | None = None
     model: str = ""

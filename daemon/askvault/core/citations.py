@@ -41,7 +41,7 @@ from askvault.core.support import (
     prepare_evidence,
     simple_tokens,
 )
-from askvault.records import Link, ParsedNote
+from askvault.records import CitationState, Link, ParsedNote, SupportVerdict
 
 __all__ = [
     "Citation", "CitationReport", "ClaimCheck", "Excerpt", "Support", "annotate_answer",
@@ -70,7 +70,7 @@ class Citation:
     """One unique wikilink of an answer and what became of it."""
 
     link: Link
-    state: str  # resolved | pending | broken
+    state: CitationState
     path: str | None = None
     heading: str | None = None
     reason: str = ""
@@ -84,9 +84,9 @@ class Citation:
         return link_target_text(self.link)
 
     @property
-    def support(self) -> str | None:
+    def support(self) -> SupportVerdict | None:
         """The best verdict over the citing sentences, or None when not checked."""
-        order = ("supported", "weak", "unsupported")
+        order: tuple[SupportVerdict, ...] = ("supported", "weak", "unsupported")
         verdicts = [s.verdict for s in self.supports]
         return next((v for v in order if v in verdicts), None)
 
@@ -106,7 +106,7 @@ class ClaimCheck:
     """One claim of the answer, judged: the text compared, the verdict, what backs it."""
 
     sentence: str
-    verdict: str  # supported | weak | unsupported
+    verdict: SupportVerdict
     coverage: float
     cited: tuple[str, ...] = ()  # targets the model cited for it
     source: str | None = None  # the link whose excerpt backs it best
@@ -130,7 +130,7 @@ class CitationReport:
     claims: tuple[ClaimCheck, ...] = ()
     refusals: int = 0
 
-    def count(self, state: str) -> int:
+    def count(self, state: CitationState) -> int:
         """How many citations are in `state` (links askvault added included)."""
         return sum(1 for c in self.citations if c.state == state)
 

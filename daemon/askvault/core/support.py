@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from askvault.core.query import STOPWORDS, fold
+from askvault.records import SupportVerdict
 
 Tokenizer = Callable[[Sequence[str]], list[list[str]]]
 
@@ -41,7 +42,7 @@ class Support:
     """How well one sentence is backed by one text: the verdict and why."""
 
     sentence: str
-    verdict: str  # supported | weak | unsupported
+    verdict: SupportVerdict
     coverage: float
     span: str | None = None
     missing: tuple[str, ...] = ()
@@ -195,6 +196,7 @@ def _judge_window(sentence: str, content: Sequence[str], exact: tuple[str, ...],
     items = len(content) + len(exact)
     hits = len(found) + len(exact) - len(missing_exact)
     share = hits / items
+    verdict: SupportVerdict
     if missing_exact or share < WEAK_MIN_SHARE:
         verdict = "unsupported"
     elif (share >= SUPPORTED_MIN_SHARE or lenient and items >= 3 and items - hits <= 1

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import re
@@ -21,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store, meta
 from askvault.adapters.answer_store import AnswerRow
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import (
@@ -31,6 +30,7 @@ from askvault.adapters.vault import (
     write_atomic,
     write_new_file,
 )
+from askvault.core.answer_note import answer_status
 from askvault.core.links import strip_md_suffix
 from askvault.core.notices import (
     WRITE_PROBLEM_STEM,
@@ -42,6 +42,7 @@ from askvault.core.notices import (
 from askvault.core.ownership import owned_note, question_stems, sign_note
 from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
+from askvault.records import AnswerStatus
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -112,11 +113,12 @@ class AnswerFiles:
             owned = owned_note(data.decode("utf-8"), stem_of(rel))
         except (OSError, UnicodeDecodeError, AskvaultError):
             return None
-        if owned is None:
-            return None
+        status = answer_status(owned.status) if owned else None
+        if owned is None or status is None:
+            return None  # not askvault's, or a status askvault does not write
         question = f"{self.settings.queries.folder}/{self.settings.queries.inbox}/" \
                    f"{owned.question_stem}.md"
-        row = AnswerRow(rel, question, owned.status, hashlib.sha256(data).hexdigest(),
+        row = AnswerRow(rel, question, status, hashlib.sha256(data).hexdigest(),
                         owned.cited)
         with write_transaction(conn):
             if answer_store.get_answer(conn, rel) is not None:
@@ -177,7 +179,7 @@ class AnswerFiles:
         return True
 
     def write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: AnswerStatus,
         cited: tuple[str, ...], stem: str,
     ) -> str:
         """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`.
@@ -259,7 +261,7 @@ class AnswerFiles:
             old.decode("utf-8", "replace"), WRITE_PROBLEM_STEM) is not None)
 
     def _write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: str,
+        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: AnswerStatus,
         cited: tuple[str, ...], stem: str,
     ) -> str:
         text = sign_note(text, stem)
@@ -391,10 +393,10 @@ class AnswerFiles:
 
     def _list_edited_stale(self, conn: Connection, rel: str) -> None:
         with write_transaction(conn):
-            listed = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+            listed = meta.stale_answers_edited(conn)
             if rel not in listed:
                 listed.append(rel)
-            store.set_meta(conn, "stale_answers_edited", json.dumps(listed))
+            meta.set_stale_answers_edited(conn, listed)
 
 
 # Characters that end or break a wikilink's target or label.

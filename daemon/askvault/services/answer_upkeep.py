@@ -30,6 +30,7 @@ from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import resolve_inside, write_new_file
 from askvault.core.ownership import owned_note, properties_of, sign_note, without_property
 from askvault.errors import AskvaultError, DiskFull, IndexBusy
+from askvault.records import AnswerStatus
 from askvault.services.answer_files import AnswerFiles, stem_of
 from askvault.services.question_options import is_draft
 from askvault.settings import Settings
@@ -37,8 +38,8 @@ from askvault.settings import Settings
 log = logging.getLogger(__name__)
 
 REFRESH_KEY = "refresh"
-REFRESH_STATUSES = ("stale", "answered", "no-answer")
-UNFINISHED_STATUSES = ("answering", "waiting", "failed")
+REFRESH_STATUSES: tuple[AnswerStatus, ...] = ("stale", "answered", "no-answer")
+UNFINISHED_STATUSES: tuple[AnswerStatus, ...] = ("answering", "waiting", "failed")
 
 
 class AnswerUpkeep(AnswerFiles):

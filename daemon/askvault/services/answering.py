@@ -46,7 +46,14 @@ from askvault.core.prompt import (
 )
 from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, OllamaError
-from askvault.records import ContextPack, Embedder, Generator, ParsedNote, SearchFilters
+from askvault.records import (
+    AnswerOutcome,
+    ContextPack,
+    Embedder,
+    Generator,
+    ParsedNote,
+    SearchFilters,
+)
 from askvault.settings import Settings
 
 PASSAGES_SHOWN = 5
@@ -75,7 +82,7 @@ class AnswerResult:
     """The outcome of `answer_question`; `note` is ready to render."""
 
     question: str
-    status: str  # answered | no-answer | waiting | failed
+    status: AnswerOutcome
     note: AnswerNote
     answer: str = ""
     reply: str = ""
@@ -226,7 +233,7 @@ def answer_question(
                         reason=reason, nearest_distance=nearest)
 
 
-def _status(reply: str, report: CitationReport) -> str:
+def _status(reply: str, report: CitationReport) -> AnswerOutcome:
     """answered only when at least one claim is supported by what the model saw.
 
     A reply that refuses, or none of whose claims an excerpt supports, is a no-answer

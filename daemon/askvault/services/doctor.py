@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from askvault.adapters import store
+from askvault.adapters import db, search_store, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.ollama_http import model_present, probe_ollama
 from askvault.errors import AskvaultError
@@ -55,21 +55,18 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     refused = vault_presence.refusal_of(conn)
     out.append(Check("vault present", not refused, refused or "the last reconcile found it",
                      vault_presence.ALLOW_HINT if refused else ""))
-    result = conn.execute("PRAGMA integrity_check").fetchall()
-    ok = result == [("ok",)]
-    out.append(Check("sqlite integrity", ok, "ok" if ok else "; ".join(r[0] for r in result[:5]),
+    problems = db.integrity_problems(conn)
+    ok = not problems
+    out.append(Check("sqlite integrity", ok, "ok" if ok else "; ".join(problems),
                      "" if ok else "delete the index file and run `askvault index`"))
-    for table in ("chunks_fts", "chunks_trigram"):
-        try:
-            conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+    for table in search_store.WORD_TABLES:
+        error = search_store.fts_integrity_error(conn, table)
+        if error is None:
             out.append(Check(f"fts5 integrity ({table})", True, "ok"))
-        except Exception as exc:  # noqa: BLE001 - any failure here is the finding
-            out.append(Check(f"fts5 integrity ({table})", False, str(exc),
+        else:
+            out.append(Check(f"fts5 integrity ({table})", False, error,
                              "delete the index file and run `askvault index` to rebuild it"))
-    orphans = conn.execute(
-        "SELECT (SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts))"
-        " + (SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks))"
-    ).fetchone()[0]
+    orphans = search_store.count_word_row_mismatches(conn)
     out.append(Check("fts rows match chunks", orphans == 0,
                      "ok" if orphans == 0 else f"{orphans} mismatched rows",
                      "" if orphans == 0 else "delete the index and run `askvault index`"))

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from askvault.adapters import store
+from askvault.adapters import meta, store
 from askvault.adapters.db import Connection, write_transaction
 from askvault.errors import InputRefused, OllamaError
 from askvault.records import Embedder
@@ -29,10 +29,6 @@ log = logging.getLogger(__name__)
 
 FLUSH_TEXTS = 512
 FLUSH_S = 1.0
-# Why embeddings wait (Ollama down, model missing), and for which settings: a reason saved
-# by a command with another host or model is not the current state (status shows neither).
-WAITING_REASON_KEY = "embed_waiting_reason"
-WAITING_FOR_KEY = "embed_waiting_for"
 
 
 def embedding_target(host: str, model: str) -> str:
@@ -43,14 +39,14 @@ def embedding_target(host: str, model: str) -> str:
 def record_embed_waiting(conn: Connection, target: str, reason: str | None) -> None:
     """Save (or clear, with None) why embeddings for `target` wait."""
     with write_transaction(conn):
-        store.set_meta(conn, WAITING_REASON_KEY, reason or "")
-        store.set_meta(conn, WAITING_FOR_KEY, target if reason else "")
+        meta.set_embed_waiting(conn, target, reason)
 
 
 def embed_waiting_reason(conn: Connection, target: str) -> str | None:
     """Why embeddings for `target` wait, if the last attempt with these settings failed."""
-    reason = store.get_meta(conn, WAITING_REASON_KEY) or None
-    if reason is None or (store.get_meta(conn, WAITING_FOR_KEY) or "") != target:
+    # A reason saved by a command with another host or model is not the current state.
+    reason, saved_for = meta.embed_waiting(conn)
+    if reason is None or saved_for != target:
         return None
     return reason
 

@@ -52,7 +52,14 @@ from askvault.errors import (
     PathOutsideVault,
     VaultUnavailable,
 )
-from askvault.records import Embedder, Generator, ModelClients, NoteFile, ParsedNote
+from askvault.records import (
+    Embedder,
+    Generator,
+    ModelClients,
+    NoteFile,
+    ParsedNote,
+    QuestionStatus,
+)
 from askvault.services.answer_files import log_line_for, stem_of
 from askvault.services.answer_upkeep import AnswerUpkeep
 from askvault.services.answering import (
@@ -370,8 +377,8 @@ class Inbox(AnswerUpkeep):
         log.warning("question %s failed: %s", cand.rel, reason)
 
     def _save_question(
-        self, conn: Connection, rel: str, answer_path: str, status: str, content_hash: str,
-        asked: str,
+        self, conn: Connection, rel: str, answer_path: str, status: QuestionStatus,
+        content_hash: str, asked: str,
     ) -> None:
         with write_transaction(conn):
             answer_store.put_question(conn, QuestionRow(rel, answer_path, status, content_hash,

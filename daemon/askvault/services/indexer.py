@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from askvault.adapters import store
+from askvault.adapters import meta, store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
 from askvault.adapters.vault import (
@@ -51,8 +51,6 @@ Progress = Callable[[int, int], None]
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
 PARENT_POLL_S = 0.25  # how often a pool worker checks that its parent still lives
-# The meta key recording how the indexed notes were cut (see `chunking_key`).
-CHUNKING_META = "chunking"
 
 
 @dataclass
@@ -134,7 +132,7 @@ def reconcile(
     report.skipped.extend(scan.skipped)
     total = len(scan.notes)
     key = chunking_key(settings)
-    rechunk = bool(stored) and store.get_meta(conn, CHUNKING_META) != key
+    rechunk = bool(stored) and meta.chunking(conn) != key
     if rechunk:
         log.warning("chunking changed (%s): re-chunking every note once; unchanged text is "
                     "not embedded again", key)
@@ -173,7 +171,7 @@ def reconcile(
                 report.deleted.append(path)
             store.replace_skipped(conn, report.skipped, time.time())
             _note_change(conn, report)
-            store.set_meta(conn, CHUNKING_META, key)
+            meta.set_chunking(conn, key)
             vault_presence.record_present(conn, device)
         _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
@@ -205,25 +203,21 @@ def index_paths(
             if is_note_path(path):
                 report.skipped.append(bad_name)
             continue
-        known = conn.execute(
-            "SELECT id, path, size, mtime_ns, inode, content_hash FROM notes WHERE path = ?",
-            (path,),
-        ).fetchone()
+        known = store.stored_note(conn, path)
         reason = ignore_reason(path, rules) if is_note_path(path) else "not a note"
         stamp = None if reason else _safe_stat(root, path)
         if stamp is None:
             if known:
-                removed[path] = known[5]
+                removed[path] = known.content_hash
             if reason and is_note_path(path) and not _is_quiet_reason(reason):
                 report.skipped.append(Skipped(path, reason))
             continue
-        stored_note = store.StoredNote(*known) if known else None
-        if stored_note and (stored_note.size, stored_note.mtime_ns, stored_note.inode) == (
+        if known and (known.size, known.mtime_ns, known.inode) == (
             stamp.size, stamp.mtime_ns, stamp.inode
         ):
             report.unchanged += 1
             continue
-        to_read.append((stamp, stored_note))
+        to_read.append((stamp, known))
     if removed:
         vault_presence.check_deletions(conn, root)  # an unmounted vault: every file "gone"
     workers = settings.index.parse_workers
@@ -244,8 +238,7 @@ def index_paths(
         now = time.time()
         for item in report.skipped:
             store.record_skipped(conn, item, now)
-        for path in removed:
-            conn.execute("DELETE FROM skipped WHERE path = ?", (path,))
+        store.forget_skipped(conn, removed)
         _note_change(conn, report)
     _pair_renames(conn, report, removed)
     report.seconds = time.monotonic() - started
@@ -436,7 +429,7 @@ def _is_quiet_reason(reason: str) -> bool:
 
 def _note_change(conn: Connection, report: IndexReport) -> None:
     if report.changes:
-        store.set_meta(conn, "last_change_indexed_at", _iso(time.time()))
+        meta.set_last_change_indexed_at(conn, _iso(time.time()))
 
 
 def _pair_renames(conn: Connection, report: IndexReport, removed: dict[str, str]) -> None:
@@ -446,9 +439,10 @@ def _pair_renames(conn: Connection, report: IndexReport, removed: dict[str, str]
     by_hash: dict[str, list[str]] = {}
     for path, digest in removed.items():
         by_hash.setdefault(digest, []).append(path)
+    added_hashes = store.content_hashes(conn, report.added)
     for path in report.added:
-        row = conn.execute("SELECT content_hash FROM notes WHERE path = ?", (path,)).fetchone()
-        olds = by_hash.get(row[0]) if row else None
+        added_hash = added_hashes.get(path)
+        olds = by_hash.get(added_hash) if added_hash else None
         if olds:
             report.renamed.append((olds.pop(0), path))
 

@@ -9,12 +9,11 @@ answers are listed, marked or not.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import answer_store, store
+from askvault.adapters import answer_store, meta, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
 from askvault.adapters.ollama_http import probe_ollama
@@ -110,7 +109,7 @@ def _index_state(conn: Connection, settings: Settings, doc: dict[str, Any]) -> N
     doc["skipped"] = [{"path": s.path, "reason": s.reason} for s in store.list_skipped(conn)]
     target = building or current
     doc["embed_failures"] = store.list_embed_failures(conn, target) if target else []
-    doc["last_change_indexed_at"] = store.get_meta(conn, "last_change_indexed_at")
+    doc["last_change_indexed_at"] = meta.last_change_indexed_at(conn)
     doc["embedding"] = {
         "model": wanted,
         "fingerprint": current.fingerprint.key if current else None,
@@ -134,7 +133,7 @@ def _stale_answers(conn: Connection, settings: Settings) -> list[dict[str, Any]]
     for row in answer_store.answers_with_status(conn, "stale"):
         if (root / row.path).is_file():
             found[row.path] = {"path": row.path, "marked": True}
-    edited = json.loads(store.get_meta(conn, "stale_answers_edited") or "[]")
+    edited = meta.stale_answers_edited(conn)
     for path in edited:
         if path not in found and (root / path).is_file():
             found[path] = {"path": path, "marked": False}

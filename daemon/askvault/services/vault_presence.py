@@ -21,12 +21,10 @@ import os
 import stat
 from pathlib import Path
 
-from askvault.adapters import store
+from askvault.adapters import meta
 from askvault.adapters.db import Connection, write_transaction
 from askvault.errors import IndexBusy, VaultUnavailable
 
-DEVICE_META = "vault_device"
-REFUSED_META = "vault_unavailable"
 # With the root on another device, a reconcile that would keep fewer than this share of the
 # indexed notes is refused: a copy of the vault onto a new disk keeps them all.
 DEVICE_CHANGE_MIN_KEPT = 0.5
@@ -61,8 +59,8 @@ def check_reconcile(
     if found == 0:
         _refuse(conn, f"the vault {root} holds no notes while the index holds {indexed}: an "
                 "unmounted drive or share? nothing is deleted")
-    recorded = store.get_meta(conn, DEVICE_META)
-    if recorded and recorded != str(device) and kept < indexed * DEVICE_CHANGE_MIN_KEPT:
+    recorded = meta.vault_device(conn)
+    if recorded is not None and recorded != device and kept < indexed * DEVICE_CHANGE_MIN_KEPT:
         _refuse(conn, f"the vault {root} is on another device than at the last reconcile and "
                 f"only {kept} of its {indexed} notes are there: another drive mounted (or "
                 "none)? nothing is deleted")
@@ -74,8 +72,8 @@ def check_deletions(conn: Connection, root: Path) -> None:
     another device than at the last reconcile (every file of an unmounted vault
     looks deleted)."""
     device = root_device(root)
-    recorded = store.get_meta(conn, DEVICE_META)
-    if recorded and recorded != str(device):
+    recorded = meta.vault_device(conn)
+    if recorded is not None and recorded != device:
         _refuse(conn, f"the vault {root} is on another device than at the last reconcile; "
                 "its deletions wait for the next reconcile")
     with os.scandir(root) as entries:
@@ -86,20 +84,20 @@ def check_deletions(conn: Connection, root: Path) -> None:
 
 def record_present(conn: Connection, device: int) -> None:
     """Inside the reconcile's last transaction: the vault was there, on `device`."""
-    store.set_meta(conn, DEVICE_META, str(device))
-    if store.get_meta(conn, REFUSED_META):
-        store.set_meta(conn, REFUSED_META, "")
+    meta.set_vault_device(conn, device)
+    if meta.vault_refusal(conn):
+        meta.set_vault_refusal(conn, None)
 
 
 def refusal_of(conn: Connection) -> str | None:
     """Why the last reconcile was refused, or None once the vault is back."""
-    return store.get_meta(conn, REFUSED_META) or None
+    return meta.vault_refusal(conn)
 
 
 def _refuse(conn: Connection, reason: str) -> None:
     try:
         with write_transaction(conn):
-            store.set_meta(conn, REFUSED_META, reason)
+            meta.set_vault_refusal(conn, reason)
     except IndexBusy:
         pass  # the refusal stands; status learns of it at the next try
     raise VaultUnavailable(reason, ALLOW_HINT)
