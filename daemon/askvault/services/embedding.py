@@ -109,8 +109,7 @@ def target_fingerprint(conn: Connection, embedder: Embedder) -> store.Fingerprin
         return store.ensure_fingerprint(conn, fingerprint, time.time())
 
 
-# Above the complexity bound (16 > 15, pyproject.toml): to be split into its steps.
-def drain_backlog(  # noqa: C901
+def drain_backlog(
     conn: Connection,
     embedder: Embedder,
     fp: store.FingerprintRow,
@@ -165,15 +164,10 @@ def drain_backlog(  # noqa: C901
             report.seconds_waiting += time.monotonic() - started
             if len(vectors) != len(pending):
                 raise RuntimeError("the embedder returned a different number of vectors")
-            bad = 0
-            for (text_hash, _), vector in zip(pending, vectors, strict=True):
-                problem = (f"Ollama refused this text: {vector}" if isinstance(vector, str)
-                           else vector_problem(vector, dimension))
-                if problem is None and not isinstance(vector, str):
-                    held.append((text_hash, list(vector)))
-                else:
-                    refused.append((text_hash, problem or "unusable vector"))
-                    bad += 1
+            good, unusable = _sort_vectors(pending, vectors, dimension)
+            held.extend(good)
+            refused.extend(unusable)
+            bad = len(unusable)
             if bad:
                 log.warning("embedding: %d of %d texts got an unusable vector from %s (%s); "
                             "they stay searchable by words and are retried later", bad,
@@ -189,11 +183,37 @@ def drain_backlog(  # noqa: C901
         # Keep what was embedded before an Ollama failure or a stop request.
         if sys.exc_info()[0] is None or isinstance(sys.exc_info()[1], OllamaError):
             flush()
-    # Recorded failed inputs do not hold a new model back: they wait for their retry either way.
-    if (fp.state == "building" and not should_stop()
-            and store.count_pending(conn, fp) == store.count_failed_inputs(conn, fp)):
-        with write_transaction(conn):
-            store.promote_fingerprint(conn, fp)
-        report.promoted = True
-        log.info("embedding model %s is now active", fp.fingerprint.model)
+    if not should_stop():
+        report.promoted = _promote_when_built(conn, fp)
     return report
+
+
+def _sort_vectors(
+    pending: Sequence[tuple[str, str]], vectors: Sequence[Sequence[float] | str], dimension: int
+) -> tuple[list[tuple[str, list[float]]], list[tuple[str, str]]]:
+    """(text hash, vector) of the usable vectors, and (text hash, why) of the others: a text
+    Ollama refused (its reason, a string) or a vector of the wrong size or not finite."""
+    good: list[tuple[str, list[float]]] = []
+    unusable: list[tuple[str, str]] = []
+    for (text_hash, _), vector in zip(pending, vectors, strict=True):
+        if isinstance(vector, str):
+            unusable.append((text_hash, f"Ollama refused this text: {vector}"))
+            continue
+        problem = vector_problem(vector, dimension)
+        if problem is None:
+            good.append((text_hash, list(vector)))
+        else:
+            unusable.append((text_hash, problem))
+    return good, unusable
+
+
+def _promote_when_built(conn: Connection, fp: store.FingerprintRow) -> bool:
+    """Promote a `building` model once nothing is pending but recorded failed inputs (they
+    do not hold a new model back: they wait for their retry either way)."""
+    if fp.state != "building" or store.count_pending(conn, fp) != store.count_failed_inputs(
+            conn, fp):
+        return False
+    with write_transaction(conn):
+        store.promote_fingerprint(conn, fp)
+    log.info("embedding model %s is now active", fp.fingerprint.model)
+    return True
