@@ -1,4 +1,4 @@
-"""Fixtures of the end-to-end daemon tests (helpers in daemon_helpers.py)."""
+"""Fixtures of the end-to-end daemon tests (helpers in tests/support/daemon_process.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_helpers import DaemonProcess, IndexProbe, launched_daemons
+from support.daemon_process import DaemonProcess, IndexProbe, launched_daemons
 from support.fake_ollama import FakeOllama
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_helpers import DaemonProcess, IndexProbe, wait_until
+from support.daemon_process import DaemonProcess, IndexProbe, wait_until
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.e2e

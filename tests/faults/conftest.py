@@ -9,9 +9,9 @@ import pytest
 
 from askvault.adapters.db import BUSY_TIMEOUT_S
 from askvault.app.daemon import Daemon, default_workers
-from e2e.daemon_helpers import DaemonProcess, launched_daemons
 from in_process import InProcessDaemon
 from invariants import FaultWorld
+from support.daemon_process import DaemonProcess, launched_daemons
 from support.fake_ollama import FakeOllama
 
 # Small batches, fast settle and debounce: the drills stay quick at small sizes.

@@ -11,7 +11,6 @@ from collections.abc import Callable
 import pytest
 
 from askvault.adapters.db import connect
-from e2e.daemon_helpers import DaemonProcess
 from in_process import InProcessDaemon
 from invariants import (
     CANARY_TEXT,
@@ -21,6 +20,7 @@ from invariants import (
     index_state,
     wait_until,
 )
+from support.daemon_process import DaemonProcess
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

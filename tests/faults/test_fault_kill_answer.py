@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from askvault.adapters.vault import temp_name
-from e2e.daemon_helpers import DaemonProcess
 from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
+from support.daemon_process import DaemonProcess
 from support.fake_ollama import FakeOllama
 
 pytestmark = pytest.mark.faults

@@ -15,8 +15,8 @@ import pytest
 from askvault.adapters.ollama import PROBE_TEXT
 from askvault.services import embedding
 from drill_vault import input_hash, stored_text_hashes, write_notes
-from e2e.daemon_helpers import DaemonProcess
 from invariants import FaultWorld, check_invariants
+from support.daemon_process import DaemonProcess
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env
 

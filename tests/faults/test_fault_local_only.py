@@ -26,8 +26,8 @@ from askvault.app.daemon import Daemon, default_workers
 from askvault.errors import RemoteHostRefused
 from askvault.services.ask import ask_question
 from askvault.services.doctor import run_checks
-from e2e.daemon_helpers import DaemonProcess
 from invariants import FaultWorld, wait_until
+from support.daemon_process import DaemonProcess
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 

@@ -15,8 +15,8 @@ import pytest
 
 from askvault.adapters import meta
 from askvault.adapters.db import connect
-from e2e.daemon_helpers import DaemonProcess
 from invariants import FaultWorld, answer_notes, check_invariants, wait_until
+from support.daemon_process import DaemonProcess
 from support.fake_ollama import DEFAULT_MODELS, FakeOllama, full_name
 
 pytestmark = pytest.mark.faults

@@ -16,8 +16,8 @@ from askvault.core.chunking import estimate_tokens
 from askvault.services.context import build_context, context_pack_to_json
 from askvault.services.context_graph import best_window, clean_target
 from askvault.services.index_pass import index_vault
-from integration.retrieval_support import Indexed, indexed_vault
 from support.fake_ollama import FakeOllama
+from support.retrieval_vault import Indexed, indexed_vault
 
 QUESTION = "why do my tomatoes get dark patches at the bottom"
 

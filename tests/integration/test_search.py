@@ -18,13 +18,13 @@ from askvault.cli.main import cli
 from askvault.records import SearchFilters
 from askvault.services.index_pass import index_vault
 from askvault.services.search import search, search_result_to_json
-from integration.retrieval_support import (
+from support.fake_ollama import FakeOllama
+from support.retrieval_vault import (
     FIXTURE_VAULT,
     Indexed,
     indexed_vault,
     retrieval_settings,
 )
-from support.fake_ollama import FakeOllama
 
 # (question as a user asks it, the note that answers it)
 KNOWN_ANSWERS = [
