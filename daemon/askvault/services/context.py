@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import search_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, stat_note
 from askvault.core import fusion
@@ -20,8 +19,8 @@ from askvault.core.query import query_terms
 from askvault.errors import VaultError
 from askvault import settings as settings_module
 from askvault.records import (
-    ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, Neighbour, SearchFilters,
-    SourceWindow,
+    ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, IndexedChunk, Neighbour,
+    SearchFilters, SourceWindow,
 )
 from askvault.services.context_graph import find_neighbours, source_windows
 from askvault.core.links import page_link
@@ -62,11 +61,13 @@ def build_context(
     used = sum(costs[:taken])
 
     vault = settings.vault_path
-    rows = search_store.chunk_rows(conn, [h.chunk_id for h in chosen])
-    duplicates = search_store.duplicate_basenames(conn, [h.note_path for h in chosen])
+    # The hits carry the rows search fetched (stamps, sources, heading paths) and search
+    # knows which of their file names are shared: nothing is fetched again here.
+    chunks = {h.chunk_id: h.chunk for h in chosen}
+    duplicates = set(result.duplicates)
     warnings: list[str] = []
-    pages = _group_pages(chosen, rows, duplicates)
-    pages = [_check_freshness(page, rows, vault, settings, warnings) for page in pages]
+    pages = _group_pages(chosen, duplicates)
+    pages = [_check_freshness(page, chunks, vault, settings, warnings) for page in pages]
     primary = [p.path for p in pages]
     neighbours = find_neighbours(conn, primary, duplicates)
 
@@ -97,13 +98,11 @@ def _nearest_distance(trace: dict[int, dict[str, Any]]) -> float | None:
     return min(distances) if distances else None
 
 
-def _group_pages(
-    chosen: list[Hit], rows: dict[int, search_store.ChunkRow], duplicates: set[str]
-) -> list[EvidencePage]:
+def _group_pages(chosen: list[Hit], duplicates: set[str]) -> list[EvidencePage]:
     """Pages in the order of their best chunk; each page's chunks in score order."""
     pages: dict[str, EvidencePage] = {}
     for hit in chosen:
-        row = rows[hit.chunk_id]
+        row = hit.chunk
         chunk = EvidenceChunk(
             chunk_id=hit.chunk_id, heading=hit.heading, heading_path=row.heading_path,
             lines=hit.lines, text=hit.text, score=hit.score,
@@ -122,7 +121,7 @@ def _group_pages(
 
 
 def _check_freshness(
-    page: EvidencePage, rows: dict[int, search_store.ChunkRow], vault: Path, settings: Settings,
+    page: EvidencePage, rows: dict[int, IndexedChunk], vault: Path, settings: Settings,
     warnings: list[str],
 ) -> EvidencePage:
     """Serve a chunk as fresh only if the file is unchanged, or its text is still found in it
