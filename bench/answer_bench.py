@@ -41,8 +41,8 @@ from askvault.services.answering import (
     AnswerResult,
     QuestionOptions,
     answer_question,
-    link_index_from_db,
 )
+from askvault.services.context_graph import link_index_from_db
 from askvault.services.index_pass import index_vault, make_embedder, make_generator
 from askvault.settings import Settings, load_settings
 

@@ -8,11 +8,10 @@ chunk is checked against the file on disk before it is served as fresh.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from askvault.adapters.db import Connection
-from askvault.adapters.vault import read_note, stat_note
+from askvault.adapters.vault import stat_note
 from askvault.core import fusion
 from askvault.core.chunking import estimate_tokens
 from askvault.core.query import query_terms
@@ -22,8 +21,9 @@ from askvault.records import (
     ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, IndexedChunk, Neighbour,
     SearchFilters, SourceWindow,
 )
-from askvault.services.context_graph import find_neighbours, source_windows
-from askvault.core.links import page_link
+from askvault.core.links import LinkIndex, page_link
+from askvault.services.context_graph import find_neighbours, link_index_from_db, source_windows
+from askvault.services.note_reads import NoteReads
 from askvault.services.search import search
 from askvault.settings import Settings
 
@@ -42,9 +42,14 @@ def build_context(
     embedder: Embedder | None = None,
     filters: SearchFilters | None = None,
     include_sources: bool = False,
+    link_index: LinkIndex | None = None,
+    notes: NoteReads | None = None,
 ) -> ContextPack:
     """The evidence pack for `prompt`: the best chunks that fit `budget_tokens`, grouped by
-    page, with freshness, 1-hop neighbours, citations and suggested next actions."""
+    page, with freshness, 1-hop neighbours, citations and suggested next actions.
+
+    `link_index` (built here when not given) and `notes` (the reads of this answer) are
+    the caller's when it goes on to check citations with the same index and texts."""
     result = search(
         conn, settings, prompt, limit=settings.search.candidates, embedder=embedder,
         filters=filters, per_page=False,
@@ -67,9 +72,13 @@ def build_context(
     duplicates = set(result.duplicates)
     warnings: list[str] = []
     pages = _group_pages(chosen, duplicates)
-    pages = [_check_freshness(page, chunks, vault, settings, warnings) for page in pages]
+    if notes is None:
+        notes = NoteReads(vault, settings.index.max_note_bytes)
+    pages = [_check_freshness(page, chunks, notes, warnings) for page in pages]
     primary = [p.path for p in pages]
-    neighbours = find_neighbours(conn, primary, duplicates)
+    if link_index is None and primary:
+        link_index = link_index_from_db(conn)
+    neighbours = find_neighbours(conn, primary, duplicates, link_index or LinkIndex())
 
     windows: list[SourceWindow] = []
     if include_sources and pages:
@@ -121,14 +130,13 @@ def _group_pages(chosen: list[Hit], duplicates: set[str]) -> list[EvidencePage]:
 
 
 def _check_freshness(
-    page: EvidencePage, rows: dict[int, IndexedChunk], vault: Path, settings: Settings,
-    warnings: list[str],
+    page: EvidencePage, rows: dict[int, IndexedChunk], notes: NoteReads, warnings: list[str],
 ) -> EvidencePage:
     """Serve a chunk as fresh only if the file is unchanged, or its text is still found in it
     (then with its current line range); otherwise flag it and the page."""
     row = rows[page.chunks[0].chunk_id]
     try:
-        stamp = stat_note(vault, page.path)
+        stamp = stat_note(notes.vault, page.path)
     except VaultError:
         stamp = None
     if stamp is not None and (stamp.size, stamp.mtime_ns, stamp.inode) == (
@@ -138,7 +146,7 @@ def _check_freshness(
     text: str | None = None
     if stamp is not None:
         try:
-            note = read_note(vault, page.path, settings.index.max_note_bytes)
+            note = notes.file(page.path)
         except VaultError:
             note = None
         if note is not None and note.content_hash == row.content_hash:

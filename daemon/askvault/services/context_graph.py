@@ -44,14 +44,19 @@ def clean_target(raw: str) -> str:
     return raw.split("|", 1)[0].split("#", 1)[0].strip()
 
 
+def link_index_from_db(conn: Connection) -> LinkIndex:
+    """The resolution tables over every indexed note (path, aliases)."""
+    return build_link_index(search_store.note_names(conn))
+
+
 def find_neighbours(
-    conn: Connection, primary: Sequence[str], duplicates: set[str]
+    conn: Connection, primary: Sequence[str], duplicates: set[str], index: LinkIndex
 ) -> list[Neighbour]:
     """Pages one hop from the primary pages (wikilinks both ways, `related:`, `sources:`,
-    `children:`), each with why; primary pages themselves are not repeated."""
+    `children:`), each with why; primary pages themselves are not repeated. `index` is the
+    vault's link index (`link_index_from_db`)."""
     if not primary:
         return []
-    index = build_link_index(search_store.note_names(conn))
     found: dict[str, str] = {}
     wanted = set(primary)
     backlinks: dict[str, list[str]] = {p: [] for p in primary}

@@ -26,7 +26,7 @@ from askvault.core.links import heading_matches, resolve_link
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import Heading
-from askvault.services.answering import link_index_from_db
+from askvault.services.context_graph import link_index_from_db
 from askvault.core.links import page_link
 from askvault.settings import Settings
 
