@@ -293,6 +293,99 @@ def _vacuum(conn: Any) -> None:
 m005_embedding_cache.schema_sql = M005_CACHE_TABLE  # type: ignore[attr-defined]
 
 
+# Issue 12: links resolved at index time (adapters/link_store.py). `note_names` files each
+# note under the keys a link can name it by (file name, aliases; normalised as Obsidian
+# compares them); `links.target_name` is the last segment of a link's target, the key its
+# re-resolution is found by when notes come and go; `links.target_path` the note it
+# resolves to (NULL: none). A question's backlinks are then one indexed query instead of
+# a resolution of every link of the vault. An older index is filled in batches, each in
+# its own transaction: notes without names first, then links whose `target_name` is still
+# NULL (a new link row always has one), so a kill resumes where it stopped.
+M006_LINK_TARGETS = """
+CREATE TABLE IF NOT EXISTS note_names (
+    note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS note_names_key ON note_names(key);
+CREATE INDEX IF NOT EXISTS note_names_note ON note_names(note_id);
+"""
+M006_BATCH_ROWS = 5_000
+
+
+def m006_link_targets(
+    conn: Any, transaction: Callable[[Any], Any], report: Callable[[str], None],
+    *, batch_rows: int = M006_BATCH_ROWS, stop_after_batches: int | None = None,
+) -> None:
+    """Add `note_names` and the resolved targets of `links`, filled for an existing index.
+
+    `stop_after_batches` stops early (raising InterruptedError) for the resume test."""
+    import json
+
+    from askvault.core.links import build_link_index, name_keys, resolve_link, target_keys
+
+    with transaction(conn):
+        for statement in split_sql(M006_LINK_TARGETS):
+            conn.execute(statement)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+        if "target_name" not in columns:
+            conn.execute("ALTER TABLE links ADD COLUMN target_name TEXT")
+        if "target_path" not in columns:
+            conn.execute("ALTER TABLE links ADD COLUMN target_path TEXT")
+        conn.execute("CREATE INDEX IF NOT EXISTS links_target_name ON links(target_name)")
+        conn.execute("CREATE INDEX IF NOT EXISTS links_target_path ON links(target_path)")
+    batches = 0
+
+    def step() -> None:
+        nonlocal batches
+        batches += 1
+        if stop_after_batches is not None and batches >= stop_after_batches:
+            raise InterruptedError("stopped after %d batches" % batches)
+
+    while True:
+        with transaction(conn):
+            notes = conn.execute(
+                "SELECT id, path, aliases FROM notes WHERE NOT EXISTS (SELECT 1 FROM note_names"
+                " k WHERE k.note_id = notes.id) ORDER BY id LIMIT ?", (batch_rows,)).fetchall()
+            conn.executemany("INSERT INTO note_names(note_id, key) VALUES (?, ?)", [
+                (note_id, key) for note_id, path, aliases in notes
+                for key in sorted(name_keys(path, json.loads(aliases or "[]")))])
+        if len(notes) < batch_rows:
+            break
+        step()
+    left = int(conn.execute("SELECT count(*) FROM links WHERE target_name IS NULL").fetchone()[0])
+    if not left:
+        return
+    report(f"upgrading the index: resolving {left:,} links once, so that backlinks are "
+           "looked up, not computed per question")
+    index = build_link_index(
+        (path, json.loads(aliases or "[]"))
+        for path, aliases in conn.execute("SELECT path, aliases FROM notes").fetchall())
+    while True:
+        with transaction(conn):
+            rows = conn.execute(
+                "SELECT l.rowid, l.target, n.path FROM links l JOIN notes n ON n.id = l.note_id"
+                " WHERE l.target_name IS NULL LIMIT ?", (batch_rows,)).fetchall()
+            conn.executemany(
+                "UPDATE links SET target_name = ?, target_path = ? WHERE rowid = ?",
+                [(target_keys(target)[0] if target else "",
+                  resolve_link(target, index, source) if target else None, rowid)
+                 for rowid, target, source in rows])
+        if len(rows) < batch_rows:
+            break
+        step()
+    report("upgrading the index: links resolved")
+
+
+# What m006 does to the schema, for docs/reference/schema.md (the columns are added only
+# where missing, so they are not part of M006_LINK_TARGETS itself).
+M006_SCHEMA_DOC = M006_LINK_TARGETS + """ALTER TABLE links ADD COLUMN target_name TEXT;
+ALTER TABLE links ADD COLUMN target_path TEXT;
+CREATE INDEX IF NOT EXISTS links_target_name ON links(target_name);
+CREATE INDEX IF NOT EXISTS links_target_path ON links(target_path);
+"""
+m006_link_targets.schema_sql = M006_SCHEMA_DOC  # type: ignore[attr-defined]
+
+
 def split_sql(sql: str) -> list[str]:
     """Statements of a migration, split on `;` at line ends (no triggers are used)."""
     return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
@@ -313,4 +406,5 @@ MIGRATIONS: list[tuple[str, str | MigrationStep]] = [
     ("m033_trigram_extension_b", M033_TRIGRAM_EXTENSION_B),
 
     ("m005_embedding_cache", m005_embedding_cache),
+    ("m006_link_targets", m006_link_targets),
 ]

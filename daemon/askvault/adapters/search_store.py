@@ -316,9 +316,12 @@ def outgoing_links(conn: Connection, path: str) -> list[tuple[str, str]]:
     return out
 
 
-def all_link_targets(conn: Connection) -> list[tuple[str, str]]:
-    """(source path, raw target) of every wikilink in the vault, for backlinks."""
+def backlinks(conn: Connection, paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(page, linking note) for every note with a wikilink resolved to one of `paths`
+    (resolved at index time: adapters/link_store.py), a page's own links left out."""
     return conn.execute(
-        "SELECT DISTINCT n.path, l.target FROM links l JOIN notes n ON n.id = l.note_id "
-        "WHERE l.target != '' ORDER BY n.path, l.target"
+        "SELECT DISTINCT l.target_path, n.path FROM links l JOIN notes n ON n.id = l.note_id "
+        "WHERE l.target_path IN (SELECT value FROM json_each(?)) AND n.path != l.target_path "
+        "ORDER BY l.target_path, n.path",
+        (json.dumps(list(paths)),),
     ).fetchall()

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from askvault.adapters import link_store
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.query import has_cjk
 from askvault.records import Chunk, Fingerprint, NoteFile, ParsedNote, Skipped
@@ -153,6 +154,8 @@ def upsert_note(
             " indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             values,
         ).lastrowid
+    link_store.file_note_names(conn, int(note_id), parsed.path, parsed.aliases,
+                               new_note=not existing)
     aliases_text = " ".join(parsed.aliases)
     new_ids = []
     for chunk in to_insert:
@@ -174,11 +177,10 @@ def upsert_note(
                 "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
                 (chunk_id, parsed.title + "\n" + chunk.text),
             )
-    conn.executemany(
-        "INSERT INTO links(note_id, target, heading, block, embed, line) VALUES (?,?,?,?,?,?)",
-        [(note_id, lk.target, lk.heading, lk.block, int(lk.embed), lk.line)
-         for lk in parsed.links],
-    )
+    # Each link with the note it resolves to now; links elsewhere that this note's names
+    # can change were resolved again by `file_note_names` (adapters/link_store.py).
+    conn.executemany(link_store.INSERT_LINK,
+                     link_store.link_rows(conn, int(note_id), parsed.path, parsed.links))
     if new_ids:
         for fp in live_fingerprints(conn):
             copy_cached_vectors(conn, fp, chunk_ids=new_ids)
@@ -210,6 +212,11 @@ def move_note(conn: Connection, old_path: str, new_path: str) -> bool:
         return False
     moved = conn.execute("UPDATE notes SET path = ?, folder = ? WHERE path = ?",
                          (new_path, folder_of(new_path), old_path)).rowcount
+    if moved:
+        note_id, aliases = conn.execute("SELECT id, aliases FROM notes WHERE path = ?",
+                                        (new_path,)).fetchone()
+        link_store.file_note_names(conn, note_id, new_path, json.loads(aliases),
+                                   old_path=old_path)
     return bool(moved)
 
 
@@ -246,6 +253,7 @@ def delete_note(conn: Connection, path: str) -> bool:
     row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
     if not row:
         return False
+    link_store.forget_note_names(conn, row[0], path)
     _delete_note_rows(conn, row[0], keep_note=False)
     return True
 

@@ -60,10 +60,8 @@ def find_neighbours(
     found: dict[str, str] = {}
     wanted = set(primary)
     backlinks: dict[str, list[str]] = {p: [] for p in primary}
-    for source, target in search_store.all_link_targets(conn):
-        resolved = resolve_link(target, index, source)
-        if resolved in wanted and source != resolved:
-            backlinks[resolved].append(source)
+    for page, source in search_store.backlinks(conn, primary):
+        backlinks[page].append(source)
     for page in primary:
         primary_link = page_link(page, None, duplicates)
         found_here: list[tuple[str, str]] = []
@@ -71,7 +69,7 @@ def find_neighbours(
             resolved = resolve_link(clean_target(raw), index, page)
             if resolved is not None:
                 found_here.append((resolved, kind))
-        found_here += [(source, "backlink") for source in sorted(set(backlinks[page]))]
+        found_here += [(source, "backlink") for source in backlinks[page]]
         for path, kind in found_here:
             if path in wanted or path in found:
                 continue
