@@ -172,8 +172,7 @@ def search(
     vec_rank = {cid: (r + 1, raw) for r, (cid, raw) in enumerate(vectors)}
     candidates = [
         fusion.Candidate(
-            chunk_id=cid, path=row.path, title=row.title, aliases=row.aliases,
-            heading_path=row.heading_path, text=row.text,
+            row,
             words_rank=word_rank.get(cid, (None, None))[0],
             words_raw=_rounded(word_rank.get(cid, (None, None))[1]),
             vector_rank=vec_rank.get(cid, (None, None))[0],
@@ -196,7 +195,7 @@ def search(
     scored = scored[:limit]
     duplicates = frozenset(
         search_store.duplicate_basenames(conn, [s.candidate.path for s in scored]))
-    hits = tuple(Hit(rows[s.candidate.chunk_id], s.score, s.matched) for s in scored)
+    hits = tuple(Hit(s.candidate.chunk, s.score, s.matched) for s in scored)
     return SearchResult(
         query=query, hits=hits, degraded=degraded, fusion=mode_used,
         trace={s.candidate.chunk_id: s.trace for s in scored},
