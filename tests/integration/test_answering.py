@@ -215,16 +215,24 @@ def test_an_answer_reads_each_note_once(
     assert set(notes_opened) == set(reads)
 
 
-def test_an_answer_builds_the_link_index_once(
+def test_an_answer_resolves_links_without_a_table_of_the_whole_vault(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
-    fake_ollama.chat_script = ["An embed shows another note inline [[Embeds]]."]
+    # Before issue 12 an answer built the vault's link index two or three times (and
+    # resolved every link of the vault for backlinks); now the pages' links and then the
+    # reply's are each resolved over the notes they can name: two lookups, no whole table.
+    fake_ollama.chat_script = ["An embed shows another note inline [[Embeds]]. [[Transclusion]]."]
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     try:
         result = _ask(conn, settings, "What does an embed show?")
     finally:
         conn.set_trace_callback(None)
-    assert result.status == "answered" and result.report.citations
-    every_note_name = [s for s in statements if "SELECT path, aliases FROM notes" in s]
-    assert len(every_note_name) == 1, every_note_name
+    assert result.status == "answered"
+    assert {c.target: c.path for c in result.report.citations} == {
+        "Embeds": "Embeds.md", "Transclusion": "Embeds.md"}
+    assert [s for s in statements if "SELECT path, aliases FROM notes" in s] == []
+    assert [s for s in statements if "FROM links l JOIN notes n" in s
+            and "target_path IN" not in s] == []
+    name_lookups = [s for s in statements if "FROM note_names" in s]
+    assert len(name_lookups) == 2, name_lookups

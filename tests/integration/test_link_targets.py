@@ -61,7 +61,7 @@ def _check(conn: Connection) -> dict[tuple[str, str], str | None]:
 
 
 def _backlinks(conn: Connection, page: str) -> list[str]:
-    return sorted(n.path for n in find_neighbours(conn, [page], set(), link_index_from_db(conn))
+    return sorted(n.path for n in find_neighbours(conn, [page], set())
                   if n.why.startswith("links to"))
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import search_store, store
+from askvault.adapters import link_store, search_store, store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import resolve_inside
 from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
@@ -32,7 +32,8 @@ from askvault.core.citations import (
     check_citations,
     slug,
 )
-from askvault.core.links import LinkIndex, extract_links, page_link, resolve_link
+from askvault.core.claims import link_spans
+from askvault.core.links import extract_links, page_link, resolve_link
 from askvault.core.timestamps import local_iso
 from askvault.core.prompt import (
     PromptPlan,
@@ -42,7 +43,6 @@ from askvault.core.prompt import (
 )
 from askvault.errors import AskvaultError, OllamaError
 from askvault.records import ContextPack, Embedder, Generator, ParsedNote, SearchFilters
-from askvault.services.context_graph import link_index_from_db
 from askvault.services.note_reads import NoteReads, ReadNote
 from askvault.settings import Settings
 
@@ -165,13 +165,11 @@ def answer_question(
     budget = context_budget(num_ctx, question, language=options.language,
                             excerpt_tokens=excerpt_tokens)
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
-    links = link_index_from_db(conn)
     pack = build_context(
         conn, settings, question,
         # Headers and quoting cost tokens the pack does not count: leave them room.
         budget_tokens=int(budget * PACK_SHARE_OF_BUDGET),
-        embedder=embedder, filters=filters, include_sources=False, link_index=links,
-        notes=notes,
+        embedder=embedder, filters=filters, include_sources=False, notes=notes,
     )
     pack = dataclasses.replace(pack, pages=pack.pages[:max_sources])
     pack, warnings = _readable_pages(notes, pack)
@@ -194,8 +192,8 @@ def answer_question(
 
     started = time.monotonic()
     linked = resolve_numbered_citations(reply, plan.excerpts)
-    report, cited_notes = _collect_citations(conn, settings, links, notes, linked,
-                                             plan.excerpts, question)
+    report, cited_notes = _collect_citations(conn, settings, notes, linked, plan.excerpts,
+                                             question)
     timings["checks_s"] = time.monotonic() - started
     status = _status(reply, report)
     reason = ""
@@ -305,11 +303,16 @@ def review_candidate_slugs(settings: Settings) -> set[str]:
 
 
 def _collect_citations(
-    conn: Connection, settings: Settings, index: LinkIndex, reads: NoteReads, reply: str,
+    conn: Connection, settings: Settings, reads: NoteReads, reply: str,
     excerpts: tuple[Excerpt, ...], question: str,
 ) -> tuple[CitationReport, dict[str, ParsedNote]]:
     notes: dict[str, ParsedNote] = {}
     try:
+        # The reply's links resolved over the notes they can name, as the index is now
+        # (after generation), not over a table of the whole vault.
+        index = link_store.candidate_index(
+            conn, [lk.target for lk in extract_links(reply)]
+            + [s.link.target for s in link_spans(reply)])
         for link in extract_links(reply):
             path = resolve_link(link.target, index) if link.target else None
             if path is not None and path not in notes:

@@ -21,8 +21,8 @@ from askvault.records import (
     ContextPack, Embedder, EvidenceChunk, EvidencePage, Hit, IndexedChunk, Neighbour,
     SearchFilters, SourceWindow,
 )
-from askvault.core.links import LinkIndex, page_link
-from askvault.services.context_graph import find_neighbours, link_index_from_db, source_windows
+from askvault.core.links import page_link
+from askvault.services.context_graph import find_neighbours, source_windows
 from askvault.services.note_reads import NoteReads
 from askvault.services.search import search
 from askvault.settings import Settings
@@ -42,14 +42,13 @@ def build_context(
     embedder: Embedder | None = None,
     filters: SearchFilters | None = None,
     include_sources: bool = False,
-    link_index: LinkIndex | None = None,
     notes: NoteReads | None = None,
 ) -> ContextPack:
     """The evidence pack for `prompt`: the best chunks that fit `budget_tokens`, grouped by
     page, with freshness, 1-hop neighbours, citations and suggested next actions.
 
-    `link_index` (built here when not given) and `notes` (the reads of this answer) are
-    the caller's when it goes on to check citations with the same index and texts."""
+    `notes` are the reads of this answer when the caller goes on to check citations
+    against the same texts (made here when not given)."""
     result = search(
         conn, settings, prompt, limit=settings.search.candidates, embedder=embedder,
         filters=filters, per_page=False,
@@ -76,9 +75,7 @@ def build_context(
         notes = NoteReads(vault, settings.index.max_note_bytes)
     pages = [_check_freshness(page, chunks, notes, warnings) for page in pages]
     primary = [p.path for p in pages]
-    if link_index is None and primary:
-        link_index = link_index_from_db(conn)
-    neighbours = find_neighbours(conn, primary, duplicates, link_index or LinkIndex())
+    neighbours = find_neighbours(conn, primary, duplicates)
 
     windows: list[SourceWindow] = []
     if include_sources and pages:
