@@ -19,12 +19,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from askvault.adapters.db import Connection
 from askvault.core.links import (
     LinkIndex, build_link_index, key_segment, name_keys, resolve_link, target_keys,
 )
 from askvault.records import Link
-
-Connection = Any  # sqlean.Connection (adapters/db.py imports the migrations that import us)
 
 
 def link_rows(
@@ -51,35 +50,36 @@ INSERT_LINK = ("INSERT INTO links(note_id, target, heading, block, embed, line, 
 
 def file_note_names(
     conn: Connection, note_id: int, path: str, aliases: Sequence[str],
-    old_path: str | None = None, *, new_note: bool = False,
+    was: tuple[str, Sequence[str]] | None = None,
 ) -> None:
-    """File the note under the keys it can be linked by; when they or its path changed
-    (`old_path`: its path before a move), resolve again the links they can affect.
-    `new_note`: the note's row was just inserted (it has no keys yet)."""
+    """File the note under the keys it can be linked by; when they or its path changed,
+    resolve again the links they can affect. `was` is the note's (path, aliases) before
+    this change, None for a new note: a note's keys follow from those two alone, so the
+    old ones are computed, not looked up (`note_names` has no index by note)."""
     new = name_keys(path, aliases)
-    old: set[str] = set()
-    if not new_note:
-        old = {k for (k,) in conn.execute("SELECT key FROM note_names WHERE note_id = ?",
-                                          (note_id,))}
+    old = name_keys(*was) if was is not None else set()
+    old_path = was[0] if was is not None else None
     moved = old_path is not None and old_path != path
     if new == old and not moved:
         return
-    if old:
-        conn.execute("DELETE FROM note_names WHERE note_id = ?", (note_id,))
-    conn.executemany("INSERT INTO note_names(note_id, key) VALUES (?, ?)",
-                     [(note_id, key) for key in sorted(new)])
+    conn.executemany("DELETE FROM note_names WHERE key = ? AND note_id = ?",
+                     [(key, note_id) for key in sorted(old - new)])
+    conn.executemany("INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)",
+                     [(key, note_id) for key in sorted(new - old)])
     resolve_links_named(conn, old | new, former_target=old_path if moved else None)
     if moved:
         # Its own `./` and `../` links are relative to where it is now.
         resolve_links_of(conn, note_id)
 
 
-def forget_note_names(conn: Connection, note_id: int, path: str) -> None:
-    """Before a note's row goes: drop its keys, then resolve again the links that named it
-    (they now resolve to another note with that name, or to nothing)."""
-    old = {k for (k,) in conn.execute("SELECT key FROM note_names WHERE note_id = ?",
-                                      (note_id,))}
-    conn.execute("DELETE FROM note_names WHERE note_id = ?", (note_id,))
+def forget_note_names(
+    conn: Connection, note_id: int, path: str, aliases: Sequence[str]
+) -> None:
+    """Before a note's row goes: drop its keys and its links, then resolve again the links
+    that named it (they now resolve to another note with that name, or to nothing)."""
+    old = name_keys(path, aliases)
+    conn.executemany("DELETE FROM note_names WHERE key = ? AND note_id = ?",
+                     [(key, note_id) for key in sorted(old)])
     conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
     resolve_links_named(conn, old, former_target=path)
 
@@ -140,6 +140,8 @@ def _index_over(conn: Connection, keys: set[str]) -> LinkIndex:
         "SELECT DISTINCT n.path, n.aliases FROM note_names k JOIN notes n ON n.id = k.note_id "
         f"WHERE k.key IN ({_marks(wanted)})", wanted,
     ).fetchall()
+    if not rows:
+        return LinkIndex()
     return build_link_index((path, json.loads(aliases or "[]")) for path, aliases in rows)
 
 

@@ -298,16 +298,20 @@ m005_embedding_cache.schema_sql = M005_CACHE_TABLE  # type: ignore[attr-defined]
 # compares them); `links.target_name` is the last segment of a link's target, the key its
 # re-resolution is found by when notes come and go; `links.target_path` the note it
 # resolves to (NULL: none). A question's backlinks are then one indexed query instead of
-# a resolution of every link of the vault. An older index is filled in batches, each in
-# its own transaction: notes without names first, then links whose `target_name` is still
-# NULL (a new link row always has one), so a kill resumes where it stopped.
+# a resolution of every link of the vault. `note_names` is one B-tree (its key is the
+# lookup; a note's old keys are computed from its old path and aliases, never looked up by
+# note), and the never-queried index of link texts goes: the index grows by two B-trees,
+# not five (a 2 MB state disk must still hold a small vault: tests/faults). An older index
+# is filled in one transaction for the names (INSERT OR IGNORE: redone whole after a
+# kill), then in batches, each its own transaction, for the links whose `target_name` is
+# still NULL (a new link row always has one), so a kill resumes where it stopped.
 M006_LINK_TARGETS = """
 CREATE TABLE IF NOT EXISTS note_names (
-    note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
-    key TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS note_names_key ON note_names(key);
-CREATE INDEX IF NOT EXISTS note_names_note ON note_names(note_id);
+    key TEXT NOT NULL,
+    note_id INTEGER NOT NULL,
+    PRIMARY KEY (key, note_id)
+) WITHOUT ROWID;
+DROP INDEX IF EXISTS links_target;
 """
 M006_BATCH_ROWS = 5_000
 
@@ -341,17 +345,11 @@ def m006_link_targets(
         if stop_after_batches is not None and batches >= stop_after_batches:
             raise InterruptedError("stopped after %d batches" % batches)
 
-    while True:
-        with transaction(conn):
-            notes = conn.execute(
-                "SELECT id, path, aliases FROM notes WHERE NOT EXISTS (SELECT 1 FROM note_names"
-                " k WHERE k.note_id = notes.id) ORDER BY id LIMIT ?", (batch_rows,)).fetchall()
-            conn.executemany("INSERT INTO note_names(note_id, key) VALUES (?, ?)", [
-                (note_id, key) for note_id, path, aliases in notes
-                for key in sorted(name_keys(path, json.loads(aliases or "[]")))])
-        if len(notes) < batch_rows:
-            break
-        step()
+    with transaction(conn):
+        conn.executemany("INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)", [
+            (key, note_id)
+            for note_id, path, aliases in conn.execute("SELECT id, path, aliases FROM notes")
+            for key in sorted(name_keys(path, json.loads(aliases or "[]")))])
     left = int(conn.execute("SELECT count(*) FROM links WHERE target_name IS NULL").fetchone()[0])
     if not left:
         return

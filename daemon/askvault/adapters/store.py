@@ -154,8 +154,9 @@ def upsert_note(
             " indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             values,
         ).lastrowid
-    link_store.file_note_names(conn, int(note_id), parsed.path, parsed.aliases,
-                               new_note=not existing)
+    link_store.file_note_names(
+        conn, int(note_id), parsed.path, parsed.aliases,
+        (parsed.path, json.loads(existing[3])) if existing else None)
     aliases_text = " ".join(parsed.aliases)
     new_ids = []
     for chunk in to_insert:
@@ -216,7 +217,7 @@ def move_note(conn: Connection, old_path: str, new_path: str) -> bool:
         note_id, aliases = conn.execute("SELECT id, aliases FROM notes WHERE path = ?",
                                         (new_path,)).fetchone()
         link_store.file_note_names(conn, note_id, new_path, json.loads(aliases),
-                                   old_path=old_path)
+                                   (old_path, json.loads(aliases)))
     return bool(moved)
 
 
@@ -250,10 +251,10 @@ def update_stamp(conn: Connection, path: str, size: int, mtime_ns: int, inode: i
 
 def delete_note(conn: Connection, path: str) -> bool:
     """Remove a note and everything derived from it; True if it was indexed."""
-    row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
+    row = conn.execute("SELECT id, aliases FROM notes WHERE path = ?", (path,)).fetchone()
     if not row:
         return False
-    link_store.forget_note_names(conn, row[0], path)
+    link_store.forget_note_names(conn, row[0], path, json.loads(row[1]))
     _delete_note_rows(conn, row[0], keep_note=False)
     return True
 
