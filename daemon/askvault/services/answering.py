@@ -2,12 +2,13 @@
 
 The grounding set is the pages whose text reached the model; a selected page that
 cannot be read now is left out and named in a warning. One answer reads each note once
-(services/note_reads.py) and builds the vault's link index once: the evidence pack's
-freshness check, the readability check, the citation checker and the ledger share them,
-so citations are judged on the text that was read for the excerpts (a note cited but not
-among the pages is read after generation). When Ollama is away or the stream dies, the
-result is `waiting` with the best passages found: a partial reply is never published as
-an answer.
+(services/note_reads.py): the evidence pack's freshness check, the readability check, the
+citation checker and the ledger share the reads, so citations are judged on the text that
+was read for the excerpts (a note cited but not among the pages is read after generation).
+The reply's links are resolved after generation over the notes they can name
+(`link_store.candidate_index`), never over a table of the whole vault. When Ollama is
+away or the stream dies, the result is `waiting` with the best passages found: a partial
+reply is never published as an answer.
 """
 
 from __future__ import annotations
