@@ -42,8 +42,8 @@ from askvault.services.answering import (
     AnswerResult,
     QuestionOptions,
     answer_question,
-    link_index_from_db,
 )
+from askvault.services.context_graph import link_index_from_db
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings, load_settings
 

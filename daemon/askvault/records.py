@@ -136,18 +136,69 @@ class Fingerprint:
 
 
 @dataclass(frozen=True)
-class Hit:
-    """One search result (a page, represented by its best chunk)."""
+class IndexedChunk:
+    """A chunk as the index holds it, with what retrieval needs of its note: its names
+    (title, aliases), metadata, and the stamps its freshness is judged by. Search fetches
+    each once; its hits, the evidence pack and the answer all read these same records."""
 
     chunk_id: int
-    note_path: str
+    path: str
     title: str
-    heading: str | None
-    lines: tuple[int, int]
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    type: str | None
+    heading_path: tuple[str, ...]
+    start_line: int
+    end_line: int
     text: str
+    sources: tuple[str, ...]
+    size: int
+    mtime_ns: int
+    inode: int
+    content_hash: str
+
+    @property
+    def heading(self) -> str | None:
+        """The heading the chunk is under (the last of its heading path)."""
+        return self.heading_path[-1] if self.heading_path else None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: an indexed chunk (a page's best one, unless search was asked for
+    every chunk) with its score and the points each channel gave it."""
+
+    chunk: IndexedChunk
     score: float
     matched: tuple[tuple[str, float], ...] = field(default=())
-    type: str | None = None
+
+    @property
+    def chunk_id(self) -> int:
+        return self.chunk.chunk_id
+
+    @property
+    def note_path(self) -> str:
+        return self.chunk.path
+
+    @property
+    def title(self) -> str:
+        return self.chunk.title
+
+    @property
+    def heading(self) -> str | None:
+        return self.chunk.heading
+
+    @property
+    def lines(self) -> tuple[int, int]:
+        return (self.chunk.start_line, self.chunk.end_line)
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+    @property
+    def type(self) -> str | None:
+        return self.chunk.type
 
 
 class Embedder(Protocol):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +14,7 @@ import pytest
 
 from askvault.adapters.db import Connection
 from askvault.adapters.ollama import OllamaGenerator
+from askvault.adapters.vault import read_note
 from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
 from askvault.services.answering import AnswerCancelled, QuestionOptions, answer_question
@@ -153,3 +158,81 @@ def test_folder_filter_narrows_the_evidence(
     fake_ollama.chat_script = ["x"]
     result = _ask(conn, settings, "section", options=QuestionOptions(folders=("folder",)))
     assert result.grounding and all(p.startswith("folder/") for p in result.grounding)
+
+
+_OPENED: list[str] | None = None
+_HOOKED = False
+
+
+def _on_audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], (str, bytes, Path)):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+@contextmanager
+def _files_opened() -> Iterator[list[str]]:
+    """Every file the process opens meanwhile (Python's audit hook sees each `open` and
+    `os.open`: a note read by any path counts, not only through the vault adapter)."""
+    global _OPENED, _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_on_audit)  # cannot be removed: it records only inside this block
+        _HOOKED = True
+    _OPENED = []
+    try:
+        yield _OPENED
+    finally:
+        _OPENED = None
+
+
+def test_an_answer_reads_each_note_once(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama, vault: Path
+) -> None:
+    # A page changed since indexing is read by the freshness check; before issue 12 it was
+    # read again to check it is readable and a third time to check its citations.
+    embeds = vault / "Embeds.md"
+    embeds.write_text(embeds.read_text(encoding="utf-8") + "\nMore later.\n", encoding="utf-8")
+    fake_ollama.chat_script = [
+        "An embed shows another note inline [[Embeds]]. Carets mark blocks [[Embeds#^block-1]]. "
+        "It is also called transclusion [[Transclusion]]. Welcome [[Welcome]]."
+    ]
+    reads: list[str] = []
+
+    def counting_read(root: Path, rel: str, max_bytes: int):  # type: ignore[no-untyped-def]
+        reads.append(rel)
+        return read_note(root, rel, max_bytes)
+
+    with _files_opened() as opened:
+        result = _ask(conn, settings, "What does an embed show?", read_note=counting_read)
+    assert result.status == "answered"
+    assert result.note.ledger[0].raw_paths == ("raw/embeds-paper.pdf",)
+    assert "Embeds.md" in reads and "_sources/Embeds paper.md" in reads
+    assert [p for p, n in collections.Counter(reads).items() if n > 1] == []
+    notes_opened = collections.Counter(
+        os.path.relpath(p, vault) for p in opened
+        if p.endswith(".md") and os.path.realpath(p).startswith(os.path.realpath(vault)))
+    assert notes_opened["Embeds.md"] == 1
+    assert [p for p, n in notes_opened.items() if n > 1] == []
+    assert set(notes_opened) == set(reads)
+
+
+def test_an_answer_resolves_links_without_a_table_of_the_whole_vault(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # Before issue 12 an answer built the vault's link index two or three times (and
+    # resolved every link of the vault for backlinks); now the pages' links and then the
+    # reply's are each resolved over the notes they can name: two lookups, no whole table.
+    fake_ollama.chat_script = ["An embed shows another note inline [[Embeds]]. [[Transclusion]]."]
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        result = _ask(conn, settings, "What does an embed show?")
+    finally:
+        conn.set_trace_callback(None)
+    assert result.status == "answered"
+    assert {c.target: c.path for c in result.report.citations} == {
+        "Embeds": "Embeds.md", "Transclusion": "Embeds.md"}
+    assert [s for s in statements if "SELECT path, aliases FROM notes" in s] == []
+    assert [s for s in statements if "FROM links l JOIN notes n" in s
+            and "target_path IN" not in s] == []
+    name_lookups = [s for s in statements if "FROM note_names" in s]
+    assert len(name_lookups) == 2, name_lookups

@@ -214,3 +214,25 @@ def test_best_window_picks_the_paragraphs_holding_the_query_terms() -> None:
     assert best_window("", ["x"], 10) == (1, 1, "")
     _, _, cut = best_window("word " * 500, ["word"], 20)
     assert estimate_tokens(cut) <= 20
+
+
+def _statements(idx: Indexed) -> list[str]:
+    """Every SQL statement the index connection runs from now on (SQLite's trace hook)."""
+    seen: list[str] = []
+    idx.conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_context_reads_each_chunk_row_once_from_search(indexed: Indexed) -> None:
+    seen = _statements(indexed)
+    try:
+        pack = _pack(indexed, budget_tokens=100_000)
+    finally:
+        indexed.conn.set_trace_callback(None)
+    assert pack.pages and pack.pages[0].sources  # the search rows' fields reached the pack
+    row_queries = [s for s in seen if "c.id IN (SELECT value FROM json_each" in s
+                   and "n.content_hash" in s]
+    assert len(row_queries) == 1, row_queries
+    name_queries = [s for s in seen if "HAVING count(*) > 1" in s]
+    # One for the search hits, one for neighbours that are not hits.
+    assert len(name_queries) <= 2, name_queries

@@ -93,9 +93,8 @@ SQL_STATEMENT = re.compile(
     re.DOTALL,
 )
 SQL_METHODS = {"execute", "executemany", "executescript"}
-# Modules outside adapters/ that still run SQL, each with why. services/answering.py is being
-# rewritten (the answer pipeline); its one query of note names moves to an adapter with it.
-SQL_ALLOWED_OUTSIDE_ADAPTERS = {"services/answering.py"}
+# Modules outside adapters/ that may run SQL, each with why: none.
+SQL_ALLOWED_OUTSIDE_ADAPTERS: set[str] = set()
 
 
 def sql_in(path: Path) -> list[str]:

@@ -17,12 +17,19 @@ from askvault.core.fusion import (
     rank_contribution,
     rerank_candidates,
 )
+from askvault.records import IndexedChunk
+
+
+def chunk(cid: int, path: str, title: str, aliases: tuple[str, ...] = (),
+          headings: tuple[str, ...] = (), text: str = "") -> IndexedChunk:
+    """An indexed chunk with only what fusion reads (names and text)."""
+    return IndexedChunk(cid, path, title, aliases, (), None, headings, 1, 1, text, (), 0, 0, 0, "")
 
 
 def _cand(cid: int, path: str, title: str, text: str = "", *, words: int | None = None,
           vector: int | None = None, aliases: tuple[str, ...] = (),
           headings: tuple[str, ...] = ()) -> Candidate:
-    return Candidate(cid, path, title, aliases, headings, text, words_rank=words,
+    return Candidate(chunk(cid, path, title, aliases, headings, text), words_rank=words,
                      words_raw=None if words is None else -1.0 / words, vector_rank=vector,
                      vector_raw=None if vector is None else 0.1 * vector)
 
@@ -58,7 +65,7 @@ def test_fuse_rankings_is_independent_of_input_order() -> None:
 def _scored(cid: int, *, words: float | None = None, vector: float | None = None,
             title: str = "T") -> Candidate:
     """A candidate with raw channel scores: bm25 (negative, lower is better), cosine distance."""
-    return Candidate(cid, f"{cid}.md", title, (), (), "", words_rank=None if words is None else 1,
+    return Candidate(chunk(cid, f"{cid}.md", title), words_rank=None if words is None else 1,
                      words_raw=words, vector_rank=None if vector is None else 1,
                      vector_raw=vector)
 
@@ -120,7 +127,7 @@ def test_fuse_scores_gives_no_points_for_a_non_finite_score_and_does_not_fail() 
 
 def test_fuse_scores_with_a_scale_depth_is_not_moved_by_weaker_extra_candidates() -> None:
     def ranked(cands: list[Candidate]) -> list[Candidate]:
-        return [Candidate(c.chunk_id, c.path, c.title, (), (), "", words_rank=i + 1,
+        return [Candidate(chunk(c.chunk_id, c.path, c.title), words_rank=i + 1,
                           words_raw=c.words_raw, vector_rank=i + 1, vector_raw=c.vector_raw)
                 for i, c in enumerate(cands)]
     head = [_scored(1, words=-9.0, vector=0.10), _scored(2, words=-8.0, vector=0.30),

@@ -295,6 +295,97 @@ def _vacuum(conn: Any) -> None:
 m036_embedding_cache.schema_sql = M036_CACHE_TABLE  # type: ignore[attr-defined]
 
 
+# Issue 12: links resolved at index time (adapters/link_store.py). `note_names` files each
+# note under the keys a link can name it by (file name, aliases; normalised as Obsidian
+# compares them); `links.target_name` is the last segment of a link's target, the key its
+# re-resolution is found by when notes come and go; `links.target_path` the note it
+# resolves to (NULL: none). A question's backlinks are then one indexed query instead of
+# a resolution of every link of the vault. `note_names` is one B-tree (its key is the
+# lookup; a note's old keys are computed from its old path and aliases, never looked up by
+# note), and the never-queried index of link texts goes: the index grows by two B-trees,
+# not five (a 2 MB state disk must still hold a small vault: tests/faults). An older index
+# is filled in one transaction for the names (INSERT OR IGNORE: redone whole after a
+# kill), then in batches, each its own transaction, for the links whose `target_name` is
+# still NULL (a new link row always has one), so a kill resumes where it stopped.
+M037_LINK_TARGETS = """
+CREATE TABLE IF NOT EXISTS note_names (
+    key TEXT NOT NULL,
+    note_id INTEGER NOT NULL,
+    PRIMARY KEY (key, note_id)
+) WITHOUT ROWID;
+DROP INDEX IF EXISTS links_target;
+"""
+M037_BATCH_ROWS = 5_000
+
+
+def m037_link_targets(
+    conn: Any, transaction: Callable[[Any], Any], report: Callable[[str], None],
+    *, batch_rows: int = M037_BATCH_ROWS, stop_after_batches: int | None = None,
+) -> None:
+    """Add `note_names` and the resolved targets of `links`, filled for an existing index.
+
+    `stop_after_batches` stops early (raising InterruptedError) for the resume test."""
+    import json
+
+    from askvault.core.links import build_link_index, name_keys, resolve_link, target_keys
+
+    with transaction(conn):
+        for statement in split_sql(M037_LINK_TARGETS):
+            conn.execute(statement)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+        if "target_name" not in columns:
+            conn.execute("ALTER TABLE links ADD COLUMN target_name TEXT")
+        if "target_path" not in columns:
+            conn.execute("ALTER TABLE links ADD COLUMN target_path TEXT")
+        conn.execute("CREATE INDEX IF NOT EXISTS links_target_name ON links(target_name)")
+        conn.execute("CREATE INDEX IF NOT EXISTS links_target_path ON links(target_path)")
+    batches = 0
+
+    def step() -> None:
+        nonlocal batches
+        batches += 1
+        if stop_after_batches is not None and batches >= stop_after_batches:
+            raise InterruptedError("stopped after %d batches" % batches)
+
+    with transaction(conn):
+        conn.executemany("INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)", [
+            (key, note_id)
+            for note_id, path, aliases in conn.execute("SELECT id, path, aliases FROM notes")
+            for key in sorted(name_keys(path, json.loads(aliases or "[]")))])
+    left = int(conn.execute("SELECT count(*) FROM links WHERE target_name IS NULL").fetchone()[0])
+    if not left:
+        return
+    report(f"upgrading the index: resolving {left:,} links once, so that backlinks are "
+           "looked up, not computed per question")
+    index = build_link_index(
+        (path, json.loads(aliases or "[]"))
+        for path, aliases in conn.execute("SELECT path, aliases FROM notes").fetchall())
+    while True:
+        with transaction(conn):
+            rows = conn.execute(
+                "SELECT l.rowid, l.target, n.path FROM links l JOIN notes n ON n.id = l.note_id"
+                " WHERE l.target_name IS NULL LIMIT ?", (batch_rows,)).fetchall()
+            conn.executemany(
+                "UPDATE links SET target_name = ?, target_path = ? WHERE rowid = ?",
+                [(target_keys(target)[0] if target else "",
+                  resolve_link(target, index, source) if target else None, rowid)
+                 for rowid, target, source in rows])
+        if len(rows) < batch_rows:
+            break
+        step()
+    report("upgrading the index: links resolved")
+
+
+# What m037 does to the schema, for docs/reference/schema.md (the columns are added only
+# where missing, so they are not part of M037_LINK_TARGETS itself).
+M037_SCHEMA_DOC = M037_LINK_TARGETS + """ALTER TABLE links ADD COLUMN target_name TEXT;
+ALTER TABLE links ADD COLUMN target_path TEXT;
+CREATE INDEX IF NOT EXISTS links_target_name ON links(target_name);
+CREATE INDEX IF NOT EXISTS links_target_path ON links(target_path);
+"""
+m037_link_targets.schema_sql = M037_SCHEMA_DOC  # type: ignore[attr-defined]
+
+
 def split_sql(sql: str) -> list[str]:
     """Statements of a migration, split on `;` at line ends (no triggers are used)."""
     return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
@@ -314,6 +405,7 @@ MIGRATIONS: list[tuple[str, str | MigrationStep]] = [
     ("m034_fts_porter", M034_FTS_PORTER),
     ("m035_trigram_extension_b", M035_TRIGRAM_EXTENSION_B),
     ("m036_embedding_cache", m036_embedding_cache),
+    ("m037_link_targets", m037_link_targets),
 ]
 
 # Names an index may have recorded for a migration before it was renamed to run in name

@@ -11,12 +11,11 @@ import json
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.links import strip_md_suffix
-from askvault.records import SearchFilters
+from askvault.records import IndexedChunk, SearchFilters
 
 # bm25() column weights: title, aliases, headings, body. Measured on the Help vault set.
 FTS_COLUMN_WEIGHTS = (8.0, 6.0, 3.0, 1.0)
@@ -25,27 +24,6 @@ WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _SCRATCH_LOCK = threading.Lock()
 # sqlite-vec refuses k above this in one KNN query.
 VEC_MAX_K = 4096
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """A chunk with what search and the evidence pack need of its note."""
-
-    chunk_id: int
-    path: str
-    title: str
-    aliases: tuple[str, ...]
-    tags: tuple[str, ...]
-    type: str | None
-    heading_path: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text: str
-    sources: tuple[str, ...]
-    size: int
-    mtime_ns: int
-    inode: int
-    content_hash: str
 
 
 def _note_filter(filters: SearchFilters | None) -> tuple[str, list[Any]]:
@@ -215,8 +193,8 @@ def _allowed_chunk_ids(conn: Connection, filters: SearchFilters) -> list[int] | 
     )]
 
 
-def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
-    """The rows of these chunks with their notes' names, metadata and stamps."""
+def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, IndexedChunk]:
+    """These chunks with their notes' names, metadata and stamps (one query)."""
     if not chunk_ids:
         return {}
     rows = conn.execute(
@@ -227,7 +205,7 @@ def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, ChunkRow
         (json.dumps(list(chunk_ids)),),
     ).fetchall()
     return {
-        int(r[0]): ChunkRow(
+        int(r[0]): IndexedChunk(
             int(r[0]), r[1], r[2], tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5],
             tuple(json.loads(r[6])), int(r[7]), int(r[8]), r[9], tuple(json.loads(r[10])),
             int(r[11]), int(r[12]), int(r[13]), r[14],
@@ -338,11 +316,14 @@ def outgoing_links(conn: Connection, path: str) -> list[tuple[str, str]]:
     return out
 
 
-def all_link_targets(conn: Connection) -> list[tuple[str, str]]:
-    """(source path, raw target) of every wikilink in the vault, for backlinks."""
+def backlinks(conn: Connection, paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(page, linking note) for every note with a wikilink resolved to one of `paths`
+    (resolved at index time: adapters/link_store.py), a page's own links left out."""
     return conn.execute(
-        "SELECT DISTINCT n.path, l.target FROM links l JOIN notes n ON n.id = l.note_id "
-        "WHERE l.target != '' ORDER BY n.path, l.target"
+        "SELECT DISTINCT l.target_path, n.path FROM links l JOIN notes n ON n.id = l.note_id "
+        "WHERE l.target_path IN (SELECT value FROM json_each(?)) AND n.path != l.target_path "
+        "ORDER BY l.target_path, n.path",
+        (json.dumps(list(paths)),),
     ).fetchall()
 
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from askvault.adapters import meta
+from askvault.adapters import link_store
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.backoff import delay_after
 from askvault.core.query import has_cjk
@@ -63,10 +63,6 @@ def bits_table_name(fingerprint_id: int) -> str:
     return f"vecbits_fp{int(fingerprint_id)}"
 
 
-# The meta table is adapters/meta.py's; services/answering.py (being rewritten) still
-# reads it through these two names, which go once it uses `meta.last_change_indexed_at`.
-get_meta = meta.get_value
-set_meta = meta.set_value
 
 
 def stored_notes(conn: Connection) -> dict[str, StoredNote]:
@@ -160,6 +156,9 @@ def upsert_note(
             " indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             values,
         ).lastrowid
+    link_store.file_note_names(
+        conn, int(note_id), parsed.path, parsed.aliases,
+        (parsed.path, json.loads(existing[3])) if existing else None)
     aliases_text = " ".join(parsed.aliases)
     new_ids = []
     for chunk in to_insert:
@@ -181,11 +180,10 @@ def upsert_note(
                 "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
                 (chunk_id, parsed.title + "\n" + chunk.text),
             )
-    conn.executemany(
-        "INSERT INTO links(note_id, target, heading, block, embed, line) VALUES (?,?,?,?,?,?)",
-        [(note_id, lk.target, lk.heading, lk.block, int(lk.embed), lk.line)
-         for lk in parsed.links],
-    )
+    # Each link with the note it resolves to now; links elsewhere that this note's names
+    # can change were resolved again by `file_note_names` (adapters/link_store.py).
+    conn.executemany(link_store.INSERT_LINK,
+                     link_store.link_rows(conn, int(note_id), parsed.path, parsed.links))
     if new_ids:
         for fp in live_fingerprints(conn):
             copy_cached_vectors(conn, fp, chunk_ids=new_ids)
@@ -217,6 +215,11 @@ def move_note(conn: Connection, old_path: str, new_path: str) -> bool:
         return False
     moved = conn.execute("UPDATE notes SET path = ?, folder = ? WHERE path = ?",
                          (new_path, folder_of(new_path), old_path)).rowcount
+    if moved:
+        note_id, aliases = conn.execute("SELECT id, aliases FROM notes WHERE path = ?",
+                                        (new_path,)).fetchone()
+        link_store.file_note_names(conn, note_id, new_path, json.loads(aliases),
+                                   (old_path, json.loads(aliases)))
     return bool(moved)
 
 
@@ -250,9 +253,10 @@ def update_stamp(conn: Connection, path: str, size: int, mtime_ns: int, inode: i
 
 def delete_note(conn: Connection, path: str) -> bool:
     """Remove a note and everything derived from it; True if it was indexed."""
-    row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
+    row = conn.execute("SELECT id, aliases FROM notes WHERE path = ?", (path,)).fetchone()
     if not row:
         return False
+    link_store.forget_note_names(conn, row[0], path, json.loads(row[1]))
     _delete_note_rows(conn, row[0], keep_note=False)
     return True
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from askvault.core.query import bm25_tokens, fold
+from askvault.records import IndexedChunk
 
 DECIMALS = 4
 _UNIT = 10**DECIMALS
@@ -44,18 +45,38 @@ Trace = dict[str, dict[str, float | int | None]]
 
 @dataclass(frozen=True)
 class Candidate:
-    """A chunk as fusion sees it: what it is called and how each channel ranked it."""
+    """A chunk as fusion sees it: the indexed chunk (what it is called, its text) and how
+    each channel ranked it."""
 
-    chunk_id: int
-    path: str
-    title: str
-    aliases: tuple[str, ...]
-    heading_path: tuple[str, ...]
-    text: str
+    chunk: IndexedChunk
     words_rank: int | None = None
     words_raw: float | None = None
     vector_rank: int | None = None
     vector_raw: float | None = None
+
+    @property
+    def chunk_id(self) -> int:
+        return self.chunk.chunk_id
+
+    @property
+    def path(self) -> str:
+        return self.chunk.path
+
+    @property
+    def title(self) -> str:
+        return self.chunk.title
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return self.chunk.aliases
+
+    @property
+    def heading_path(self) -> tuple[str, ...]:
+        return self.chunk.heading_path
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
 
 
 @dataclass(frozen=True)

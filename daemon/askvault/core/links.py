@@ -379,6 +379,27 @@ def build_link_index(notes: Iterable[tuple[str, Sequence[str]]]) -> LinkIndex:
     )
 
 
+def name_keys(path: str, aliases: Sequence[str]) -> set[str]:
+    """The keys a note can be linked by, as `build_link_index` files it: its file name
+    (without `.md`, normalised) and each alias, normalised."""
+    keys = {_link_key(path).rsplit("/", 1)[-1]}
+    keys.update(key for alias in aliases if (key := normalize_name(alias.strip())))
+    return keys
+
+
+def target_keys(target: str) -> tuple[str, str]:
+    """(the target's last path segment, the whole target), normalised as `resolve_link`
+    compares them: the notes a link can resolve to are those with one of these among
+    their `name_keys` (by path or file name: the last segment; by alias: the whole)."""
+    key = normalize_name(_MD_SUFFIX.sub("", target.strip()))
+    return key.lstrip("/").rpartition("/")[2], key
+
+
+def key_segment(key: str) -> str:
+    """The last path segment of a name key (what links to that name hold as theirs)."""
+    return key.rpartition("/")[2]
+
+
 def resolve_link(target: str, index: LinkIndex, source: str | None = None) -> str | None:
     """Return the vault path `target` points at, or None when it resolves to nothing.
 

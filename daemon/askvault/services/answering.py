@@ -1,26 +1,29 @@
 """Answering one question: context -> prompt -> streamed reply -> checked citations -> note.
 
 The grounding set is the pages whose text reached the model; a selected page that
-cannot be read now is left out and named in a warning. Citations are computed on
-a fresh read of the cited notes after generation. When Ollama is away or the
-stream dies, the result is `waiting` with the best passages found: a partial
+cannot be read now is left out and named in a warning. One answer reads each note once
+(services/note_reads.py): the evidence pack's freshness check, the readability check, the
+citation checker and the ledger share the reads, so citations are judged on the text that
+was read for the excerpts (a note cited but not among the pages is read after generation).
+The reply's links are resolved after generation over the notes they can name
+(`link_store.candidate_index`), never over a table of the whole vault. When Ollama is
+away or the stream dies, the result is `waiting` with the best passages found: a partial
 reply is never published as an answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from askvault.adapters import search_store, store
+from askvault.adapters import link_store, meta, search_store
 from askvault.adapters.db import Connection
 from askvault.adapters.search_store import word_tokens
-from askvault.adapters.vault import read_note, resolve_inside
+from askvault.adapters.vault import resolve_inside
 from askvault.core.abstention import distance_cutoff, is_no_answer, too_far
 from askvault.core.answer_note import AnswerNote, LedgerEntry, Passage, SupportingPage
 from askvault.core.citations import (
@@ -30,14 +33,12 @@ from askvault.core.citations import (
     check_citations,
     slug,
 )
+from askvault.core.claims import link_spans
 from askvault.core.links import (
-    LinkIndex,
-    build_link_index,
     extract_links,
     page_link,
     resolve_link,
 )
-from askvault.core.notes import parse_note
 from askvault.core.prompt import (
     PromptPlan,
     build_messages,
@@ -54,6 +55,7 @@ from askvault.records import (
     ParsedNote,
     SearchFilters,
 )
+from askvault.services.note_reads import NoteReads, ReadNote
 from askvault.settings import Settings
 
 PASSAGES_SHOWN = 5
@@ -146,10 +148,12 @@ def answer_question(
     on_token: TokenSink | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     asked: str | None = None,
+    read_note: ReadNote | None = None,
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
+    `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     """
     from askvault.services.context import build_context  # written alongside; imported late
 
@@ -157,8 +161,7 @@ def answer_question(
     base = AnswerNote(
         question=question, status="failed", asked=asked or iso_now(),
         model=options.model or settings.ollama.chat_model,
-        embed_model=settings.ollama.embed_model, index_as_of=store.get_meta(
-            conn, "last_change_indexed_at"),
+        embed_model=settings.ollama.embed_model, index_as_of=meta.last_change_indexed_at(conn),
     )
     if not question:
         reason = "the question note is empty: write the question in its body"
@@ -172,14 +175,15 @@ def answer_question(
     filters = SearchFilters(folders=options.folders, tags=options.tags)
     budget = context_budget(num_ctx, question, language=options.language,
                             excerpt_tokens=excerpt_tokens)
+    notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
     pack = build_context(
         conn, settings, question,
         # Headers and quoting cost tokens the pack does not count: leave them room.
         budget_tokens=int(budget * PACK_SHARE_OF_BUDGET),
-        embedder=embedder, filters=filters, include_sources=False,
+        embedder=embedder, filters=filters, include_sources=False, notes=notes,
     )
     pack = dataclasses.replace(pack, pages=pack.pages[:max_sources])
-    pack, warnings = _readable_pages(settings, pack)
+    pack, warnings = _readable_pages(notes, pack)
     plan = build_messages(question, pack, num_ctx=num_ctx, language=options.language,
                           excerpt_tokens=excerpt_tokens)
     timings["retrieval_s"] = time.monotonic() - started
@@ -199,7 +203,8 @@ def answer_question(
 
     started = time.monotonic()
     linked = resolve_numbered_citations(reply, plan.excerpts)
-    report, notes = _collect_citations(conn, settings, linked, plan.excerpts, question)
+    report, cited_notes = _collect_citations(conn, settings, notes, linked, plan.excerpts,
+                                             question)
     timings["checks_s"] = time.monotonic() - started
     status = _status(reply, report)
     reason = ""
@@ -223,7 +228,8 @@ def answer_question(
         sources=tuple(_wikilink(pack, p, duplicates) for p in cited),
         supporting=_supporting(pack, report, grounding, duplicates) if not reason else (),
         caveats=tuple(_caveats(pack, report, warnings, grounding, status)),
-        ledger=_ledger(settings, report, notes, pack, duplicates) if not reason else (),
+        ledger=_ledger(settings, report, cited_notes, notes, pack, duplicates)
+        if not reason else (),
         passages=_passages(pack) if status == "no-answer" else (),
         trace=_trace(pack, plan, timings, generator),
     )
@@ -280,13 +286,13 @@ def _generate(
     return "".join(pieces).strip()
 
 
-def _readable_pages(settings: Settings, pack: ContextPack) -> tuple[ContextPack, list[str]]:
+def _readable_pages(notes: NoteReads, pack: ContextPack) -> tuple[ContextPack, list[str]]:
     """Drop pages that cannot be read now (and stale chunks); warn naming each."""
     warnings = list(pack.warnings)
     kept = []
     for page in pack.pages:
         try:
-            read_note(settings.vault_path, page.path, settings.index.max_note_bytes)
+            notes.file(page.path)
         except AskvaultError as exc:
             warnings.append(f"{page.wikilink} was left out: it cannot be read ({exc.message})")
             continue
@@ -298,12 +304,6 @@ def _readable_pages(settings: Settings, pack: ContextPack) -> tuple[ContextPack,
     return dataclasses.replace(pack, pages=tuple(kept)), warnings
 
 
-def link_index_from_db(conn: Connection) -> LinkIndex:
-    """The resolution tables over every indexed note (path, aliases)."""
-    rows = conn.execute("SELECT path, aliases FROM notes").fetchall()
-    return build_link_index((path, json.loads(aliases or "[]")) for path, aliases in rows)
-
-
 def review_candidate_slugs(settings: Settings) -> set[str]:
     """Slugs of the answer notes still in queries/answers (pending, not broken, when linked)."""
     folder = settings.vault_path / settings.queries.folder / settings.queries.answers
@@ -313,26 +313,21 @@ def review_candidate_slugs(settings: Settings) -> set[str]:
         return set()
 
 
-def read_parsed(settings: Settings, path: str) -> ParsedNote | None:
-    """A fresh parse of the note at `path`, or None if it cannot be read."""
-    try:
-        note = read_note(settings.vault_path, path, settings.index.max_note_bytes)
-    except AskvaultError:
-        return None
-    return parse_note(path, note.text)
-
-
 def _collect_citations(
-    conn: Connection, settings: Settings, reply: str, excerpts: tuple[Excerpt, ...],
-    question: str,
+    conn: Connection, settings: Settings, reads: NoteReads, reply: str,
+    excerpts: tuple[Excerpt, ...], question: str,
 ) -> tuple[CitationReport, dict[str, ParsedNote]]:
     notes: dict[str, ParsedNote] = {}
     try:
-        index = link_index_from_db(conn)
+        # The reply's links resolved over the notes they can name, as the index is now
+        # (after generation), not over a table of the whole vault.
+        index = link_store.candidate_index(
+            conn, [lk.target for lk in extract_links(reply)]
+            + [s.link.target for s in link_spans(reply)])
         for link in extract_links(reply):
             path = resolve_link(link.target, index) if link.target else None
             if path is not None and path not in notes:
-                parsed = read_parsed(settings, path)
+                parsed = reads.parsed(path)
                 if parsed is not None:
                     notes[path] = parsed
         report = check_citations(
@@ -341,7 +336,7 @@ def _collect_citations(
         )
         for citation in report.citations:  # links askvault added: their notes for the ledger
             if citation.added and citation.path and citation.path not in notes:
-                parsed = read_parsed(settings, citation.path)
+                parsed = reads.parsed(citation.path)
                 if parsed is not None:
                     notes[citation.path] = parsed
     except Exception as exc:  # noqa: BLE001 - any failure becomes "unavailable", never a crash
@@ -414,26 +409,31 @@ def _caveats(
 
 def _ledger(
     settings: Settings, report: CitationReport, notes: Mapping[str, ParsedNote],
-    pack: ContextPack, duplicates: set[str],
+    reads: NoteReads, pack: ContextPack, duplicates: set[str],
 ) -> tuple[LedgerEntry, ...]:
     entries = []
     for path in _cited_paths(report):
         note = notes.get(path)
-        raw = resolve_raw_sources(settings, note.sources if note else ())
+        raw = resolve_raw_sources(settings, note.sources if note else (), reads)
         entries.append(LedgerEntry(_wikilink(pack, path, duplicates), tuple(raw)))
     return tuple(entries)
 
 
-def resolve_raw_sources(settings: Settings, sources: tuple[str, ...]) -> list[str]:
-    """The vault files a page's `sources:` lead to, through `_sources/` summaries to `raw/`.
+def resolve_raw_sources(
+    settings: Settings, sources: tuple[str, ...], reads: NoteReads | None = None
+) -> list[str]:
+    """The vault files a page's `sources:` lead to, through `_sources/` summaries to `raw/`
+    (each summary read once through `reads`, this answer's reads).
 
     Only files that exist inside the vault are returned: a path is never invented.
     """
+    if reads is None:
+        reads = NoteReads(settings.vault_path, settings.index.max_note_bytes)
     found: list[str] = []
     for entry in sources:
         for path in _source_targets(settings, entry):
             if "_sources" in path.split("/")[:-1] and path.lower().endswith(".md"):
-                summary = read_parsed(settings, path)
+                summary = reads.parsed(path)
                 for inner in summary.sources if summary else ():
                     found += [p for p in _source_targets(settings, inner)
                               if "_sources" not in p.split("/")]

@@ -8,13 +8,11 @@ chunk is checked against the file on disk before it is served as fresh.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from askvault import settings as settings_module
-from askvault.adapters import search_store
 from askvault.adapters.db import Connection
-from askvault.adapters.vault import read_note, stat_note
+from askvault.adapters.vault import stat_note
 from askvault.core import fusion
 from askvault.core.chunking import estimate_tokens
 from askvault.core.links import page_link
@@ -26,11 +24,13 @@ from askvault.records import (
     EvidenceChunk,
     EvidencePage,
     Hit,
+    IndexedChunk,
     Neighbour,
     SearchFilters,
     SourceWindow,
 )
 from askvault.services.context_graph import find_neighbours, source_windows
+from askvault.services.note_reads import NoteReads
 from askvault.services.search import search
 from askvault.settings import Settings
 
@@ -49,9 +49,13 @@ def build_context(
     embedder: Embedder | None = None,
     filters: SearchFilters | None = None,
     include_sources: bool = False,
+    notes: NoteReads | None = None,
 ) -> ContextPack:
     """The evidence pack for `prompt`: the best chunks that fit `budget_tokens`, grouped by
-    page, with freshness, 1-hop neighbours, citations and suggested next actions."""
+    page, with freshness, 1-hop neighbours, citations and suggested next actions.
+
+    `notes` are the reads of this answer when the caller goes on to check citations
+    against the same texts (made here when not given)."""
     result = search(
         conn, settings, prompt, limit=settings.search.candidates, embedder=embedder,
         filters=filters, per_page=False,
@@ -68,11 +72,15 @@ def build_context(
     used = sum(costs[:taken])
 
     vault = settings.vault_path
-    rows = search_store.chunk_rows(conn, [h.chunk_id for h in chosen])
-    duplicates = search_store.duplicate_basenames(conn, [h.note_path for h in chosen])
+    # The hits carry the rows search fetched (stamps, sources, heading paths) and search
+    # knows which of their file names are shared: nothing is fetched again here.
+    chunks = {h.chunk_id: h.chunk for h in chosen}
+    duplicates = set(result.duplicates)
     warnings: list[str] = []
-    pages = _group_pages(chosen, rows, duplicates)
-    pages = [_check_freshness(page, rows, vault, settings, warnings) for page in pages]
+    pages = _group_pages(chosen, duplicates)
+    if notes is None:
+        notes = NoteReads(vault, settings.index.max_note_bytes)
+    pages = [_check_freshness(page, chunks, notes, warnings) for page in pages]
     primary = [p.path for p in pages]
     neighbours = find_neighbours(conn, primary, duplicates)
 
@@ -103,13 +111,11 @@ def _nearest_distance(trace: dict[int, dict[str, Any]]) -> float | None:
     return min(distances) if distances else None
 
 
-def _group_pages(
-    chosen: list[Hit], rows: dict[int, search_store.ChunkRow], duplicates: set[str]
-) -> list[EvidencePage]:
+def _group_pages(chosen: list[Hit], duplicates: set[str]) -> list[EvidencePage]:
     """Pages in the order of their best chunk; each page's chunks in score order."""
     pages: dict[str, EvidencePage] = {}
     for hit in chosen:
-        row = rows[hit.chunk_id]
+        row = hit.chunk
         chunk = EvidenceChunk(
             chunk_id=hit.chunk_id, heading=hit.heading, heading_path=row.heading_path,
             lines=hit.lines, text=hit.text, score=hit.score,
@@ -128,14 +134,13 @@ def _group_pages(
 
 
 def _check_freshness(
-    page: EvidencePage, rows: dict[int, search_store.ChunkRow], vault: Path, settings: Settings,
-    warnings: list[str],
+    page: EvidencePage, rows: dict[int, IndexedChunk], notes: NoteReads, warnings: list[str],
 ) -> EvidencePage:
     """Serve a chunk as fresh only if the file is unchanged, or its text is still found in it
     (then with its current line range); otherwise flag it and the page."""
     row = rows[page.chunks[0].chunk_id]
     try:
-        stamp = stat_note(vault, page.path)
+        stamp = stat_note(notes.vault, page.path)
     except VaultError:
         stamp = None
     if stamp is not None and (stamp.size, stamp.mtime_ns, stamp.inode) == (
@@ -145,7 +150,7 @@ def _check_freshness(
     text: str | None = None
     if stamp is not None:
         try:
-            note = read_note(vault, page.path, settings.index.max_note_bytes)
+            note = notes.file(page.path)
         except VaultError:
             note = None
         if note is not None and note.content_hash == row.content_hash:

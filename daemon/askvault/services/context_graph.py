@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from askvault.adapters import search_store
+from askvault.adapters import link_store, search_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note, resolve_inside
 from askvault.core.chunking import estimate_tokens
@@ -43,29 +43,40 @@ def clean_target(raw: str) -> str:
     return raw.split("|", 1)[0].split("#", 1)[0].strip()
 
 
+def link_index_from_db(conn: Connection) -> LinkIndex:
+    """The resolution tables over every indexed note (path, aliases)."""
+    return build_link_index(search_store.note_names(conn))
+
+
 def find_neighbours(
     conn: Connection, primary: Sequence[str], duplicates: set[str]
 ) -> list[Neighbour]:
     """Pages one hop from the primary pages (wikilinks both ways, `related:`, `sources:`,
-    `children:`), each with why; primary pages themselves are not repeated."""
+    `children:`), each with why; primary pages themselves are not repeated.
+
+    Backlinks are read from the links resolved at index time; the pages' own links and
+    frontmatter entries are resolved over the notes they can name (one lookup for all),
+    not over the whole vault."""
     if not primary:
         return []
-    index = build_link_index(search_store.note_names(conn))
     found: dict[str, str] = {}
     wanted = set(primary)
     backlinks: dict[str, list[str]] = {p: [] for p in primary}
-    for source, target in search_store.all_link_targets(conn):
-        resolved = resolve_link(target, index, source)
-        if resolved in wanted and source != resolved:
-            backlinks[resolved].append(source)
+    for page, source in search_store.backlinks(conn, primary):
+        backlinks[page].append(source)
+    outgoing = {page: [(kind, clean_target(raw))
+                       for kind, raw in search_store.outgoing_links(conn, page)]
+                for page in primary}
+    index = link_store.candidate_index(
+        conn, [target for links in outgoing.values() for _, target in links])
     for page in primary:
         primary_link = page_link(page, None, duplicates)
         found_here: list[tuple[str, str]] = []
-        for kind, raw in search_store.outgoing_links(conn, page):
-            resolved = resolve_link(clean_target(raw), index, page)
+        for kind, target in outgoing[page]:
+            resolved = resolve_link(target, index, page)
             if resolved is not None:
                 found_here.append((resolved, kind))
-        found_here += [(source, "backlink") for source in sorted(set(backlinks[page]))]
+        found_here += [(source, "backlink") for source in backlinks[page]]
         for path, kind in found_here:
             if path in wanted or path in found:
                 continue

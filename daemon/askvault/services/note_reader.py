@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any
 
+from askvault.adapters import link_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import (
     OversizedNote,
@@ -31,7 +32,6 @@ from askvault.core.links import heading_matches, page_link, resolve_link
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import Heading
-from askvault.services.answering import link_index_from_db
 from askvault.settings import Settings
 
 # Top-level folders whose files (any text, not only .md) are raw sources an agent may read;
@@ -164,7 +164,7 @@ def _resolve_wikilink(conn: Connection | None, target: str) -> tuple[str, str | 
     name, _, heading = inner.partition("#")
     if conn is None:
         raise VaultError(f"cannot resolve {target}: no index yet", "run `askvault index` first")
-    path = resolve_link(name, link_index_from_db(conn))
+    path = resolve_link(name, link_store.candidate_index(conn, [name]))
     if path is None:
         raise NoteUnreadable(f"no note {target} in the index",
                              "use `search` to find the note, or pass its path")

@@ -36,7 +36,8 @@ FUSION_MODES = ("convex", "rrf", "rerank", "rerank-local", "words", "vector")
 @dataclass(frozen=True)
 class SearchResult:
     """Hits best first (one per page unless asked otherwise), why vectors were not used,
-    and the per-hit explanation keyed by chunk id."""
+    the per-hit explanation keyed by chunk id, and the lower-cased file names among the
+    hits' that another note shares (their wikilinks need the path)."""
 
     query: str
     hits: tuple[Hit, ...]
@@ -44,6 +45,7 @@ class SearchResult:
     fusion: str = "convex"
     trace: dict[int, dict[str, Any]] = field(default_factory=dict)
     wikilinks: dict[int, str] = field(default_factory=dict)
+    duplicates: frozenset[str] = frozenset()
 
 
 @contextlib.contextmanager
@@ -136,8 +138,7 @@ def search(
     vec_rank = {cid: (r + 1, raw) for r, (cid, raw) in enumerate(vectors)}
     candidates = [
         fusion.Candidate(
-            chunk_id=cid, path=row.path, title=row.title, aliases=row.aliases,
-            heading_path=row.heading_path, text=row.text,
+            row,
             words_rank=word_rank.get(cid, (None, None))[0],
             words_raw=_rounded(word_rank.get(cid, (None, None))[1]),
             vector_rank=vec_rank.get(cid, (None, None))[0],
@@ -158,12 +159,14 @@ def search(
     if per_page:
         scored = fusion.collapse_pages(scored)
     scored = scored[:limit]
-    duplicates = search_store.duplicate_basenames(conn, [s.candidate.path for s in scored])
-    hits = tuple(_to_hit(s, rows[s.candidate.chunk_id]) for s in scored)
+    duplicates = frozenset(
+        search_store.duplicate_basenames(conn, [s.candidate.path for s in scored]))
+    hits = tuple(Hit(s.candidate.chunk, s.score, s.matched) for s in scored)
     return SearchResult(
         query=query, hits=hits, degraded=degraded, fusion=mode_used,
         trace={s.candidate.chunk_id: s.trace for s in scored},
         wikilinks={h.chunk_id: page_link(h.note_path, h.heading, duplicates) for h in hits},
+        duplicates=duplicates,
     )
 
 
@@ -214,15 +217,6 @@ def _word_ranking(
         merged = ranking + [(cid, s) for cid, s in cjk if cid not in seen]
         ranking = sorted(merged, key=lambda item: (item[1], item[0]))[:depth]
     return ranking
-
-
-def _to_hit(scored: fusion.Scored, row: search_store.ChunkRow) -> Hit:
-    return Hit(
-        chunk_id=row.chunk_id, note_path=row.path, title=row.title,
-        heading=row.heading_path[-1] if row.heading_path else None,
-        lines=(row.start_line, row.end_line), text=row.text, score=scored.score,
-        matched=scored.matched, type=row.type,
-    )
 
 
 def hit_to_json(hit: Hit, wikilink_text: str, terms: list[str]) -> dict[str, Any]:
