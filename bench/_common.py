@@ -41,8 +41,13 @@ def free_port(start: int | None = None) -> int:
 
 
 @contextlib.contextmanager
-def standin_ollama(*, hashed: bool = True, cache: Path | None = None,
-                   python: str | None = None, first_port: int | None = None) -> Iterator[str]:
+def standin_ollama(
+    *,
+    hashed: bool = True,
+    cache: Path | None = None,
+    python: str | None = None,
+    first_port: int | None = None,
+) -> Iterator[str]:
     """Run ../shared/tools/minilm_ollama on a free loopback port (from `first_port` on,
     if given); yield its URL."""
     require_shared(STANDIN)
@@ -62,9 +67,10 @@ def standin_ollama(*, hashed: bool = True, cache: Path | None = None,
                 break
             except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the Ollama stand-in did not start: "
-                                       + (proc.stderr.read().decode() if proc.stderr else "")
-                                       ) from exc
+                    raise RuntimeError(
+                        "the Ollama stand-in did not start: "
+                        + (proc.stderr.read().decode() if proc.stderr else "")
+                    ) from exc
                 time.sleep(0.1)
         yield url
     finally:

@@ -52,7 +52,8 @@ SHARED = HERE.parents[1] / "shared" / "data"
 HELP_VAULT = SHARED / "vaults" / "obsidian-help-en"
 QUESTIONS = HERE / "data" / "answer_questions.json"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / (
-    "askvault-bench/answer_replies.sqlite")
+    "askvault-bench/answer_replies.sqlite"
+)
 
 
 class CachingGenerator:
@@ -66,8 +67,9 @@ class CachingGenerator:
         self.inner = inner
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path)
-        self.db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT,"
-                        " meta TEXT)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT, meta TEXT)"
+        )
         self.last: dict[str, Any] = {}
         self.usage: Any = None
 
@@ -75,11 +77,13 @@ class CachingGenerator:
         self.db.close()
         self.inner.close()
 
-    def stream(self, messages: Sequence[dict[str, str]], *, model: str,
-               num_ctx: int) -> Iterator[str]:
+    def stream(
+        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+    ) -> Iterator[str]:
         options = {**getattr(self.inner, "options", {}), "num_ctx": num_ctx}
-        key = hashlib.sha256(json.dumps([model, options, list(messages)], sort_keys=True)
-                             .encode()).hexdigest()
+        key = hashlib.sha256(
+            json.dumps([model, options, list(messages)], sort_keys=True).encode()
+        ).hexdigest()
         row = self.db.execute("SELECT reply, meta FROM replies WHERE key = ?", (key,)).fetchone()
         host = getattr(self.inner, "host", "")
         if row is not None and json.loads(row[1]).get("host", host) != host:
@@ -99,12 +103,17 @@ class CachingGenerator:
             yield piece
         end = time.monotonic()
         usage = self.inner.usage
-        meta = {"prompt_eval_s": round((first or end) - started, 3),
-                "generation_s": round(end - (first or end), 3),
-                "prompt_tokens": usage.prompt_tokens, "reply_tokens": usage.reply_tokens,
-                "host": getattr(self.inner, "host", "")}
-        self.db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)",
-                        (key, "".join(pieces), json.dumps(meta)))
+        meta = {
+            "prompt_eval_s": round((first or end) - started, 3),
+            "generation_s": round(end - (first or end), 3),
+            "prompt_tokens": usage.prompt_tokens,
+            "reply_tokens": usage.reply_tokens,
+            "host": getattr(self.inner, "host", ""),
+        }
+        self.db.execute(
+            "INSERT OR REPLACE INTO replies VALUES (?, ?, ?)",
+            (key, "".join(pieces), json.dumps(meta)),
+        )
         self.db.commit()
         self.last = {**meta, "cached": False}
         self.usage = usage
@@ -141,14 +150,28 @@ class Score:
     notes: list[str] = field(default_factory=list)
 
 
-def score(question: dict[str, Any], result: AnswerResult, conn: Any, excerpts_text: str,
-          model_seconds: float, prompt_tokens: int, counted: int | None) -> Score:
+def score(
+    question: dict[str, Any],
+    result: AnswerResult,
+    conn: Any,
+    excerpts_text: str,
+    model_seconds: float,
+    prompt_tokens: int,
+    counted: int | None,
+) -> Score:
     """The figures of one answer (see the module docstring)."""
     published = result.status == "answered"
     body = result.answer if published else ""
-    s = Score(question["id"], question["answerable"], result.status, answer=result.answer,
-              prompt_tokens=prompt_tokens, prompt_tokens_counted=counted, seconds=model_seconds,
-              nearest_distance=result.nearest_distance)
+    s = Score(
+        question["id"],
+        question["answerable"],
+        result.status,
+        answer=result.answer,
+        prompt_tokens=prompt_tokens,
+        prompt_tokens_counted=counted,
+        seconds=model_seconds,
+        nearest_distance=result.nearest_distance,
+    )
     facts = question.get("facts", [])
     s.facts = len(facts)
     s.facts_found = sum(1 for variants in facts if _any_in(variants, body))
@@ -170,8 +193,11 @@ def score(question: dict[str, Any], result: AnswerResult, conn: Any, excerpts_te
         s.claims_flagged_visibly = sum(1 for c in report.flagged_claims if "⚠️" in body)
         s.added_links = sum(1 for c in report.claims if c.added)
         index = link_index_from_db(conn)
-        grounded = {e.path for e in result.note.report.citations if e.grounded} if \
-            result.note.report else set()
+        grounded = (
+            {e.path for e in result.note.report.citations if e.grounded}
+            if result.note.report
+            else set()
+        )
         for link in extract_links(body):
             path = resolve_link(link.target, index) if link.target else None
             if path is None:
@@ -201,18 +227,22 @@ def summarise(scores: Sequence[Score]) -> dict[str, Any]:
         "context_fact_recall": _ratio(sum(s.facts_in_context for s in answerable), facts),
         "citation_precision": _ratio(sum(s.cited_good for s in scores), cited),
         "claims_supported_or_flagged": _ratio(
-            sum(s.claims_supported + s.claims_flagged_visibly for s in scores), claims),
+            sum(s.claims_supported + s.claims_flagged_visibly for s in scores), claims
+        ),
         "claims_supported": _ratio(sum(s.claims_supported for s in scores), claims),
         "abstention_unanswerable": _ratio(
-            sum(1 for s in unanswerable if s.status != "answered"), len(unanswerable)),
+            sum(1 for s in unanswerable if s.status != "answered"), len(unanswerable)
+        ),
         "false_abstention": _ratio(
-            sum(1 for s in answerable if s.status != "answered"), len(answerable)),
+            sum(1 for s in answerable if s.status != "answered"), len(answerable)
+        ),
         "broken_links_published": sum(s.broken_published for s in scores),
         "ungrounded_links_published": sum(s.ungrounded_published for s in scores),
         "links_added_by_askvault": sum(s.added_links for s in scores),
         "median_prompt_tokens": statistics.median([s.prompt_tokens for s in scores] or [0]),
         "median_prompt_tokens_counted": statistics.median(
-            [s.prompt_tokens_counted for s in scores if s.prompt_tokens_counted] or [0]),
+            [s.prompt_tokens_counted for s in scores if s.prompt_tokens_counted] or [0]
+        ),
         "median_seconds": round(statistics.median([s.seconds for s in scores] or [0]), 1),
         "p90_seconds": round(_quantile([s.seconds for s in scores], 0.9), 1),
     }
@@ -234,9 +264,13 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
     copy = workdir / "vault"
     if not copy.exists():
         shutil.copytree(vault, copy)
-    flags: dict[str, Any] = {"vault": str(copy), "state_dir": str(workdir / "state"),
-                             "ollama.host": args.host, "ollama.embed_model": args.embed_model,
-                             "ollama.chat_model": args.chat_model}
+    flags: dict[str, Any] = {
+        "vault": str(copy),
+        "state_dir": str(workdir / "state"),
+        "ollama.host": args.host,
+        "ollama.embed_model": args.embed_model,
+        "ollama.chat_model": args.chat_model,
+    }
     if args.excerpt_tokens:
         flags["queries.excerpt_tokens"] = args.excerpt_tokens
     if args.num_ctx:
@@ -262,15 +296,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--excerpt-tokens", type=int, default=None)
     parser.add_argument("--num-ctx", type=int, default=None)
     parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--max-distance", type=float, default=None,
-                        help="queries.max_distance (0: measured default; 2: no cut-off)")
+    parser.add_argument(
+        "--max-distance",
+        type=float,
+        default=None,
+        help="queries.max_distance (0: measured default; 2: no cut-off)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, default=None, help="write per-question figures")
     parser.add_argument("--label", default="")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="keep the vault copy and its index here (reused by the next run)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="keep the vault copy and its index here (reused by the next run)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print each checked sentence")
     args = parser.parse_args(argv)
     if not args.vault.exists():
@@ -293,41 +335,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             for q in questions:
                 started = time.monotonic()
-                result = answer_question(conn, settings, q["question"], QuestionOptions(),
-                                         embedder=embedder, generator=generator)
+                result = answer_question(
+                    conn,
+                    settings,
+                    q["question"],
+                    QuestionOptions(),
+                    embedder=embedder,
+                    generator=generator,
+                )
                 wall = time.monotonic() - started
                 meta = generator.last
-                seconds = (meta["prompt_eval_s"] + meta["generation_s"]
-                           + result.timings.get("retrieval_s", 0)
-                           + result.timings.get("checks_s", 0)) if meta.get("cached") else wall
+                seconds = (
+                    (
+                        meta["prompt_eval_s"]
+                        + meta["generation_s"]
+                        + result.timings.get("retrieval_s", 0)
+                        + result.timings.get("checks_s", 0)
+                    )
+                    if meta.get("cached")
+                    else wall
+                )
                 excerpts = "\n".join(e.text for e in result.excerpts)
-                s = score(q, result, conn, excerpts, seconds, result.prompt_tokens,
-                          meta.get("prompt_tokens"))
+                s = score(
+                    q,
+                    result,
+                    conn,
+                    excerpts,
+                    seconds,
+                    result.prompt_tokens,
+                    meta.get("prompt_tokens"),
+                )
                 scores.append(s)
-                print(json.dumps({"id": s.qid, "status": s.status, "facts": f"{s.facts_found}/"
-                                  f"{s.facts}", "ctx": s.facts_in_context, "cited": f"{s.cited_good}/"
-                                  f"{s.cited}", "claims": f"{s.claims_supported}/{s.claims}",
-                                  "added": s.added_links, "tokens": s.prompt_tokens,
-                                  "s": round(s.seconds, 1), "cached": meta.get("cached"),
-                                  "reply": result.reply[:300]}, ensure_ascii=False), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "id": s.qid,
+                            "status": s.status,
+                            "facts": f"{s.facts_found}/{s.facts}",
+                            "ctx": s.facts_in_context,
+                            "cited": f"{s.cited_good}/{s.cited}",
+                            "claims": f"{s.claims_supported}/{s.claims}",
+                            "added": s.added_links,
+                            "tokens": s.prompt_tokens,
+                            "s": round(s.seconds, 1),
+                            "cached": meta.get("cached"),
+                            "reply": result.reply[:300],
+                        },
+                        ensure_ascii=False,
+                    ),
+                    flush=True,
+                )
                 if args.verbose and result.report is not None:
                     for c in result.report.claims:
-                        print(f"    {c.verdict:11} {c.coverage:.2f} src={c.source} "
-                              f"added={c.added} {c.reason} | {c.sentence[:120]}")
+                        print(
+                            f"    {c.verdict:11} {c.coverage:.2f} src={c.source} "
+                            f"added={c.added} {c.reason} | {c.sentence[:120]}"
+                        )
         finally:
             generator.close()
             embedder.close()
             conn.close()
     summary = summarise(scores)
     summary["label"] = args.label
-    summary["settings"] = {"excerpt_tokens": settings.queries.excerpt_tokens,
-                           "num_ctx": settings.ollama.num_ctx, "chat_model": args.chat_model,
-                           "temperature": settings.ollama.temperature,
-                           "max_distance": settings.queries.max_distance}
+    summary["settings"] = {
+        "excerpt_tokens": settings.queries.excerpt_tokens,
+        "num_ctx": settings.ollama.num_ctx,
+        "chat_model": args.chat_model,
+        "temperature": settings.ollama.temperature,
+        "max_distance": settings.queries.max_distance,
+    }
     print(json.dumps(summary, indent=2))
     if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "questions": [s.__dict__ for s in
-                                                                          scores]}, indent=2))
+        args.json.write_text(
+            json.dumps({"summary": summary, "questions": [s.__dict__ for s in scores]}, indent=2)
+        )
     return 0
 
 

@@ -67,8 +67,9 @@ class ScriptedGenerator:
     of excerpts [1] and [2], each cited by its number (supported, so the answer is checked,
     published and given its ledger like a real one)."""
 
-    def stream(self, messages: Sequence[dict[str, str]], *, model: str,
-               num_ctx: int) -> Iterator[str]:
+    def stream(
+        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+    ) -> Iterator[str]:
         prompt = messages[-1]["content"]
         sentences = []
         for number in (1, 2):
@@ -113,8 +114,14 @@ def run_once(settings: Settings) -> tuple[list[float], list[float]]:
             build_context(conn, settings, question)
             context_s.append(time.perf_counter() - started)
             started = time.perf_counter()
-            result = answer_question(conn, settings, question, QuestionOptions(),
-                                     embedder=None, generator=ScriptedGenerator())
+            result = answer_question(
+                conn,
+                settings,
+                question,
+                QuestionOptions(),
+                embedder=None,
+                generator=ScriptedGenerator(),
+            )
             answer_s.append(time.perf_counter() - started)
             assert result.status in ("answered", "no-answer"), result.reason
         return context_s, answer_s
@@ -129,8 +136,15 @@ def dump(settings: Settings, path: Path) -> None:
         docs = []
         for question in QUESTIONS:
             pack = context_pack_to_json(build_context(conn, settings, question))
-            result = answer_question(conn, settings, question, QuestionOptions(),
-                                     embedder=None, generator=ScriptedGenerator(), asked="-")
+            result = answer_question(
+                conn,
+                settings,
+                question,
+                QuestionOptions(),
+                embedder=None,
+                generator=ScriptedGenerator(),
+                asked="-",
+            )
             answer = result.as_json()
             answer.pop("timings")
             note = re.sub(r"(answered|index_as_of): .*", r"\1: -", render_answer_note(result.note))
@@ -156,7 +170,8 @@ def main() -> None:
     answer = [statistics.median(a) for _, a in per_run]
     totals = [sum(a) for _, a in per_run]
     doc = {
-        "questions": len(QUESTIONS), "runs": args.runs,
+        "questions": len(QUESTIONS),
+        "runs": args.runs,
         "build_context_ms_median": round(1000 * statistics.median(context), 1),
         "answer_path_ms_median": round(1000 * statistics.median(answer), 1),
         "question_set_s_median": round(statistics.median(totals), 2),

@@ -23,8 +23,18 @@ FULL_SIZES = {
 def main(argv: list[str]) -> int:
     """Run `pytest -m faults tests/faults` with the full sizes; extra args go to pytest."""
     env = {**os.environ, **{k: os.environ.get(k, v) for k, v in FULL_SIZES.items()}}
-    cmd = [sys.executable, "-m", "pytest", "-m", "faults", "-q", "-o", "timeout=900",
-           str(ROOT / "tests" / "faults"), *argv]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "faults",
+        "-q",
+        "-o",
+        "timeout=900",
+        str(ROOT / "tests" / "faults"),
+        *argv,
+    ]
     print("sizes:", ", ".join(f"{k}={env[k]}" for k in FULL_SIZES), flush=True)
     return subprocess.call(cmd, cwd=ROOT, env=env)
 

@@ -71,13 +71,21 @@ class Index:
         self.conn = connect(db_path, readonly=True)
 
     def chunk_ids(self, word: str) -> list[int]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{word}"',))]
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{word}"',)
+            )
+        ]
 
     def notes_matching(self, word: str) -> int:
-        return int(self.conn.execute(
-            "SELECT count(DISTINCT c.note_id) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
-            "WHERE chunks_fts MATCH ?", (f'"{word}"',)).fetchone()[0])
+        return int(
+            self.conn.execute(
+                "SELECT count(DISTINCT c.note_id) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+                "WHERE chunks_fts MATCH ?",
+                (f'"{word}"',),
+            ).fetchone()[0]
+        )
 
     def has_vectors(self, chunk_ids: list[int]) -> bool:
         fp = store.active_fingerprint(self.conn)
@@ -115,21 +123,38 @@ def run(edits: int, burst: int, work: Path) -> dict[str, Any]:
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, str(STANDIN), "--hash-embeddings", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     log_path = work / "daemon.log"
     daemon = None
     try:
         wait_port(port)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ASKVAULT_")}
-        env.update({"OLLAMA_HOST": f"http://127.0.0.1:{port}", "ASKVAULT_STATE_DIR": str(state),
-                    "ASKVAULT_EMBED_MODEL": EMBED_MODEL, "XDG_CONFIG_HOME": str(work / "cfg")})
+        env.update(
+            {
+                "OLLAMA_HOST": f"http://127.0.0.1:{port}",
+                "ASKVAULT_STATE_DIR": str(state),
+                "ASKVAULT_EMBED_MODEL": EMBED_MODEL,
+                "XDG_CONFIG_HOME": str(work / "cfg"),
+            }
+        )
         started = time.monotonic()
         with open(log_path, "wb") as log_file:
             daemon = subprocess.Popen(
-                [sys.executable, "-m", "askvault", "run", "--vault", str(vault),
-                 "--log-level", LOG_LEVEL],
-                stdout=subprocess.DEVNULL, stderr=log_file, env=env,
+                [
+                    sys.executable,
+                    "-m",
+                    "askvault",
+                    "run",
+                    "--vault",
+                    str(vault),
+                    "--log-level",
+                    LOG_LEVEL,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                env=env,
             )
         db_path = state / vault_id(vault.resolve()) / "index.sqlite"
         if wait_for(lambda: "reconciled (start-up)" in log_path.read_text(), 600) is None:
@@ -153,7 +178,7 @@ def run(edits: int, burst: int, work: Path) -> dict[str, Any]:
             lexical.append(lex)
             vector.append(vec + lex)
             time.sleep(0.05)
-        burst_paths = notes[edits:edits + burst]
+        burst_paths = notes[edits : edits + burst]
         t0 = time.monotonic()
         for path in burst_paths:
             with open(path, "a", encoding="utf-8") as f:
@@ -161,7 +186,8 @@ def run(edits: int, burst: int, work: Path) -> dict[str, Any]:
         write_s = time.monotonic() - t0
         # Polled slowly: a reader spinning on a big query would steal the daemon's CPU.
         burst_lex = wait_for(
-            lambda: index.notes_matching("burstmarkzz") == len(burst_paths), 300, BURST_POLL_S)
+            lambda: index.notes_matching("burstmarkzz") == len(burst_paths), 300, BURST_POLL_S
+        )
         burst_total = wait_for(lambda: index.pending() == 0, 1800, BURST_POLL_S)
         time.sleep(3.0)
         idle_rss = rss_mb(daemon.pid)
@@ -185,7 +211,8 @@ def run(edits: int, burst: int, work: Path) -> dict[str, Any]:
             "burst_files": len(burst_paths),
             "burst_write_s": round(write_s, 2),
             "burst_lexical_s": None if burst_lex is None else round(write_s + burst_lex, 2),
-            "burst_embedded_s": None if burst_total is None or burst_lex is None
+            "burst_embedded_s": None
+            if burst_total is None or burst_lex is None
             else round(write_s + burst_lex + burst_total, 2),
             "burst_batches": log_text.count("indexed:"),
             "idle_rss_mb": round(idle_rss, 1),

@@ -61,8 +61,11 @@ def walk_askvault(root: Path) -> list[str]:
             if _glob_reason([*parts, name], rules, is_folder=True):
                 dirs.remove(name)
                 ignored.append("/".join([*parts, name]) + "/")
-        ignored += ["/".join([*parts, name]) for name in files
-                    if _glob_reason([*parts, name], rules, is_folder=False)]
+        ignored += [
+            "/".join([*parts, name])
+            for name in files
+            if _glob_reason([*parts, name], rules, is_folder=False)
+        ]
     return sorted(ignored)
 
 
@@ -85,9 +88,10 @@ def each_askvault(paths: list[str]) -> list[bool]:
     out = []
     for path in paths:
         parts = path.split("/")
-        out.append(any(_glob_reason(parts[: i + 1], rules, is_folder=True)
-                       for i in range(len(parts) - 1))
-                   or _glob_reason(parts, rules, is_folder=False) is not None)
+        out.append(
+            any(_glob_reason(parts[: i + 1], rules, is_folder=True) for i in range(len(parts) - 1))
+            or _glob_reason(parts, rules, is_folder=False) is not None
+        )
     return out
 
 
@@ -111,17 +115,23 @@ def main() -> int:
     runs = parser.parse_args().runs
     require_shared(VAULT)
     paths = sorted(str(p.relative_to(VAULT).as_posix()) for p in VAULT.rglob("*") if p.is_file())
-    print(f"{machine()}; pathspec {pathspec.__version__}; {len(paths)} files, "
-          f"{len(GLOBS)} globs; medians of {runs} runs")
+    print(
+        f"{machine()}; pathspec {pathspec.__version__}; {len(paths)} files, "
+        f"{len(GLOBS)} globs; medians of {runs} runs"
+    )
     base, _ = timed(lambda: walk_only(VAULT), runs)
     ours, ours_found = timed(lambda: walk_askvault(VAULT), runs)
     theirs, theirs_found = timed(lambda: walk_pathspec(VAULT), runs)
-    print(f"reconcile walk: os.walk alone {base:.1f} ms; askvault {ours:.1f} ms, "
-          f"pathspec {theirs:.1f} ms; same decisions: {ours_found == theirs_found}")
+    print(
+        f"reconcile walk: os.walk alone {base:.1f} ms; askvault {ours:.1f} ms, "
+        f"pathspec {theirs:.1f} ms; same decisions: {ours_found == theirs_found}"
+    )
     ours, ours_each = timed(lambda: each_askvault(paths), runs)
     theirs, theirs_each = timed(lambda: each_pathspec(paths), runs)
-    print(f"every path on its own: askvault {ours:.1f} ms, pathspec {theirs:.1f} ms; "
-          f"same decisions: {ours_each == theirs_each}")
+    print(
+        f"every path on its own: askvault {ours:.1f} ms, pathspec {theirs:.1f} ms; "
+        f"same decisions: {ours_each == theirs_each}"
+    )
     return 0
 
 

@@ -33,10 +33,16 @@ from askvault.settings import load_settings  # noqa: E402
 
 
 def settings_for(vault: Path, state: Path, url: str):  # type: ignore[no-untyped-def]
-    return load_settings(None, env={
-        "ASKVAULT_VAULT": str(vault), "ASKVAULT_STATE_DIR": str(state), "OLLAMA_HOST": url,
-        "ASKVAULT_EMBED_MODEL": "all-minilm", "ASKVAULT_OLLAMA__EMBED_BATCH_SIZE": "64",
-    })
+    return load_settings(
+        None,
+        env={
+            "ASKVAULT_VAULT": str(vault),
+            "ASKVAULT_STATE_DIR": str(state),
+            "OLLAMA_HOST": url,
+            "ASKVAULT_EMBED_MODEL": "all-minilm",
+            "ASKVAULT_OLLAMA__EMBED_BATCH_SIZE": "64",
+        },
+    )
 
 
 def edit_middle_paragraph(vault: Path) -> str:
@@ -45,8 +51,10 @@ def edit_middle_paragraph(vault: Path) -> str:
     text = best.read_text(encoding="utf-8")
     paragraphs = text.split("\n\n")
     middle = len(paragraphs) // 2
-    paragraphs[middle] = "This paragraph was rewritten by the index benchmark at " \
+    paragraphs[middle] = (
+        "This paragraph was rewritten by the index benchmark at "
         f"{time.time():.0f}: a fresh sentence about something else entirely."
+    )
     best.write_text("\n\n".join(paragraphs), encoding="utf-8")
     return str(best.relative_to(vault))
 

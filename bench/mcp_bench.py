@@ -52,15 +52,24 @@ HITS: dict[str, int] = {}  # calls that returned at least one hit, per tool
 
 def bench_env(vault: Path, state: Path, url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKVAULT_", "OLLAMA_"))}
-    env.update({"ASKVAULT_VAULT": str(vault), "ASKVAULT_STATE_DIR": str(state),
-                "OLLAMA_HOST": url, "ASKVAULT_EMBED_MODEL": "all-minilm",
-                "XDG_CONFIG_HOME": str(state / "xdg-config"), **extra})
+    env.update(
+        {
+            "ASKVAULT_VAULT": str(vault),
+            "ASKVAULT_STATE_DIR": str(state),
+            "OLLAMA_HOST": url,
+            "ASKVAULT_EMBED_MODEL": "all-minilm",
+            "XDG_CONFIG_HOME": str(state / "xdg-config"),
+            **extra,
+        }
+    )
     return env
 
 
-def with_server(env: dict[str, str],
-                body: Callable[[ClientSession], Awaitable[list[float]]],
-                command: list[str] | None = None) -> tuple[float, list[float]]:
+def with_server(
+    env: dict[str, str],
+    body: Callable[[ClientSession], Awaitable[list[float]]],
+    command: list[str] | None = None,
+) -> tuple[float, list[float]]:
     """(seconds from spawn to the initialize reply, what `body` measured)."""
     command = command or [sys.executable, "-m", "askvault", "mcp"]
     params = StdioServerParameters(command=command[0], args=command[1:], env=env)
@@ -77,9 +86,13 @@ def with_server(env: dict[str, str],
     return anyio.run(main)
 
 
-def timed_calls(tool: str, key: str, queries: list[str], extra: dict[str, Any] | None = None,
-                make_args: Callable[[str], dict[str, Any]] | None = None,
-                ) -> Callable[[ClientSession], Awaitable[list[float]]]:
+def timed_calls(
+    tool: str,
+    key: str,
+    queries: list[str],
+    extra: dict[str, Any] | None = None,
+    make_args: Callable[[str], dict[str, Any]] | None = None,
+) -> Callable[[ClientSession], Awaitable[list[float]]]:
     def arguments(query: str) -> dict[str, Any]:
         return make_args(query) if make_args else {key: query, **(extra or {})}
 
@@ -93,9 +106,11 @@ def timed_calls(tool: str, key: str, queries: list[str], extra: dict[str, Any] |
             if result.isError:
                 raise RuntimeError(result.content[0].text)
             found = result.structuredContent or {}
-            HITS[tool] = HITS.get(tool, 0) + bool(found.get("hits") or found.get("results")
-                                                   or found.get("pages"))
+            HITS[tool] = HITS.get(tool, 0) + bool(
+                found.get("hits") or found.get("results") or found.get("pages")
+            )
         return seconds
+
     return body
 
 
@@ -103,8 +118,13 @@ def cli_calls(env: dict[str, str], queries: list[str]) -> list[float]:
     seconds = []
     for query in queries:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "askvault", "search", query, "--json"], env=env,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "askvault", "search", query, "--json"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         seconds.append(time.perf_counter() - t0)
     return seconds
 
@@ -124,21 +144,24 @@ def embed_calls(url: str, queries: list[str]) -> list[float]:
         embedder.close()
 
 
-def qmd_figures(qmd: str, vault: Path, home: Path, queries: list[str], runs: int
-                ) -> dict[str, list[float]]:
+def qmd_figures(
+    qmd: str, vault: Path, home: Path, queries: list[str], runs: int
+) -> dict[str, list[float]]:
     """qmd's MCP server on the same vault: start-up and a warm BM25 `query` call."""
     env = dict(os.environ, QMD_HOME=str(home))
     for args in (["collection", "add", str(vault), "--name", "bench"], ["update"]):
-        subprocess.run([qmd, *args], env=env, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [qmd, *args], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
 
     def lex(query: str) -> dict[str, Any]:
         return {"searches": [{"type": "lex", "query": query}], "limit": 10, "rerank": False}
 
     out: dict[str, list[float]] = {"qmd_startup": [], "qmd_lex": []}
     for _ in range(runs):
-        ready, seconds = with_server(env, timed_calls("query", "", queries, make_args=lex),
-                                     command=[qmd, "mcp"])
+        ready, seconds = with_server(
+            env, timed_calls("query", "", queries, make_args=lex), command=[qmd, "mcp"]
+        )
         out["qmd_startup"].append(ready)
         out["qmd_lex"] += seconds
     return out
@@ -152,15 +175,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vault", default="obsidian-help-en")
     parser.add_argument("--runs", type=int, default=3, help="server runs per measure")
-    parser.add_argument("--cli-queries", type=int, default=10,
-                        help="whole-process searches per run (each costs a process start)")
+    parser.add_argument(
+        "--cli-queries",
+        type=int,
+        default=10,
+        help="whole-process searches per run (each costs a process start)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--qmd", help="the qmd-peer wrapper, to time qmd's MCP server too")
     args = parser.parse_args()
     queries = [q["question"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))]
 
-    with vault_copy(args.vault) as vault, tempfile.TemporaryDirectory() as tmp, \
-            standin_ollama(hashed=True) as url:
+    with (
+        vault_copy(args.vault) as vault,
+        tempfile.TemporaryDirectory() as tmp,
+        standin_ollama(hashed=True) as url,
+    ):
         state = Path(tmp)
         settings = load_settings(None, env=bench_env(vault, state, url))
         report = index_vault(settings, OllamaClients(settings))
@@ -169,8 +199,10 @@ def main() -> None:
         # Words only: a host the configuration refuses (TEST-NET, not loopback) leaves the
         # server without an embedder, so search answers from words with no network call.
         words_env = bench_env(vault, state, url, OLLAMA_HOST="http://192.0.2.1:11434")
-        figures: dict[str, list[float]] = {k: [] for k in (
-            "startup", "words", "hybrid", "context", "embed", "cli_words", "cli_hybrid")}
+        figures: dict[str, list[float]] = {
+            k: []
+            for k in ("startup", "words", "hybrid", "context", "embed", "cli_words", "cli_hybrid")
+        }
         for _ in range(args.runs):
             ready, seconds = with_server(words_env, timed_calls("search", "query", queries))
             figures["startup"].append(ready)
@@ -178,35 +210,43 @@ def main() -> None:
             ready, seconds = with_server(hybrid_env, timed_calls("search", "query", queries))
             figures["startup"].append(ready)
             figures["hybrid"] += seconds
-            _, seconds = with_server(hybrid_env,
-                                     timed_calls("get_context_pack", "prompt", queries))
+            _, seconds = with_server(hybrid_env, timed_calls("get_context_pack", "prompt", queries))
             figures["context"] += seconds
             figures["embed"] += embed_calls(url, queries)
-            figures["cli_words"] += cli_calls(words_env, queries[:args.cli_queries])
-            figures["cli_hybrid"] += cli_calls(hybrid_env, queries[:args.cli_queries])
+            figures["cli_words"] += cli_calls(words_env, queries[: args.cli_queries])
+            figures["cli_hybrid"] += cli_calls(hybrid_env, queries[: args.cli_queries])
         if args.qmd:
             figures.update(qmd_figures(args.qmd, vault, state / "qmd", queries, args.runs))
 
     embed_ms = median(figures["embed"]) * 1000
     print(f"machine: {machine()}")
-    print(f"vault: {args.vault} ({notes} notes), {len(queries)} queries x {args.runs} runs; "
-          "hashed stand-in embeddings on loopback")
+    print(
+        f"vault: {args.vault} ({notes} notes), {len(queries)} queries x {args.runs} runs; "
+        "hashed stand-in embeddings on loopback"
+    )
     print(f"calls with at least one hit: {HITS}")
     print("| measure | median / p90 (ms) |\n|---|---:|")
     print(f"| start-up: spawn to `initialize` reply | {ms(figures['startup'])} |")
     print(f"| `search` tool, words only (no embedder) | {ms(figures['words'])} |")
     print(f"| `search` tool, hybrid (with the query's embedding) | {ms(figures['hybrid'])} |")
-    print(f"| `search` tool, hybrid, excluding the embedding call ({embed_ms:.1f} ms) | "
-          f"{median(figures['hybrid']) * 1000 - embed_ms:.1f} |")
+    print(
+        f"| `search` tool, hybrid, excluding the embedding call ({embed_ms:.1f} ms) | "
+        f"{median(figures['hybrid']) * 1000 - embed_ms:.1f} |"
+    )
     print(f"| `get_context_pack` tool (budget 4,000) | {ms(figures['context'])} |")
     print(f"| whole `askvault search --json` process, words | {ms(figures['cli_words'])} |")
     print(f"| whole `askvault search --json` process, hybrid | {ms(figures['cli_hybrid'])} |")
     if args.qmd:
-        print(f"| qmd 2.8.3 `qmd mcp`: spawn to `initialize` reply | {ms(figures['qmd_startup'])} |")
+        print(
+            f"| qmd 2.8.3 `qmd mcp`: spawn to `initialize` reply | {ms(figures['qmd_startup'])} |"
+        )
         print(f"| qmd `query` tool, one `lex` search, `rerank: false` | {ms(figures['qmd_lex'])} |")
     if args.json:
-        args.json.write_text(json.dumps({"vault": args.vault, "notes": notes,
-                                         "machine": machine(), **figures}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {"vault": args.vault, "notes": notes, "machine": machine(), **figures}, indent=1
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DATA, machine, median, require_shared, standin_ollama  # noqa: E402
 
-QUERIES = ("plugin settings", "dataview query", "daily notes template", "graph view",
-           "canvas", "sync vault", "mobile app", "theme snippets", "community plugins",
-           "keyboard shortcuts")
+QUERIES = (
+    "plugin settings",
+    "dataview query",
+    "daily notes template",
+    "graph view",
+    "canvas",
+    "sync vault",
+    "mobile app",
+    "theme snippets",
+    "community plugins",
+    "keyboard shortcuts",
+)
 RENAMES = 100
 Command = list[str]
 
@@ -57,8 +66,12 @@ def _compile_askvault(env: dict[str, str]) -> None:
     import askvault
 
     package = Path(askvault.__file__).resolve().parent
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(package)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _folder_bytes(folder: Path) -> int:
@@ -85,12 +98,19 @@ class Peers:
         base.pop("PYTHONDONTWRITEBYTECODE", None)
         _compile_askvault(base)
         base["XDG_CONFIG_HOME"] = str(work / "xdg-config")
-        self.a_env = {**base, "ASKVAULT_VAULT": str(self.a_vault),
-                      "ASKVAULT_EMBED_MODEL": "all-minilm", "OLLAMA_HOST": ollama_url,
-                      "ASKVAULT_STATE_DIR": str(work / "askvault-vectors")}
+        self.a_env = {
+            **base,
+            "ASKVAULT_VAULT": str(self.a_vault),
+            "ASKVAULT_EMBED_MODEL": "all-minilm",
+            "OLLAMA_HOST": ollama_url,
+            "ASKVAULT_STATE_DIR": str(work / "askvault-vectors"),
+        }
         # Words only: an Ollama that is not there (a closed loopback port).
-        self.a_words_env = {**self.a_env, "OLLAMA_HOST": "http://127.0.0.1:9",
-                            "ASKVAULT_STATE_DIR": str(work / "askvault-words")}
+        self.a_words_env = {
+            **self.a_env,
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+            "ASKVAULT_STATE_DIR": str(work / "askvault-words"),
+        }
         self.q_env = {**base, "QMD_HOME": str(work / "qmd-home")}
 
     # -- commands -----------------------------------------------------------------------
@@ -102,8 +122,9 @@ class Peers:
 
     def q_cold(self) -> float:
         shutil.rmtree(self.work / "qmd-home", ignore_errors=True)
-        seconds, proc = _run([str(self.qmd), "collection", "add", str(self.q_vault),
-                              "--name", "hub"], self.q_env)
+        seconds, proc = _run(
+            [str(self.qmd), "collection", "add", str(self.q_vault), "--name", "hub"], self.q_env
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"qmd collection add failed: {proc.stderr[-500:]}")
         return seconds
@@ -134,8 +155,11 @@ class Peers:
 
     # -- vault changes, the same in both copies ---------------------------------------------
     def notes(self) -> list[str]:
-        return sorted(str(p.relative_to(self.a_vault)) for p in self.a_vault.rglob("*.md")
-                      if not any(part.startswith(".") for part in p.parts))
+        return sorted(
+            str(p.relative_to(self.a_vault))
+            for p in self.a_vault.rglob("*.md")
+            if not any(part.startswith(".") for part in p.parts)
+        )
 
     def append_line(self, rel: str, round_no: int) -> None:
         for vault in (self.a_vault, self.q_vault):
@@ -149,8 +173,12 @@ class Peers:
                 (a.rename(b) if forth else b.rename(a))
 
 
-def paired(runs: int, a: Callable[[int], float], q: Callable[[int], float] | None,
-           before: Callable[[int], None] = lambda i: None) -> dict[str, float | None]:
+def paired(
+    runs: int,
+    a: Callable[[int], float],
+    q: Callable[[int], float] | None,
+    before: Callable[[int], None] = lambda i: None,
+) -> dict[str, float | None]:
     """Alternate the two commands `runs` times (askvault first on even rounds)."""
     a_times: list[float] = []
     q_times: list[float] = []
@@ -161,9 +189,11 @@ def paired(runs: int, a: Callable[[int], float], q: Callable[[int], float] | Non
             if fn is not None:
                 (a_times if who == "a" else q_times).append(fn(i))
     ratios = [x / y for x, y in zip(a_times, q_times, strict=False)]
-    return {"askvault_s": round(median(a_times), 4),
-            "qmd_s": round(median(q_times), 4) if q_times else None,
-            "ratio": round(median(ratios), 3) if ratios else None}
+    return {
+        "askvault_s": round(median(a_times), 4),
+        "qmd_s": round(median(q_times), 4) if q_times else None,
+        "ratio": round(median(ratios), 3) if ratios else None,
+    }
 
 
 def bench(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
@@ -175,8 +205,9 @@ def bench(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
         return peers.a_index(peers.a_words_env)
 
     cold_runs = max(1, min(runs, 3))
-    rows["cold index, words only"] = paired(cold_runs, a_cold_words,
-                                            (lambda _: peers.q_cold()) if has_qmd else None)
+    rows["cold index, words only"] = paired(
+        cold_runs, a_cold_words, (lambda _: peers.q_cold()) if has_qmd else None
+    )
 
     def a_cold_vectors() -> float:
         shutil.rmtree(peers.work / "askvault-vectors", ignore_errors=True)
@@ -185,57 +216,85 @@ def bench(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
     vec = [a_cold_vectors() for _ in range(cold_runs)]
     qmd_cold = rows["cold index, words only"]["qmd_s"]
     rows["cold index, askvault with vectors (vs qmd words only)"] = {
-        "askvault_s": round(median(vec), 4), "qmd_s": qmd_cold,
-        "ratio": round(median(vec) / qmd_cold, 3) if qmd_cold else None}
+        "askvault_s": round(median(vec), 4),
+        "qmd_s": qmd_cold,
+        "ratio": round(median(vec) / qmd_cold, 3) if qmd_cold else None,
+    }
 
     a_words = _folder_bytes(peers.work / "askvault-words") / 1e6
     a_vectors = _folder_bytes(peers.work / "askvault-vectors") / 1e6
     q_size = _folder_bytes(peers.work / "qmd-home" / "cache") / 1e6 if has_qmd else None
     rows["index size MB, words only"] = {
-        "askvault_s": round(a_words, 1), "qmd_s": round(q_size, 1) if q_size else None,
-        "ratio": round(a_words / q_size, 3) if q_size else None}
+        "askvault_s": round(a_words, 1),
+        "qmd_s": round(q_size, 1) if q_size else None,
+        "ratio": round(a_words / q_size, 3) if q_size else None,
+    }
     rows["index size MB, askvault with 384-dim vectors (vs qmd without)"] = {
-        "askvault_s": round(a_vectors, 1), "qmd_s": round(q_size, 1) if q_size else None,
-        "ratio": round(a_vectors / q_size, 3) if q_size else None}
+        "askvault_s": round(a_vectors, 1),
+        "qmd_s": round(q_size, 1) if q_size else None,
+        "ratio": round(a_vectors / q_size, 3) if q_size else None,
+    }
 
     q_update = (lambda _: peers.q_update()) if has_qmd else None
     rows["re-index unchanged"] = paired(runs, lambda _: peers.a_index(), q_update)
     notes = peers.notes()
     rows["re-index after one edit"] = paired(
-        runs, lambda _: peers.a_index(), q_update,
-        before=lambda i: peers.append_line(notes[(i * 997) % len(notes)], i))
+        runs,
+        lambda _: peers.a_index(),
+        q_update,
+        before=lambda i: peers.append_line(notes[(i * 997) % len(notes)], i),
+    )
     picked = notes[:: max(1, len(notes) // RENAMES)][:RENAMES]
     rows[f"re-index after {RENAMES} renames"] = paired(
-        runs, lambda _: peers.a_index(), q_update,
-        before=lambda i: peers.rename(picked, forth=i % 2 == 0))
+        runs,
+        lambda _: peers.a_index(),
+        q_update,
+        before=lambda i: peers.rename(picked, forth=i % 2 == 0),
+    )
     rows[f"word search, {len(QUERIES)} queries (each)"] = paired(
-        runs * len(QUERIES), lambda i: peers.a_search(QUERIES[i % len(QUERIES)]),
-        (lambda i: peers.q_search(QUERIES[i % len(QUERIES)])) if has_qmd else None)
-    rows["--help"] = paired(runs * 2, lambda _: peers.a_help(),
-                            (lambda _: peers.q_help()) if has_qmd else None)
+        runs * len(QUERIES),
+        lambda i: peers.a_search(QUERIES[i % len(QUERIES)]),
+        (lambda i: peers.q_search(QUERIES[i % len(QUERIES)])) if has_qmd else None,
+    )
+    rows["--help"] = paired(
+        runs * 2, lambda _: peers.a_help(), (lambda _: peers.q_help()) if has_qmd else None
+    )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--qmd", type=Path, default=os.environ.get("QMD_PEER") or None,
-                        help="the qmd-peer wrapper printed by ../shared/tools/qmd/install.sh")
+    parser.add_argument(
+        "--qmd",
+        type=Path,
+        default=os.environ.get("QMD_PEER") or None,
+        help="the qmd-peer wrapper printed by ../shared/tools/qmd/install.sh",
+    )
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--port", type=int, default=11500,
-                        help="first loopback port tried for the Ollama stand-in")
+    parser.add_argument(
+        "--port", type=int, default=11500, help="first loopback port tried for the Ollama stand-in"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     vault = DATA / "vaults" / "obsidian-hub"
     require_shared(vault)
     qmd = args.qmd if args.qmd and Path(args.qmd).exists() else None
     if qmd is None:
-        print("qmd not found (pass --qmd or set QMD_PEER): askvault's figures only",
-              file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="askvault-peer-") as tmp, \
-            standin_ollama(hashed=True, first_port=args.port) as url:
+        print(
+            "qmd not found (pass --qmd or set QMD_PEER): askvault's figures only", file=sys.stderr
+        )
+    with (
+        tempfile.TemporaryDirectory(prefix="askvault-peer-") as tmp,
+        standin_ollama(hashed=True, first_port=args.port) as url,
+    ):
         rows = bench(Peers(Path(tmp), vault, qmd, url), args.runs)
-    doc = {"machine": machine(), "vault": "obsidian-hub", "runs": args.runs,
-           "load_after": os.getloadavg(), "rows": rows}
+    doc = {
+        "machine": machine(),
+        "vault": "obsidian-hub",
+        "runs": args.runs,
+        "load_after": os.getloadavg(),
+        "rows": rows,
+    }
     if args.json:
         print(json.dumps(doc, indent=2))
         return

@@ -56,10 +56,16 @@ class CachedQueries:
 
 
 def _settings(vault: Path, state: Path, model: str, host: str, candidates: int) -> Settings:
-    return load_settings(None, flags={
-        "vault": str(vault), "state_dir": str(state), "ollama.embed_model": model,
-        "ollama.host": host, "search.candidates": candidates,
-    })
+    return load_settings(
+        None,
+        flags={
+            "vault": str(vault),
+            "state_dir": str(state),
+            "ollama.embed_model": model,
+            "ollama.host": host,
+            "search.candidates": candidates,
+        },
+    )
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
@@ -108,8 +114,9 @@ def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             per_query_ndcg = []
             started = time.time()
             for qid in qids:
-                hits = search(conn, settings, queries[qid], limit=DEPTH, embedder=embedder,
-                              fusion_mode=mode).hits
+                hits = search(
+                    conn, settings, queries[qid], limit=DEPTH, embedder=embedder, fusion_mode=mode
+                ).hits
                 ranked = [h.note_path.rsplit("/", 1)[-1][:-3] for h in hits]
                 rel = qrels[qid]
                 per_query_ndcg.append(ndcg_at(ranked, rel, 10))
@@ -145,16 +152,22 @@ def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         for mode in MODES:
             recall5 = mrr = heading5 = 0.0
             for q in questions:
-                hits = search(conn, settings, q["question"], limit=20, embedder=embedder,
-                              fusion_mode=mode).hits
+                hits = search(
+                    conn, settings, q["question"], limit=20, embedder=embedder, fusion_mode=mode
+                ).hits
                 paths = [h.note_path for h in hits]
                 recall5 += q["path"] in paths[:5]
                 mrr += reciprocal_rank(paths, {q["path"]})
-                heading5 += any(h.note_path == q["path"] and (q["heading"] is None or
-                                h.heading == q["heading"]) for h in hits[:5])
+                heading5 += any(
+                    h.note_path == q["path"] and (q["heading"] is None or h.heading == q["heading"])
+                    for h in hits[:5]
+                )
             n = len(questions)
-            results[mode] = {"page_recall@5": round(recall5 / n, 4), "mrr": round(mrr / n, 4),
-                             "heading_hit@5": round(heading5 / n, 4)}
+            results[mode] = {
+                "page_recall@5": round(recall5 / n, 4),
+                "mrr": round(mrr / n, 4),
+                "heading_hit@5": round(heading5 / n, 4),
+            }
             print(f"help {mode}: {results[mode]}", file=sys.stderr)
     finally:
         embedder.inner.close()
@@ -164,8 +177,9 @@ def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--embed-model", default="all-minilm")
     parser.add_argument("--host", default="http://127.0.0.1:11435")
     parser.add_argument("--state-dir", type=Path, default=Path("/tmp/askvault-bench-state"))

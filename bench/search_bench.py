@@ -67,7 +67,8 @@ def real_vectors(cache: Path, queries_file: Path) -> tuple[np.ndarray, np.ndarra
     texts of `queries_file` (BEIR queries.jsonl)."""
     query_hashes = {
         hashlib.sha1(json.loads(line)["text"].encode()).hexdigest()
-        for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()
+        for line in queries_file.read_text(encoding="utf-8").splitlines()
+        if line.strip()
     }
     conn = sqlite3.connect(cache)
     docs, queries = [], []
@@ -125,8 +126,13 @@ def vector_source(
     return clustered
 
 
-def build(settings: Settings, size: int, dim: int, vectors: Callable[[int, int], np.ndarray],
-          seed: int = 7) -> None:
+def build(
+    settings: Settings,
+    size: int,
+    dim: int,
+    vectors: Callable[[int, int], np.ndarray],
+    seed: int = 7,
+) -> None:
     """Write an index of `size` chunks: notes, chunks, FTS rows, cached vectors, vec rows."""
     rng = np.random.default_rng(seed)
     conn = connect(settings.db_path)
@@ -149,19 +155,26 @@ def build(settings: Settings, size: int, dim: int, vectors: Callable[[int, int],
                 fts.append((cid, f"note {note}", text))
             conn.executemany(
                 "INSERT INTO notes(id, path, folder, title, size, mtime_ns, inode,"
-                " content_hash, indexed_at) VALUES (?,?,?,?,0,0,0,'',0)", notes)
+                " content_hash, indexed_at) VALUES (?,?,?,?,0,0,0,'',0)",
+                notes,
+            )
             conn.executemany(
                 "INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
-                " start_line, end_line, text) VALUES (?,?,?,?,'[]',1,2,?)", chunks)
+                " start_line, end_line, text) VALUES (?,?,?,?,'[]',1,2,?)",
+                chunks,
+            )
             conn.executemany(
                 "INSERT INTO chunks_fts(rowid, title, aliases, headings, body)"
-                " VALUES (?,?,'','',?)", fts)
+                " VALUES (?,?,'','',?)",
+                fts,
+            )
             conn.executemany(
                 "INSERT INTO embedding_cache(fingerprint_id, text_key, vector) VALUES (?,?,?)",
-                [(fp.id, store.text_key(_hash(start + i + 1)), v[i].tobytes())
-                 for i in range(n)])
-            store.copy_cached_vectors(conn, fp, text_hashes=[_hash(start + i + 1)
-                                                             for i in range(n)])
+                [(fp.id, store.text_key(_hash(start + i + 1)), v[i].tobytes()) for i in range(n)],
+            )
+            store.copy_cached_vectors(
+                conn, fp, text_hashes=[_hash(start + i + 1) for i in range(n)]
+            )
         print(f"  built {start + n}/{size}", flush=True)
     conn.close()
 
@@ -187,12 +200,15 @@ def timed(fn: Callable[[int], object], count: int, runs: int) -> dict[str, float
             times.append((time.perf_counter() - t) * 1000)
         p50s.append(percentile(times, 0.5))
         p95s.append(percentile(times, 0.95))
-    return {"p50_ms": round(statistics.median(p50s), 1),
-            "p95_ms": round(statistics.median(p95s), 1)}
+    return {
+        "p50_ms": round(statistics.median(p50s), 1),
+        "p95_ms": round(statistics.median(p95s), 1),
+    }
 
 
-def bench_size(size: int, dim: int, args: argparse.Namespace,
-               real: tuple[np.ndarray, np.ndarray] | None) -> dict[str, object]:
+def bench_size(
+    size: int, dim: int, args: argparse.Namespace, real: tuple[np.ndarray, np.ndarray] | None
+) -> dict[str, object]:
     kind = "real" if real is not None else "clustered"
     folder = args.work / f"{kind}-{dim}-n{size}"
     vault = folder / "vault"
@@ -218,28 +234,43 @@ def bench_size(size: int, dim: int, args: argparse.Namespace,
         qvecs = vector_source(size, dim, None, seed=99)(0, args.queries)
     # Query words from the middle of the Zipf vocabulary, as real queries (stopwords dropped) are.
     texts = [" ".join(f"w{i}" for i in rng.integers(20, 3000, 4)) for _ in range(args.queries)]
-    out: dict[str, object] = {"chunks": size, "dim": dim, "vectors": kind,
-                              "build_s": build_s, "load_before": os.getloadavg()}
+    out: dict[str, object] = {
+        "chunks": size,
+        "dim": dim,
+        "vectors": kind,
+        "build_s": build_s,
+        "load_before": os.getloadavg(),
+    }
     embedder = FixedEmbedder(dim)
 
     def service(mode: str) -> Callable[[int], object]:
         def run(i: int) -> object:
             embedder.vector = qvecs[i].tolist()
-            return search(conn, settings, texts[i], limit=10, embedder=embedder,
-                          fusion_mode=mode)
+            return search(conn, settings, texts[i], limit=10, embedder=embedder, fusion_mode=mode)
+
         return run
 
     def channel(quantized: bool) -> Callable[[int], list[tuple[int, float]]]:
         def run(i: int) -> list[tuple[int, float]]:
             return search_store.vector_chunks(
-                conn, fp.id, qvecs[i].tolist(), k=DEPTH,
-                bits_table=fp.bits_table if quantized else None)
+                conn,
+                fp.id,
+                qvecs[i].tolist(),
+                k=DEPTH,
+                bits_table=fp.bits_table if quantized else None,
+            )
+
         return run
 
-    for name, fn in (("words", service("words")), ("vector", service("vector")),
-                     ("convex", service("convex")), ("rrf", service("rrf")),
-                     ("rerank", service("rerank")), ("vector_knn_exact", channel(False)),
-                     ("vector_knn_quantized", channel(True))):
+    for name, fn in (
+        ("words", service("words")),
+        ("vector", service("vector")),
+        ("convex", service("convex")),
+        ("rrf", service("rrf")),
+        ("rerank", service("rerank")),
+        ("vector_knn_exact", channel(False)),
+        ("vector_knn_quantized", channel(True)),
+    ):
         out[name] = timed(fn, args.queries, args.runs)
         print(size, name, out[name], flush=True)
     r10, r100 = [], []
@@ -257,18 +288,25 @@ def bench_size(size: int, dim: int, args: argparse.Namespace,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--dim", type=int, default=768, help="clustered vectors only")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--real-vectors", type=Path, default=None)
-    parser.add_argument("--real-queries", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "shared/data/scifact"
-                        / "queries.jsonl")
-    parser.add_argument("--widen", type=int, default=1,
-                        help="with --real-vectors: make them this many times wider (see widen)")
+    parser.add_argument(
+        "--real-queries",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "shared/data/scifact" / "queries.jsonl",
+    )
+    parser.add_argument(
+        "--widen",
+        type=int,
+        default=1,
+        help="with --real-vectors: make them this many times wider (see widen)",
+    )
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--work", type=Path, default=Path("/tmp/askvault-search-bench"))
     args = parser.parse_args()

@@ -99,12 +99,12 @@ def fake_ollama() -> Iterator[FakeOllama]:
 
 
 @pytest.fixture(autouse=True)
-def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_runtime_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each test's vault locks live in its own runtime dir (inherited by the subprocesses
     it starts), never in the user's $XDG_RUNTIME_DIR/askvault."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
-
 
 
 @pytest.fixture(scope="session")

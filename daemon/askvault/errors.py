@@ -22,7 +22,8 @@ class ConfigError(AskvaultError):
         self.problems = list(problems)
         super().__init__(
             "invalid configuration: " + "; ".join(self.problems),
-            hint or "fix the values above (`askvault config-example` prints every key with its default and meaning)",
+            hint
+            or "fix the values above (`askvault config-example` prints every key with its default and meaning)",
         )
 
 

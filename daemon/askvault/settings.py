@@ -40,7 +40,8 @@ class OllamaSettings:
     embed_model: str = _opt("nomic-embed-text", "Embedding model (env ASKVAULT_EMBED_MODEL).")
     chat_model: str = _opt("llama3.2", "Chat model for answers (env ASKVAULT_CHAT_MODEL).")
     timeout_s: float = _opt(
-        60.0, "Timeout of one Ollama request (connect, embeddings, model list), in seconds.",
+        60.0,
+        "Timeout of one Ollama request (connect, embeddings, model list), in seconds.",
         min_excl=0,
     )
     reply_silence_s: float = _opt(
@@ -56,7 +57,8 @@ class OllamaSettings:
     )
     embed_batch_size: int = _opt(32, "Texts per embedding request.", min=1)
     embed_max_tokens: int = _opt(
-        2048, "Longest input sent to the embedding model; longer text is split, never truncated.",
+        2048,
+        "Longest input sent to the embedding model; longer text is split, never truncated.",
         min=16,
     )
 
@@ -65,14 +67,16 @@ class OllamaSettings:
 class IndexSettings:
     max_note_bytes: int = _opt(5_000_000, "Notes larger than this are skipped (bytes).", min=1)
     chunk_max_tokens: int = _opt(
-        400, "Largest chunk, in estimated embedding tokens (a change re-cuts every note once).",
+        400,
+        "Largest chunk, in estimated embedding tokens (a change re-cuts every note once).",
         min=32,
     )
     ignore_globs: list[str] = _opt(
         [], "Extra vault-relative globs to ignore (as well as Obsidian's Excluded files)."
     )
     index_queries: bool = _opt(
-        False, "Index the queries/ folder (answers) as knowledge. Off: only moved-out answers count."
+        False,
+        "Index the queries/ folder (answers) as knowledge. Off: only moved-out answers count.",
     )
     parse_workers: int = _opt(
         2, "Processes that read and parse notes when many changed at once (1: no pool).", min=1
@@ -86,13 +90,15 @@ class DaemonSettings:
     )
     debounce_s: float = _opt(0.3, "Quiet time per path before an event is processed.", min=0)
     watch_mode: str = _opt(
-        "auto", "auto | events | polling: polling for filesystems without inotify events.",
+        "auto",
+        "auto | events | polling: polling for filesystems without inotify events.",
         choices=("auto", "events", "polling"),
     )
     poll_interval_s: float = _opt(2.0, "Polling interval in polling mode (seconds).", min_excl=0)
     log_format: str = _opt("text", "text | json", choices=("text", "json"))
     busy_timeout_s: float = _opt(
-        15.0, "How long a write waits for another writer of the index before backing off (s).",
+        15.0,
+        "How long a write waits for another writer of the index before backing off (s).",
         min_excl=0,
     )
     log_level: str = _opt(
@@ -111,8 +117,10 @@ class SearchSettings:
     limit: int = _opt(10, "Default number of hits.", min=1)
     candidates: int = _opt(100, "Candidates taken from each channel before fusion.", min=1)
     embed_timeout_s: float = _opt(
-        5.0, "Longest wait for a search query's embedding before `search` and `context`"
-        " answer from words alone, saying why (s).", min_excl=0,
+        5.0,
+        "Longest wait for a search query's embedding before `search` and `context`"
+        " answer from words alone, saying why (s).",
+        min_excl=0,
     )
 
 
@@ -144,8 +152,7 @@ class QueriesSettings:
 class Settings:
     vault: str = _opt("", "The vault folder (env ASKVAULT_VAULT, flag --vault).")
     state_dir: str = _opt(
-        "", "Folder holding index files (env ASKVAULT_STATE_DIR); "
-        "empty: $XDG_STATE_HOME/askvault."
+        "", "Folder holding index files (env ASKVAULT_STATE_DIR); empty: $XDG_STATE_HOME/askvault."
     )
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
@@ -160,7 +167,9 @@ class Settings:
     @property
     def state_path(self) -> Path:
         """The index folder of this vault: `<state_dir>/<vault-id>/`."""
-        base = Path(self.state_dir).expanduser() if self.state_dir else _xdg_state_home() / "askvault"
+        base = (
+            Path(self.state_dir).expanduser() if self.state_dir else _xdg_state_home() / "askvault"
+        )
         return base / vault_id(self.vault_path)
 
     @property
@@ -249,7 +258,7 @@ def _read_env(env: Mapping[str, str]) -> dict[str, Any]:
         if name in ENV_ALIASES:
             out[ENV_ALIASES[name]] = value
         elif name.startswith("ASKVAULT_") and name not in ("ASKVAULT_CONFIG",):
-            rest = name[len("ASKVAULT_"):].lower()
+            rest = name[len("ASKVAULT_") :].lower()
             key = rest.replace("__", ".", 1) if "__" in rest else rest
             # Unrelated ASKVAULT_* variables (a wrapper script's, say) are not ours to reject.
             if key in known_keys():
@@ -359,7 +368,10 @@ def _to_str(raw: Any) -> str:
 
 
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
-    "bool": _to_bool, "int": _to_int, "float": _to_float, "list[str]": _to_str_list,
+    "bool": _to_bool,
+    "int": _to_int,
+    "float": _to_float,
+    "list[str]": _to_str_list,
     "str": _to_str,
 }
 

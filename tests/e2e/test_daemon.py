@@ -31,11 +31,17 @@ def test_daemon_indexes_created_and_edited_notes(
 ) -> None:
     daemon_factory()
     write(vault / "Ideas.md", "# Ideas\n\nThe word zanzibarite lives here.\n")
-    wait_until(lambda: probe.search_files("zanzibarite") == {"Ideas.md"}, DEADLINE_S,
-               "a created note is searchable")
+    wait_until(
+        lambda: probe.search_files("zanzibarite") == {"Ideas.md"},
+        DEADLINE_S,
+        "a created note is searchable",
+    )
     write(vault / "Ideas.md", "# Ideas\n\nNow it says quokkaberry instead.\n")
-    wait_until(lambda: probe.search_files("quokkaberry") == {"Ideas.md"}, DEADLINE_S,
-               "an edited note's new text is searchable")
+    wait_until(
+        lambda: probe.search_files("quokkaberry") == {"Ideas.md"},
+        DEADLINE_S,
+        "an edited note's new text is searchable",
+    )
     assert probe.search_files("zanzibarite") == set()
 
 
@@ -47,8 +53,11 @@ def test_daemon_indexes_an_atomic_save_once_and_never_its_temp_file(
     tmp = vault / ".Plan.md.tmp"
     tmp.write_text("# Plan\n\nfinal wombatrix text\n", encoding="utf-8")
     os.replace(tmp, vault / "Plan.md")
-    wait_until(lambda: probe.search_files("wombatrix") == {"Plan.md"}, DEADLINE_S,
-               "the atomically saved note has its final content")
+    wait_until(
+        lambda: probe.search_files("wombatrix") == {"Plan.md"},
+        DEADLINE_S,
+        "the atomically saved note has its final content",
+    )
     time.sleep(0.3)
     assert probe.note_paths() == ["Plan.md"]
     batches = re.findall(r"indexed: (\d+) added, (\d+) changed", daemon.log())
@@ -56,13 +65,18 @@ def test_daemon_indexes_an_atomic_save_once_and_never_its_temp_file(
 
 
 def test_daemon_repaths_renamed_and_moved_notes_without_reembedding(
-    vault: Path, probe: IndexProbe, fake_ollama: FakeOllama,
+    vault: Path,
+    probe: IndexProbe,
+    fake_ollama: FakeOllama,
     daemon_factory: Callable[..., DaemonProcess],
 ) -> None:
     write(vault / "Old name.md", "# Topic\n\nPaginated hummingbird migration facts.\n")
     daemon_factory()
-    wait_until(lambda: probe.pending_embeddings() == 0 and probe.note_paths() != [], DEADLINE_S,
-               "the note is embedded")
+    wait_until(
+        lambda: probe.pending_embeddings() == 0 and probe.note_paths() != [],
+        DEADLINE_S,
+        "the note is embedded",
+    )
     embedded = len(fake_ollama.embedded_inputs)
     (vault / "Old name.md").rename(vault / "New name.md")
     wait_until(lambda: probe.note_paths() == ["New name.md"], DEADLINE_S, "the rename")
@@ -88,8 +102,11 @@ def test_daemon_drops_every_note_of_a_deleted_or_moved_out_folder(
     assert len(probe.note_paths()) == 11
     shutil.rmtree(vault / "gone")
     (vault / "away").rename(tmp_path / "outside")
-    wait_until(lambda: probe.note_paths() == ["stay.md"], DEADLINE_S,
-               "notes of the deleted and moved-out folders are gone")
+    wait_until(
+        lambda: probe.note_paths() == ["stay.md"],
+        DEADLINE_S,
+        "notes of the deleted and moved-out folders are gone",
+    )
 
 
 def test_daemon_indexes_a_burst_of_2000_files_in_few_batches(
@@ -108,7 +125,7 @@ def test_daemon_indexes_a_burst_of_2000_files_in_few_batches(
 
 
 def test_second_daemon_on_the_same_vault_is_refused(
-    daemon_factory: Callable[..., DaemonProcess]
+    daemon_factory: Callable[..., DaemonProcess],
 ) -> None:
     first = daemon_factory()
     second = daemon_factory(ready=False)
@@ -124,8 +141,9 @@ def test_sigterm_exits_0_within_5_s_even_during_a_slow_embed_call(
     write(vault / "a.md", "# A\n\nsome text\n")
     fake_ollama.set_fault("slow", delay_s=8.0, paths=("/api/embed",))
     daemon = daemon_factory()
-    wait_until(lambda: bool(fake_ollama.requests_to("/api/embed")), DEADLINE_S,
-               "an embed call in flight")
+    wait_until(
+        lambda: bool(fake_ollama.requests_to("/api/embed")), DEADLINE_S, "an embed call in flight"
+    )
     started = time.monotonic()
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(5.0) == 0
@@ -140,7 +158,9 @@ def test_sigint_exits_0(daemon_factory: Callable[..., DaemonProcess]) -> None:
 
 
 def test_kill_9_then_restart_converges_without_duplicates_or_reembedding(
-    vault: Path, probe: IndexProbe, fake_ollama: FakeOllama,
+    vault: Path,
+    probe: IndexProbe,
+    fake_ollama: FakeOllama,
     daemon_factory: Callable[..., DaemonProcess],
 ) -> None:
     for i in range(30):
@@ -154,8 +174,14 @@ def test_kill_9_then_restart_converges_without_duplicates_or_reembedding(
     (vault / "n1.md").unlink()
     write(vault / "new.md", "# New\n\nborn while down xylocarp\n")
     daemon_factory()
-    wait_until(lambda: probe.search_files("xylocarp") == {"n0.md", "new.md"}
-               and probe.pending_embeddings() == 0, DEADLINE_S, "the restart converges")
+    wait_until(
+        lambda: (
+            probe.search_files("xylocarp") == {"n0.md", "new.md"}
+            and probe.pending_embeddings() == 0
+        ),
+        DEADLINE_S,
+        "the restart converges",
+    )
     assert len(probe.note_paths()) == 30
     assert probe.duplicate_paths() == []
     after_restart = fake_ollama.embedded_inputs[before:]
@@ -164,14 +190,19 @@ def test_kill_9_then_restart_converges_without_duplicates_or_reembedding(
 
 
 def test_embeddings_wait_while_ollama_is_down_and_resume_by_themselves(
-    vault: Path, probe: IndexProbe, fake_ollama: FakeOllama,
+    vault: Path,
+    probe: IndexProbe,
+    fake_ollama: FakeOllama,
     daemon_factory: Callable[..., DaemonProcess],
 ) -> None:
     fake_ollama.set_fault("down")
     write(vault / "a.md", "# A\n\noutage-proof marmalade\n")
     daemon = daemon_factory()
-    wait_until(lambda: bool(probe.meta("embed_waiting_reason")), DEADLINE_S,
-               "status says why embedding waits")
+    wait_until(
+        lambda: bool(probe.meta("embed_waiting_reason")),
+        DEADLINE_S,
+        "status says why embedding waits",
+    )
     assert probe.search_files("marmalade") == {"a.md"}
     assert probe.pending_embeddings() > 0
     fake_ollama.recover()
@@ -201,13 +232,12 @@ def test_questions_folder_is_not_indexed_as_knowledge(
 
 
 def test_log_format_json_writes_one_object_per_line(
-    daemon_factory: Callable[..., DaemonProcess]
+    daemon_factory: Callable[..., DaemonProcess],
 ) -> None:
     daemon = daemon_factory(ASKVAULT_DAEMON__LOG_FORMAT="json")
     lines = daemon.log().splitlines()
     docs = [json.loads(line) for line in lines]
-    assert any(d["msg"].startswith("reconciled (start-up)") and d["level"] == "info"
-               for d in docs)
+    assert any(d["msg"].startswith("reconciled (start-up)") and d["level"] == "info" for d in docs)
 
 
 def test_under_journald_lines_carry_priorities_and_no_timestamps(

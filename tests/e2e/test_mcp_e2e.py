@@ -40,10 +40,10 @@ def env(vault: Path, state_dir: Path, fake_ollama: FakeOllama) -> dict[str, str]
     return env
 
 
-def over_stdio(env: dict[str, str], body: Callable[[ClientSession], Awaitable[T]],
-               errlog: Path) -> T:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "askvault", "mcp"],
-                                   env=env)
+def over_stdio(
+    env: dict[str, str], body: Callable[[ClientSession], Awaitable[T]], errlog: Path
+) -> T:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "askvault", "mcp"], env=env)
 
     async def main() -> T:
         with errlog.open("w") as err:
@@ -103,9 +103,11 @@ def test_stdio_server_with_ollama_down_degrades_and_stays_up(
     fake_ollama.set_fault("down")
 
     async def body(client: ClientSession) -> list[Any]:
-        return [await client.call_tool("search", {"query": "embed"}),
-                await client.call_tool("ask", {"question": "What does an embed show?"}),
-                await client.call_tool("search", {"query": "links"})]
+        return [
+            await client.call_tool("search", {"query": "embed"}),
+            await client.call_tool("ask", {"question": "What does an embed show?"}),
+            await client.call_tool("search", {"query": "links"}),
+        ]
 
     search, ask, again = over_stdio(env, body, tmp_path / "mcp.log")
     assert search.structuredContent["degraded"].startswith("semantic search unavailable")
@@ -117,11 +119,16 @@ def _start_http(env: dict[str, str], tmp_path: Path) -> tuple[subprocess.Popen[b
     errlog = (tmp_path / "http.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "askvault", "mcp", "--http", "--port", "0"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog)
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=errlog,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        found = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)",
-                          (tmp_path / "http.log").read_text())
+        found = re.search(
+            r"listening on (http://127\.0\.0\.1:\d+/mcp)", (tmp_path / "http.log").read_text()
+        )
         if found:
             return proc, found.group(1)
         if proc.poll() is not None:
@@ -137,6 +144,7 @@ def test_http_server_on_loopback_answers_the_sdk_client_and_refuses_a_foreign_ho
 ) -> None:
     proc, url = _start_http(env, tmp_path)
     try:
+
         async def main() -> tuple[Any, Any, int]:
             async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
                 async with streamable_http_client(url, http_client=http) as (read, write, _):
@@ -170,13 +178,16 @@ def test_http_bind_outside_loopback_is_refused_before_any_socket(
     result = CliRunner().invoke(cli, ["mcp", "--http", "--host", host], env=env)
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == (
-        f"askvault: refusing to serve MCP on {host}: not a loopback address")
+        f"askvault: refusing to serve MCP on {host}: not a loopback address"
+    )
     assert result.stderr.splitlines()[1].startswith("hint: `askvault mcp --http` serves this")
     assert socket_guard.violations == []
 
 
 def test_mcp_beside_the_daemon_sees_its_edits_and_saves_an_answer_while_it_runs(
-    env: dict[str, str], tmp_path: Path, fake_ollama: FakeOllama,
+    env: dict[str, str],
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
     daemon_factory: Callable[..., Any],
 ) -> None:
     vault = Path(env["ASKVAULT_VAULT"])
@@ -193,8 +204,9 @@ def test_mcp_beside_the_daemon_sees_its_edits_and_saves_an_answer_while_it_runs(
                 await anyio.sleep(0.1)
                 found = await client.call_tool("search", {"query": "zanzibarite"})
                 files = [h["file"] for h in found.structuredContent["hits"]]
-        asked = await client.call_tool("ask", {"question": "What does an embed show?",
-                                               "save": True})
+        asked = await client.call_tool(
+            "ask", {"question": "What does an embed show?", "save": True}
+        )
         status = await client.call_tool("status", {})
         return [h["file"] for h in before.structuredContent["hits"]], asked, status
 

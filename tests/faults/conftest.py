@@ -32,8 +32,9 @@ def world(tmp_path: Path, fake_ollama: FakeOllama) -> FaultWorld:
 @pytest.fixture
 def daemons(world: FaultWorld, fake_ollama: FakeOllama) -> Iterator[Callable[..., DaemonProcess]]:
     """Start `askvault run` subprocesses on the world's vault; killed and reaped at teardown."""
-    with launched_daemons(world.vault, world.state, fake_ollama.url, world.root,
-                          DRILL_ENV) as start:
+    with launched_daemons(
+        world.vault, world.state, fake_ollama.url, world.root, DRILL_ENV
+    ) as start:
         yield start
 
 
@@ -43,13 +44,24 @@ def inproc(world: FaultWorld) -> Iterator[Callable[..., InProcessDaemon]]:
     each has started); stopped at teardown."""
     started: list[InProcessDaemon] = []
 
-    def start(*, busy_timeout_s: float = BUSY_TIMEOUT_S, ready: bool = True,
-              **flags: object) -> InProcessDaemon:
-        settings = world.settings(**{"daemon.debounce_s": 0.05, "queries.settle_s": 0.2,
-                                     "ollama.embed_batch_size": 8, **flags})
-        runner = InProcessDaemon(Daemon(
-            settings, default_workers(settings, busy_timeout_s=busy_timeout_s),
-            busy_timeout_s=busy_timeout_s))
+    def start(
+        *, busy_timeout_s: float = BUSY_TIMEOUT_S, ready: bool = True, **flags: object
+    ) -> InProcessDaemon:
+        settings = world.settings(
+            **{
+                "daemon.debounce_s": 0.05,
+                "queries.settle_s": 0.2,
+                "ollama.embed_batch_size": 8,
+                **flags,
+            }
+        )
+        runner = InProcessDaemon(
+            Daemon(
+                settings,
+                default_workers(settings, busy_timeout_s=busy_timeout_s),
+                busy_timeout_s=busy_timeout_s,
+            )
+        )
         started.append(runner)
         runner.thread.start()
         if ready:

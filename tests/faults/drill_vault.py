@@ -10,7 +10,9 @@ from askvault.adapters.db import connect
 DOCUMENT_PREFIX = "search_document: "  # nomic-embed-text's, as the Ollama adapter sends it
 
 
-def write_notes(vault: Path, count: int, *, paragraphs: int = 3, folder: str = "notes") -> list[str]:
+def write_notes(
+    vault: Path, count: int, *, paragraphs: int = 3, folder: str = "notes"
+) -> list[str]:
     """`count` notes of `paragraphs` distinct paragraphs (one chunk each); their paths."""
     paths = []
     base = vault / folder

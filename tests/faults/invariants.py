@@ -76,7 +76,8 @@ class FaultWorld:
         (self.outside / "canary.md").write_text(f"# Canary\n\n{CANARY_TEXT}\n", encoding="utf-8")
         (self.outside / "folder").mkdir(exist_ok=True)
         (self.outside / "folder" / "secret.md").write_text(
-            f"# Secret\n\n{CANARY_TEXT} in a folder\n", encoding="utf-8")
+            f"# Secret\n\n{CANARY_TEXT} in a folder\n", encoding="utf-8"
+        )
         return self
 
     def write(self, rel: str, data: bytes | str) -> Path:
@@ -90,8 +91,11 @@ class FaultWorld:
         self.baseline = snapshot(self.root, self._excluded)
 
     def _excluded(self, rel: str) -> bool:
-        return (rel.startswith(("vault/queries/", "state/"))
-                or rel in ("vault/queries", "state") or rel.endswith(".log"))
+        return (
+            rel.startswith(("vault/queries/", "state/"))
+            or rel in ("vault/queries", "state")
+            or rel.endswith(".log")
+        )
 
 
 def snapshot(root: Path, excluded: Callable[[str], bool]) -> dict[str, str]:
@@ -118,8 +122,9 @@ def snapshot(root: Path, excluded: Callable[[str], bool]) -> dict[str, str]:
     return out
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
-               detail: Callable[[], str] = lambda: "") -> float:
+def wait_until(
+    check: Callable[[], bool], timeout_s: float, what: str, detail: Callable[[], str] = lambda: ""
+) -> float:
     """Poll `check` until true; the seconds it took, or an AssertionError naming `what`."""
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
@@ -146,8 +151,11 @@ def index_state(db_path: Path) -> tuple[list[str], int, set[str]]:
         live = store.live_fingerprints(conn)
         target = next((fp for fp in live if fp.state == "building"), None)
         target = target or store.active_fingerprint(conn)
-        pending = store.count_pending(conn, target) if target else (
-            -1 if store.counts(conn)["chunks"] else 0)
+        pending = (
+            store.count_pending(conn, target)
+            if target
+            else (-1 if store.counts(conn)["chunks"] else 0)
+        )
         skipped = {s.path for s in store.list_skipped(conn)}
         return paths, pending, skipped
     finally:
@@ -159,7 +167,8 @@ def _schema_complete(conn: Connection) -> bool:
     out a busy or full index, may not have applied them yet (reading a table then failed
     with `no such table`). Recorded in the transaction that applies each one."""
     has_table = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    ).fetchone()
     if not has_table:
         return False
     done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
@@ -174,8 +183,10 @@ def wait_converged(world: FaultWorld, timeout_s: float = CONVERGE_TIMEOUT_S) -> 
     def done() -> bool:
         paths, pending, skipped = index_state(world.db_path)
         want = [p for p in eligible_paths(settings) if p not in skipped]
-        last[:] = [f"rows-only={sorted(set(paths) - set(want))[:5]} "
-                   f"files-only={sorted(set(want) - set(paths))[:5]} pending={pending}"]
+        last[:] = [
+            f"rows-only={sorted(set(paths) - set(want))[:5]} "
+            f"files-only={sorted(set(want) - set(paths))[:5]} pending={pending}"
+        ]
         return paths == want and pending == 0
 
     wait_until(done, timeout_s, "the index converges on the vault", lambda: last[0] if last else "")
@@ -185,8 +196,11 @@ def answer_notes(world: FaultWorld, stem: str) -> list[Path]:
     """Answer notes of the question named `stem` (`stem.md`, `stem (2).md`, ...)."""
     folder = world.vault / "queries" / "answers"
     pattern = re.compile(re.escape(stem) + r"( \(\d+\))?\.md")
-    return sorted(p for p in folder.glob("*.md") if pattern.fullmatch(p.name)) \
-        if folder.is_dir() else []
+    return (
+        sorted(p for p in folder.glob("*.md") if pattern.fullmatch(p.name))
+        if folder.is_dir()
+        else []
+    )
 
 
 def check_invariants(
@@ -210,8 +224,9 @@ def check_invariants(
     _check_no_temp_files(world.vault)
     if world.baseline:
         now = snapshot(world.root, world._excluded)
-        changed = sorted(k for k in set(now) | set(world.baseline)
-                         if now.get(k) != world.baseline.get(k))
+        changed = sorted(
+            k for k in set(now) | set(world.baseline) if now.get(k) != world.baseline.get(k)
+        )
         assert not changed, f"files changed outside queries/ and the index folder: {changed}"
     for path, data in (protected or {}).items():
         assert path.read_bytes() == data, f"a user file was overwritten: {path}"
@@ -236,8 +251,12 @@ def _check_questions(world: FaultWorld, questions: dict[str, bytes]) -> None:
 
 
 def _check_no_temp_files(vault: Path) -> None:
-    left = [os.path.join(d, f) for d, _, files in os.walk(vault) for f in files
-            if f.startswith(TEMP_PREFIX)]
+    left = [
+        os.path.join(d, f)
+        for d, _, files in os.walk(vault)
+        for f in files
+        if f.startswith(TEMP_PREFIX)
+    ]
     assert not left, f"askvault temp files left behind: {left}"
 
 
@@ -245,14 +264,16 @@ def _check_canary(world: FaultWorld, fake: FakeOllama | None) -> None:
     if world.db_path.exists():
         conn = connect(world.db_path, readonly=True)
         try:
-            hits = conn.execute("SELECT count(*) FROM chunks WHERE text LIKE ?",
-                                (f"%{CANARY_TEXT}%",)).fetchone()[0]
+            hits = conn.execute(
+                "SELECT count(*) FROM chunks WHERE text LIKE ?", (f"%{CANARY_TEXT}%",)
+            ).fetchone()[0]
         finally:
             conn.close()
         assert hits == 0, "text from outside the vault reached the index"
     for answer in _files(world.vault / "queries"):
-        assert CANARY_TEXT not in answer.read_text(encoding="utf-8", errors="replace"), \
+        assert CANARY_TEXT not in answer.read_text(encoding="utf-8", errors="replace"), (
             f"text from outside the vault reached {answer}"
+        )
     if fake is not None:
         sent = repr(fake.requests_to("/api/chat")) + repr(fake.embedded_inputs)
         assert CANARY_TEXT not in sent, "text from outside the vault was sent to Ollama"

@@ -32,21 +32,31 @@ FRONTMATTER_BYTES = 4_900_000  # just under the 5 MB note cap, so it is parsed
 def _write_bad_vault(world: FaultWorld) -> None:
     w = world.write
     w("latin1.md", "# Caf\xe9\n\nNot UTF-8 at all: cr\xe8me br\xfbl\xe9e.\n".encode("latin-1"))
-    w("utf16.md", "\ufeff# UTF-16\n\nA note saved as UTF-16 with rhododendron.\n".encode("utf-16-le"))
+    w(
+        "utf16.md",
+        "\ufeff# UTF-16\n\nA note saved as UTF-16 with rhododendron.\n".encode("utf-16-le"),
+    )
     w("binary.md", bytes(range(256)) * 64)
     big = world.vault / "big.md"
     with open(big, "wb") as fh:  # sparse: fast to make, 50 MB by its size
         fh.truncate(BIG_NOTE_BYTES)
-    w("frontmatter.md", b"---\njunk: " + b"ab " * (FRONTMATTER_BYTES // 3)
-      + b"\n---\n# Big frontmatter\n\nbody after a huge frontmatter\n")
+    w(
+        "frontmatter.md",
+        b"---\njunk: "
+        + b"ab " * (FRONTMATTER_BYTES // 3)
+        + b"\n---\n# Big frontmatter\n\nbody after a huge frontmatter\n",
+    )
     pwned = world.root / "pwned"
-    w("yaml-tags.md", "---\ntitle: !!python/object/apply:os.system [\"touch "
-      f"{pwned}\"]\nother: !!python/object:builtins.dict {{}}\n---\n# Tags\n\nyaml body\n")
+    w(
+        "yaml-tags.md",
+        '---\ntitle: !!python/object/apply:os.system ["touch '
+        f'{pwned}"]\nother: !!python/object:builtins.dict {{}}\n---\n# Tags\n\nyaml body\n',
+    )
     w("brace.md", "{\nnot json either\n# Brace\n\nfirst line is a brace\n")
     w("empty.md", b"")
     w("crlf.md", b"# CRLF\r\n\r\nWindows line endings here.\r\n")
     w("bom.md", "\ufeff---\ntitle: bom\n---\nByte order mark note.\n".encode())
-    w("\U0001F331 garden \U0001F33B.md", "# Emoji\n\nAn emoji name.\n")
+    w("\U0001f331 garden \U0001f33b.md", "# Emoji\n\nAn emoji name.\n")
     w("a" * 252 + ".md", "# Long\n\nA 255-byte file name.\n")
     os.symlink(".", world.vault / "loop")
     os.symlink("ring-b.md", world.vault / "ring-a.md")
@@ -55,9 +65,12 @@ def _write_bad_vault(world: FaultWorld) -> None:
     os.symlink("../outside/folder", world.vault / "outside-folder")
     with open(os.path.join(os.fsencode(world.vault), b"bad-name-\xff.md"), "wb") as fh:
         fh.write(b"# Bad name\n\nnot a UTF-8 file name\n")
-    w("Sources demo.md", "---\nsources:\n  - ../outside/canary.md\n"
-      f"  - {world.outside / 'canary.md'}\n  - \"[[../outside/canary]]\"\n---\n"
-      "# Sources demo\n\nThe sources demo note holds the hydrangea fact.\n")
+    w(
+        "Sources demo.md",
+        "---\nsources:\n  - ../outside/canary.md\n"
+        f'  - {world.outside / "canary.md"}\n  - "[[../outside/canary]]"\n---\n'
+        "# Sources demo\n\nThe sources demo note holds the hydrangea fact.\n",
+    )
 
 
 def _skip_reasons(world: FaultWorld) -> dict[str, str]:
@@ -74,12 +87,14 @@ def _answer(world: FaultWorld, stem: str) -> str:
 
 
 def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
 ) -> None:
     _write_bad_vault(world)
     questions = {
-        "Up and out": b"---\nfolders: [\"../outside\"]\n---\nWhat is the canary?\n",
-        "Absolute": f"---\nfolders: [\"{world.outside}\"]\n---\nWhat is secret?\n".encode(),
+        "Up and out": b'---\nfolders: ["../outside"]\n---\nWhat is the canary?\n',
+        "Absolute": f'---\nfolders: ["{world.outside}"]\n---\nWhat is secret?\n'.encode(),
         "Hydrangea": b"What does the sources demo note hold about hydrangea?\n",
     }
     for stem, data in questions.items():
@@ -87,11 +102,19 @@ def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
     world.freeze()
     fake_ollama.chat_script = lambda messages: (
         "The sources demo note holds the hydrangea fact [[Sources demo]]."
-        if "hydrangea" in str(messages) else "No idea.")
+        if "hydrangea" in str(messages)
+        else "No idea."
+    )
     daemon = inproc()
-    wait_until(lambda: all((world.vault / "queries/archive" / f"{s}.md").exists()
-                           or "status: failed" in _answer(world, s) for s in questions),
-               30, "every question answered or failed")
+    wait_until(
+        lambda: all(
+            (world.vault / "queries/archive" / f"{s}.md").exists()
+            or "status: failed" in _answer(world, s)
+            for s in questions
+        ),
+        30,
+        "every question answered or failed",
+    )
 
     check_invariants(world, alive=daemon.alive, questions=questions, fake=fake_ollama)
     assert not (world.root / "pwned").exists(), "a YAML tag ran code"
@@ -103,9 +126,18 @@ def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
     assert "symlink loop" in reasons.get("loop/", "") and "ring-a.md" in reasons
     assert any("UTF-8" in r for p, r in reasons.items() if p.startswith("bad-name-"))
     paths, _, _ = index_state(world.db_path)
-    for name in ("latin1.md", "utf16.md", "frontmatter.md", "yaml-tags.md", "brace.md",
-                 "empty.md", "crlf.md", "bom.md", "a" * 252 + ".md",
-                 "\U0001F331 garden \U0001F33B.md"):
+    for name in (
+        "latin1.md",
+        "utf16.md",
+        "frontmatter.md",
+        "yaml-tags.md",
+        "brace.md",
+        "empty.md",
+        "crlf.md",
+        "bom.md",
+        "a" * 252 + ".md",
+        "\U0001f331 garden \U0001f33b.md",
+    ):
         assert name in paths, f"{name} should be indexed (with its problems recorded)"
     for stem in ("Up and out", "Absolute"):
         text = _answer(world, stem)
@@ -118,7 +150,10 @@ def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
 
 @pytest.mark.parametrize("kind", ["short", "long", "nan"])
 def test_malformed_vectors_are_failed_inputs_and_the_daemon_keeps_embedding(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess], kind: str,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
+    kind: str,
 ) -> None:
     """Issue 15 item 4: a vector of the wrong length (a ragged batch) or with NaN used to
     raise "Dimension mismatch" on the embedding thread: exit 1."""
@@ -140,8 +175,11 @@ def test_malformed_vectors_are_failed_inputs_and_the_daemon_keeps_embedding(
     wait_until(lambda: index_state(db)[1] == 1, 20, "all but the bad text embedded")
     daemon.wait_for_log("got an unusable vector", 5)
     world.write("Later.md", "# Later\n\nA note written after the bad vector.\n")
-    wait_until(lambda: any("A note written after" in t for t in fake_ollama.embedded_inputs),
-               20, "the embedding thread still runs")
+    wait_until(
+        lambda: any("A note written after" in t for t in fake_ollama.embedded_inputs),
+        20,
+        "the embedding thread still runs",
+    )
     assert daemon.proc.poll() is None, daemon.log()
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(5) == 0
@@ -150,7 +188,9 @@ def test_malformed_vectors_are_failed_inputs_and_the_daemon_keeps_embedding(
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink-to-dev-zero", "symlink-outside"])
 def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
-    world: FaultWorld, daemons: Callable[..., DaemonProcess], kind: str,
+    world: FaultWorld,
+    daemons: Callable[..., DaemonProcess],
+    kind: str,
 ) -> None:
     """Issue 15 item 5: a FIFO app.json hung `index` and start-up; /dev/zero grew memory
     without bound; a symlink out of the vault was followed."""
@@ -166,8 +206,11 @@ def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
         (world.outside / "app.json").write_text('{"userIgnoreFilters": ["Private/"]}')
         app_json.symlink_to(world.outside / "app.json")
     daemon = daemons()  # waits for "daemon started": start-up did not hang
-    wait_until(lambda: index_state(world.db_path)[0] == ["Note.md", "Private/secret.md"], 20,
-               "both notes indexed (the app.json filters are not applied)")
+    wait_until(
+        lambda: index_state(world.db_path)[0] == ["Note.md", "Private/secret.md"],
+        20,
+        "both notes indexed (the app.json filters are not applied)",
+    )
     daemon.wait_for_log("ignore rules: .obsidian/app.json", 5)
     world.write("Later.md", "# Later\n\na change after start-up\n")
     wait_until(lambda: "Later.md" in index_state(world.db_path)[0], 20, "the watcher indexes")
@@ -177,7 +220,9 @@ def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
 
 
 def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_the_inbox(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
 ) -> None:
     """Issue 15 item 9: one such name failed the whole watcher batch (the other changes
     waited for the 600 s reconcile), and such a question got a traceback at every pass."""
@@ -192,12 +237,21 @@ def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_the_inbox(
     with open(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md"), "wb") as fh:
         fh.write(b"When does the ferry leave?\n")
     world.write("queries/inbox/Ferry.md", "When does the ferry leave?\n")
-    wait_until(lambda: "Fresh.md" in index_state(world.db_path)[0], 10,
-               "the good change of the batch is indexed (not left to the reconcile)")
-    wait_until(lambda: "bad-\ufffd.md" in index_state(world.db_path)[2], 10,
-               "the bad name is skipped with its reason")
-    wait_until(lambda: (world.vault / "queries/answers/Ferry.md").exists(), 20,
-               "the good question is answered")
+    wait_until(
+        lambda: "Fresh.md" in index_state(world.db_path)[0],
+        10,
+        "the good change of the batch is indexed (not left to the reconcile)",
+    )
+    wait_until(
+        lambda: "bad-\ufffd.md" in index_state(world.db_path)[2],
+        10,
+        "the bad name is skipped with its reason",
+    )
+    wait_until(
+        lambda: (world.vault / "queries/answers/Ferry.md").exists(),
+        20,
+        "the good question is answered",
+    )
     daemon.wait_for_log("is not answered: file name is not valid UTF-8", 5)
     time.sleep(1.0)  # several inbox passes
     assert daemon.log().count("is not answered: file name is not valid UTF-8") == 1

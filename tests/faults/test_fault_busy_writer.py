@@ -31,7 +31,9 @@ HOLD_S = 4.0
 
 
 def test_a_writer_holding_the_index_past_the_busy_timeout_delays_the_daemon_never_stops_it(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="askvault")
@@ -47,10 +49,16 @@ def test_a_writer_holding_the_index_past_the_busy_timeout_delays_the_daemon_neve
         write_notes(world.vault, 20, folder="during the lock")
         world.write("queries/inbox/Ferns.md", question)
         daemon.daemon.request_reconcile("drill")  # do not depend on inotify under load
-        wait_until(lambda: "indexing waits: the index is busy" in caplog.text, 20,
-                   "the indexing thread meets the busy index")
-        wait_until(lambda: "Ferns.md stays in the inbox" in caplog.text, 20,
-                   "the inbox meets the busy index")
+        wait_until(
+            lambda: "indexing waits: the index is busy" in caplog.text,
+            20,
+            "the indexing thread meets the busy index",
+        )
+        wait_until(
+            lambda: "Ferns.md stays in the inbox" in caplog.text,
+            20,
+            "the inbox meets the busy index",
+        )
         time.sleep(max(0.0, HOLD_S - (time.monotonic() - held_at)))
         assert daemon.alive(), "a writer holding the index stopped the daemon"
         assert len(index_state(world.db_path)[0]) == 6, "written while another writer held it?"
@@ -58,16 +66,26 @@ def test_a_writer_holding_the_index_past_the_busy_timeout_delays_the_daemon_neve
         holder.execute("ROLLBACK")
         holder.close()
     world.freeze()
-    wait_until(lambda: (world.vault / "queries/archive/Ferns.md").exists(), 60,
-               "the question is answered once the holder let go")
-    check_invariants(world, alive=daemon.alive, questions={"Ferns": question},
-                     fake=fake_ollama, converge_timeout_s=60)
+    wait_until(
+        lambda: (world.vault / "queries/archive/Ferns.md").exists(),
+        60,
+        "the question is answered once the holder let go",
+    )
+    check_invariants(
+        world,
+        alive=daemon.alive,
+        questions={"Ferns": question},
+        fake=fake_ollama,
+        converge_timeout_s=60,
+    )
     assert len(index_state(world.db_path)[0]) == 26
     assert daemon.stop() == 0
 
 
 def test_the_embedding_thread_waits_out_a_busy_index_and_drains_after(
-    world: FaultWorld, fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="askvault")
     write_notes(world.vault, 8)
@@ -78,21 +96,28 @@ def test_the_embedding_thread_waits_out_a_busy_index_and_drains_after(
     finally:
         conn.close()
     assert index_state(world.db_path)[1] != 0  # -1: no model registered yet
-    loop = EmbedLoop(settings, OllamaClients(settings), busy_timeout_s=0.3,
-                     backoff=Backoff(0.2, 1.0))
+    loop = EmbedLoop(
+        settings, OllamaClients(settings), busy_timeout_s=0.3, backoff=Backoff(0.2, 1.0)
+    )
     stop = threading.Event()
     holder = connect(world.db_path)
     thread = threading.Thread(target=loop.run, args=(stop,), name="drill-embed")
     try:
         holder.execute("BEGIN IMMEDIATE")
         thread.start()
-        wait_until(lambda: "embedding waits: the index is busy" in caplog.text, 20,
-                   "the embedding thread meets the busy index")
+        wait_until(
+            lambda: "embedding waits: the index is busy" in caplog.text,
+            20,
+            "the embedding thread meets the busy index",
+        )
         time.sleep(1.0)
         assert thread.is_alive(), "a busy index ended the embedding thread"
         holder.execute("ROLLBACK")
-        wait_until(lambda: index_state(world.db_path)[1] == 0, 30,
-                   "the backlog drains once the holder let go")
+        wait_until(
+            lambda: index_state(world.db_path)[1] == 0,
+            30,
+            "the backlog drains once the holder let go",
+        )
     finally:
         if holder.in_transaction:
             holder.execute("ROLLBACK")
@@ -104,7 +129,8 @@ def test_the_embedding_thread_waits_out_a_busy_index_and_drains_after(
 
 
 def test_reconcile_holds_no_write_lock_while_it_reads_and_parses_the_next_note(
-    world: FaultWorld, fake_ollama: FakeOllama,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
 ) -> None:
     write_notes(world.vault, 30)
     settings = world.settings(**{"index.parse_workers": 1})

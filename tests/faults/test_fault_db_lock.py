@@ -25,7 +25,9 @@ def _wal_size(world: FaultWorld) -> int:
 
 
 def test_a_writer_holding_the_index_for_10_s_delays_but_loses_nothing(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
 ) -> None:
     write_notes(world.vault, 5, folder="before")
     daemon = inproc()
@@ -46,7 +48,9 @@ def test_a_writer_holding_the_index_for_10_s_delays_but_loses_nothing(
 
 
 def test_wal_growth_under_a_long_lived_reader_is_bounded_after_it_ends(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
 ) -> None:
     daemon = inproc()
     wait_converged(world)

@@ -27,8 +27,9 @@ def tmpfs(at: Path, size_kib: int) -> Iterator[Path]:
     at.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(at)],
-                          capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(at)], capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
@@ -54,7 +55,9 @@ def fill(folder: Path) -> Path:
 
 
 def test_disk_full_under_the_index_rolls_back_and_recovers_when_space_returns(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
 ) -> None:
     with tmpfs(world.state, 16384):
         write_notes(world.vault, 10, folder="first")
@@ -71,7 +74,9 @@ def test_disk_full_under_the_index_rolls_back_and_recovers_when_space_returns(
 
 
 def test_disk_full_under_the_answer_notes_keeps_the_question_and_recovers(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
 ) -> None:
     world.write("Fern.md", "# Fern\n\nFerns like deep shade and moist soil.\n")
     with tmpfs(world.vault / "queries", 256):
@@ -89,16 +94,21 @@ def test_disk_full_under_the_answer_notes_keeps_the_question_and_recovers(
             world.write("queries/inbox/Ferns.md", question)
             filler = fill(world.vault / "queries")
         world.freeze()
-        wait_until(lambda: "No space left" in _log_of(world) or "space" in _log_of(world), 20,
-                   "the answer write hits the full disk")
+        wait_until(
+            lambda: "No space left" in _log_of(world) or "space" in _log_of(world),
+            20,
+            "the answer write hits the full disk",
+        )
         assert daemon.alive()
         assert (world.vault / "queries/inbox/Ferns.md").read_bytes() == question
         filler.unlink()
-        wait_until(lambda: (world.vault / "queries/archive/Ferns.md").exists(), 30,
-                   "answered once space returns")
+        wait_until(
+            lambda: (world.vault / "queries/archive/Ferns.md").exists(),
+            30,
+            "answered once space returns",
+        )
         assert len(answer_notes(world, "Ferns")) == 1
-        check_invariants(world, alive=daemon.alive, questions={"Ferns": question},
-                         fake=fake_ollama)
+        check_invariants(world, alive=daemon.alive, questions={"Ferns": question}, fake=fake_ollama)
         assert daemon.stop() == 0
 
 
@@ -115,7 +125,8 @@ class _Capture:
         self.lines: list[str] = []
         self.handler = logging.Handler()
         self.handler.emit = lambda record: self.lines.append(  # type: ignore[method-assign]
-            record.getMessage() + " " + str(record.exc_info[1] if record.exc_info else ""))
+            record.getMessage() + " " + str(record.exc_info[1] if record.exc_info else "")
+        )
 
     def text(self) -> str:
         return "\n".join(self.lines)
@@ -141,7 +152,8 @@ def _capture_log() -> Iterator[None]:
 
 
 def test_index_on_a_full_state_disk_prints_one_line_and_indexes_once_space_returns(
-    world: FaultWorld, fake_ollama: FakeOllama,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
 ) -> None:
     from click.testing import CliRunner
 
@@ -171,7 +183,9 @@ def test_index_on_a_full_state_disk_prints_one_line_and_indexes_once_space_retur
 
 
 def test_run_starts_on_a_full_state_disk_its_lock_holds_without_a_pid_and_it_catches_up(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from askvault.adapters.lockfile import VaultLock, read_lock_holder, vault_lock_path

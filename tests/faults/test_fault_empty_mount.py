@@ -49,7 +49,9 @@ def _cited_by_answers(world: FaultWorld, path: str) -> int:
 
 
 def test_an_empty_mount_point_is_not_reconciled_and_the_vault_comes_back_owned_and_fresh(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="askvault")
@@ -69,8 +71,11 @@ def test_an_empty_mount_point_is_not_reconciled_and_the_vault_comes_back_owned_a
     world.vault.mkdir()  # the empty mount point
     try:
         daemon.daemon.request_reconcile("drill")
-        wait_until(lambda: "indexing waits: the vault" in caplog.text, 20,
-                   "the reconcile of the empty root is refused")
+        wait_until(
+            lambda: "indexing waits: the vault" in caplog.text,
+            20,
+            "the reconcile of the empty root is refused",
+        )
         daemon.daemon.request_reconcile("drill again")
         time.sleep(1.0)
         assert daemon.alive()
@@ -81,15 +86,21 @@ def test_an_empty_mount_point_is_not_reconciled_and_the_vault_comes_back_owned_a
     finally:
         shutil.rmtree(world.vault)
         aside.rename(world.vault)  # the drive is back
-    wait_until(lambda: collect_status(world.settings(), probe=False)["vault_unavailable"]
-               is None, 90, "the retried reconcile finds the vault again")
+    wait_until(
+        lambda: collect_status(world.settings(), probe=False)["vault_unavailable"] is None,
+        90,
+        "the retried reconcile finds the vault again",
+    )
     assert index_state(world.db_path)[0] == notes_before
     assert _answer_rows(world) == answers_before
     world.write("Fern.md", "# Fern\n\nFerns like deep shade, moist soil and no wind.\n")
     answer = answer_notes(world, "Ferns")
     assert len(answer) == 1
-    wait_until(lambda: "status: stale" in answer[0].read_text(encoding="utf-8"), 30,
-               "the answer is still askvault's own: its source changed, it is marked stale")
+    wait_until(
+        lambda: "status: stale" in answer[0].read_text(encoding="utf-8"),
+        30,
+        "the answer is still askvault's own: its source changed, it is marked stale",
+    )
     world.freeze()
     check_invariants(world, alive=daemon.alive, questions={"Ferns": question}, fake=fake_ollama)
     assert len(answer_notes(world, "Ferns")) == 1

@@ -46,7 +46,9 @@ def _archived(world: FaultWorld, stem: str) -> bool:
 
 
 def test_kill_9_before_and_after_the_answer_rename_leaves_one_whole_answer(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
 ) -> None:
     _seed(world)
     daemon = daemons()
@@ -83,12 +85,15 @@ def test_kill_9_before_and_after_the_answer_rename_leaves_one_whole_answer(
         daemon = daemons()
         wait_until(lambda s=stem: _archived(world, s), DEADLINE_S, "archived after restart")
         assert _status(world, stem) == "answered"
-    check_invariants(world, alive=lambda: daemon.proc.poll() is None, questions=questions,
-                     fake=fake_ollama)
+    check_invariants(
+        world, alive=lambda: daemon.proc.poll() is None, questions=questions, fake=fake_ollama
+    )
 
 
 def test_sigterm_exits_0_within_5_s_while_a_chat_request_hangs_before_its_first_token(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
 ) -> None:
     _seed(world)
     daemon = daemons(ASKVAULT_OLLAMA__TIMEOUT_S="30")
@@ -104,5 +109,9 @@ def test_sigterm_exits_0_within_5_s_while_a_chat_request_hangs_before_its_first_
     fake_ollama.recover()
     daemon = daemons()
     wait_until(lambda: _archived(world, "Hanging"), DEADLINE_S, "answered after the restart")
-    check_invariants(world, alive=lambda: daemon.proc.poll() is None,
-                     questions={"Hanging": question}, fake=fake_ollama)
+    check_invariants(
+        world,
+        alive=lambda: daemon.proc.poll() is None,
+        questions={"Hanging": question},
+        fake=fake_ollama,
+    )

@@ -28,7 +28,9 @@ EMBED_DELAY_S = 0.03  # per embed call: a cold index lasts a few seconds, long e
 
 
 def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
 ) -> None:
     seed = int(os.environ.get("ASKVAULT_DRILL_SEED", str(int(time.time()))))
     rng = random.Random(seed)
@@ -56,8 +58,7 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
     assert not again, f"seed {seed}: the final run re-embedded stored texts"
     # The probes (the adapter's dimension probe, doctor's real embedding) are never stored.
     probes = (PROBE_TEXT, embedding.PROBE_TEXT)
-    texts = {input_hash(t) for t in fake_ollama.embedded_inputs
-             if not any(p in t for p in probes)}
+    texts = {input_hash(t) for t in fake_ollama.embedded_inputs if not any(p in t for p in probes)}
     assert texts == stored_text_hashes(world.db_path)  # every text embedded is kept
     final.signal(signal.SIGTERM)
     assert final.wait(5) == 0
@@ -91,26 +92,34 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 def test_kill_9_of_askvault_index_leaves_no_parsing_pool_behind(
-    world: FaultWorld, fake_ollama: FakeOllama,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
 ) -> None:
     """Issue 15 item 15: the spawn workers and the resource tracker outlived the parent."""
     write_notes(world.vault, 1200, paragraphs=6)  # over POOL_MIN_NOTES: the pool is used
     env = cli_env(world.vault, world.state, fake_ollama.url)
-    proc = subprocess.Popen([sys.executable, "-m", "askvault", "index"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "askvault", "index"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
-            workers = {pid: cmd for pid, cmd in _children(proc.pid).items()
-                       if "multiprocessing" in cmd}
+            workers = {
+                pid: cmd for pid, cmd in _children(proc.pid).items() if "multiprocessing" in cmd
+            }
             if sum("spawn_main" in cmd for cmd in workers.values()) >= 2:
                 break
             time.sleep(0.02)
-        assert sum("spawn_main" in cmd for cmd in workers.values()) >= 2, \
+        assert sum("spawn_main" in cmd for cmd in workers.values()) >= 2, (
             "the pool never started (index finished first?)"
-        workers = {pid: cmd for pid, cmd in _children(proc.pid).items()
-                   if "multiprocessing" in cmd}  # the resource tracker too, once it runs
+        )
+        workers = {
+            pid: cmd for pid, cmd in _children(proc.pid).items() if "multiprocessing" in cmd
+        }  # the resource tracker too, once it runs
         proc.send_signal(signal.SIGKILL)
         proc.wait(5)
         deadline = time.monotonic() + 5

@@ -37,7 +37,8 @@ REMOTE = "http://10.255.255.1:11434"
 
 
 def test_remote_ollama_host_is_refused_in_process_before_any_connection(
-    world: FaultWorld, fake_ollama: FakeOllama,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
 ) -> None:
     world.write("Note.md", "# Note\n\nlocal words only\n")
     question = b"What are the local words?\n"
@@ -60,7 +61,9 @@ def test_remote_ollama_host_is_refused_in_process_before_any_connection(
 
 
 def test_remote_ollama_host_is_refused_by_the_daemon_subprocess(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
 ) -> None:
     world.write("Note.md", "# Note\n\nlocal words only\n")
     daemon = daemons(ready=False, OLLAMA_HOST=REMOTE)
@@ -111,8 +114,14 @@ class _ProxyTrap:
         self.sock.close()
 
 
-PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
-                   "ALL_PROXY", "all_proxy")
+PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
 
 
 @pytest.fixture
@@ -130,13 +139,17 @@ def proxy_trap(monkeypatch: pytest.MonkeyPatch) -> Iterator[_ProxyTrap]:
 
 
 def test_proxy_variables_never_route_embed_chat_or_status_probe(
-    fake_ollama: FakeOllama, proxy_trap: _ProxyTrap,
+    fake_ollama: FakeOllama,
+    proxy_trap: _ProxyTrap,
 ) -> None:
     with OllamaEmbedder(fake_ollama.url, "nomic-embed-text", timeout_s=5) as embedder:
         assert len(embedder.embed_documents(["vault text must stay here"])) == 1
     with OllamaGenerator(fake_ollama.url, timeout_s=5) as generator:
-        reply = "".join(generator.stream([{"role": "user", "content": "vault excerpt"}],
-                                         model="llama3.2", num_ctx=2048))
+        reply = "".join(
+            generator.stream(
+                [{"role": "user", "content": "vault excerpt"}], model="llama3.2", num_ctx=2048
+            )
+        )
     assert reply
     status = probe_ollama(fake_ollama.url, timeout_s=5, allow_remote=False)
     assert status.reachable and status.version
@@ -146,7 +159,9 @@ def test_proxy_variables_never_route_embed_chat_or_status_probe(
 
 
 def test_proxy_variables_never_route_the_daemon_subprocess(
-    world: FaultWorld, fake_ollama: FakeOllama, daemons: Callable[..., DaemonProcess],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    daemons: Callable[..., DaemonProcess],
     proxy_trap: _ProxyTrap,
 ) -> None:
     world.write("Note.md", "# Note\n\nThe lighthouse keeper logs the tides.\n")

@@ -54,10 +54,13 @@ def _embed_waiting_reason(world: FaultWorld) -> str:
         conn.close()
 
 
-@pytest.mark.parametrize("kind", ["down", "model not pulled", "slower than the timeout",
-                                  "dying mid-stream", "500"])
+@pytest.mark.parametrize(
+    "kind", ["down", "model not pulled", "slower than the timeout", "dying mid-stream", "500"]
+)
 def test_ollama_fault_gives_clear_states_backs_off_and_completes_after_recovery(
-    kind: str, world: FaultWorld, fake_ollama: FakeOllama,
+    kind: str,
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
     daemons: Callable[..., DaemonProcess],
 ) -> None:
     for i in range(6):
@@ -68,24 +71,39 @@ def test_ollama_fault_gives_clear_states_backs_off_and_completes_after_recovery(
     _start_fault(fake_ollama, kind)
     daemon = daemons(ASKVAULT_OLLAMA__TIMEOUT_S="1")
     began, requests_before = time.monotonic(), len(fake_ollama.requests)
-    wait_until(lambda: "status: waiting" in _answer_text(world), DEADLINE_S,
-               "the answer note says `waiting`", lambda: _answer_text(world))
+    wait_until(
+        lambda: "status: waiting" in _answer_text(world),
+        DEADLINE_S,
+        "the answer note says `waiting`",
+        lambda: _answer_text(world),
+    )
     text = _answer_text(world)
     assert "Ollama" in text or "ollama" in text, "the waiting note says why"
     assert "Waiting for Ollama" in text and "## Citation report" not in text, "no partial answer"
     if kind != "dying mid-stream":
-        wait_until(lambda: bool(_embed_waiting_reason(world)), DEADLINE_S,
-                   "status says why embedding waits")
+        wait_until(
+            lambda: bool(_embed_waiting_reason(world)),
+            DEADLINE_S,
+            "status says why embedding waits",
+        )
     time.sleep(max(0.0, FAULT_HOLD_S - (time.monotonic() - began)))
     rate = (len(fake_ollama.requests) - requests_before) / (time.monotonic() - began)
     _end_fault(fake_ollama)
     assert rate <= MAX_REQUESTS_PER_S, f"{rate:.1f} requests/s during the fault: a busy loop"
-    wait_until(lambda: (world.vault / "queries/archive/Shade.md").exists(), DEADLINE_S,
-               "the question is answered after recovery", lambda: daemon.log()[-2000:])
+    wait_until(
+        lambda: (world.vault / "queries/archive/Shade.md").exists(),
+        DEADLINE_S,
+        "the question is answered after recovery",
+        lambda: daemon.log()[-2000:],
+    )
     assert "status: answered" in _answer_text(world)
     wait_until(lambda: not _embed_waiting_reason(world), DEADLINE_S, "reason cleared")
-    check_invariants(world, alive=lambda: daemon.proc.poll() is None,
-                     questions={"Shade": question}, fake=fake_ollama)
+    check_invariants(
+        world,
+        alive=lambda: daemon.proc.poll() is None,
+        questions={"Shade": question},
+        fake=fake_ollama,
+    )
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(5) == 0
 

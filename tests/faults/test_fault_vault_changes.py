@@ -21,7 +21,9 @@ BURST_FILES = int(os.environ.get("ASKVAULT_DRILL_BURST_FILES", "1000"))
 
 
 def test_vault_changes_under_the_daemon_keep_rows_and_files_one_to_one(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
 ) -> None:
     write_notes(world.vault, 5, folder="Projects")
     write_notes(world.vault, 5, folder="Leaving")

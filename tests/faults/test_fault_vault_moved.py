@@ -24,7 +24,9 @@ pytestmark = pytest.mark.faults
 
 
 def test_the_vault_moved_away_mid_answer_is_logged_once_and_the_answer_finished_in_place(
-    world: FaultWorld, fake_ollama: FakeOllama, inproc: Callable[..., InProcessDaemon],
+    world: FaultWorld,
+    fake_ollama: FakeOllama,
+    inproc: Callable[..., InProcessDaemon],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="askvault")
@@ -50,8 +52,11 @@ def test_the_vault_moved_away_mid_answer_is_logged_once_and_the_answer_finished_
     assert not world.vault.exists(), "nothing is created at the vault's old place"
     assert daemon.alive()
     aside.rename(world.vault)  # back
-    wait_until(lambda: (world.vault / "queries/archive/Ferns.md").exists(), 30,
-               "answered once the vault is back")
+    wait_until(
+        lambda: (world.vault / "queries/archive/Ferns.md").exists(),
+        30,
+        "answered once the vault is back",
+    )
     answers = answer_notes(world, "Ferns")
     assert [p.name for p in answers] == ["Ferns.md"]
     assert "status: answered" in answers[0].read_text(encoding="utf-8")

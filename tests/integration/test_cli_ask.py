@@ -62,12 +62,17 @@ def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllam
     result = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--json"], env=env)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert {"answer", "status", "citations", "sources", "grounding", "warnings",
-            "timings"} <= set(doc)
+    assert {"answer", "status", "citations", "sources", "grounding", "warnings", "timings"} <= set(
+        doc
+    )
     assert doc["status"] == "answered"
     first = doc["citations"][0]
     assert (first["target"], first["state"], first["path"], first["support"]) == (
-        "Embeds", "resolved", "Embeds.md", "supported")
+        "Embeds",
+        "resolved",
+        "Embeds.md",
+        "supported",
+    )
     assert doc["citations"][1]["state"] == "broken"
     assert "Invented Nowhere." in doc["answer"]
 
@@ -82,8 +87,14 @@ def test_ask_save_writes_the_answer_note(
     assert (vault / "queries/answers/What does an embed show.md").exists()
     assert (vault / "queries/answers/What does an embed show (2).md").exists()
     assert "Saved: queries/answers/What does an embed show (2).md" in result.stdout
-    assert (vault / "queries/log.md").read_text(encoding="utf-8").splitlines()[-1].endswith(
-        "query | [[queries/answers/What does an embed show (2)|What does an embed show?]]")
+    assert (
+        (vault / "queries/log.md")
+        .read_text(encoding="utf-8")
+        .splitlines()[-1]
+        .endswith(
+            "query | [[queries/answers/What does an embed show (2)|What does an embed show?]]"
+        )
+    )
 
 
 def test_ask_with_ollama_down_shows_passages_and_exits_1(

@@ -15,8 +15,17 @@ from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env
 from support.vault_factory import INDEXED_NOTES, make_fixture_vault
 
-STATUS_KEYS = {"notes", "chunks", "embedded_chunks", "pending_embeddings", "skipped",
-               "last_change_indexed_at", "ollama", "queue", "daemon"}
+STATUS_KEYS = {
+    "notes",
+    "chunks",
+    "embedded_chunks",
+    "pending_embeddings",
+    "skipped",
+    "last_change_indexed_at",
+    "ollama",
+    "queue",
+    "daemon",
+}
 
 
 @pytest.fixture
@@ -77,7 +86,10 @@ def test_doctor_fails_while_embeddings_are_pending(
     code, out, _ = invoke(["doctor", "--json"], env)
     checks = {c["check"]: c for c in json.loads(out)}
     assert code == 1
-    assert checks["vectors"]["ok"] is False or checks.get("vectors match chunks", {}).get("ok") is False
+    assert (
+        checks["vectors"]["ok"] is False
+        or checks.get("vectors match chunks", {}).get("ok") is False
+    )
 
 
 def test_errors_are_one_line_and_a_hint_with_exit_1(tmp_path: Path) -> None:
@@ -90,8 +102,12 @@ def test_errors_are_one_line_and_a_hint_with_exit_1(tmp_path: Path) -> None:
 
 
 def test_invalid_configuration_lists_every_key(tmp_path: Path) -> None:
-    env = {"ASKVAULT_VAULT": str(tmp_path), "ASKVAULT_OLLAMA__TIMEOUT_S": "0",
-           "ASKVAULT_DAEMON__LOG_FORMAT": "xml", "ASKVAULT_STATE_DIR": str(tmp_path / "s")}
+    env = {
+        "ASKVAULT_VAULT": str(tmp_path),
+        "ASKVAULT_OLLAMA__TIMEOUT_S": "0",
+        "ASKVAULT_DAEMON__LOG_FORMAT": "xml",
+        "ASKVAULT_STATE_DIR": str(tmp_path / "s"),
+    }
     code, _, err = invoke(["status"], env)
     assert code == 1
     assert "ollama.timeout_s" in err and "daemon.log_format" in err
@@ -110,8 +126,9 @@ def test_remote_ollama_host_is_refused_before_any_connection(env: dict[str, str]
 
 
 def test_python_dash_m_askvault_runs_the_cli() -> None:
-    done = subprocess.run([sys.executable, "-m", "askvault", "--help"], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "askvault", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0
     for command in ("index", "status", "doctor"):
         assert command in done.stdout

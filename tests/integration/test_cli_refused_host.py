@@ -89,9 +89,7 @@ def test_run_refuses_to_start_with_the_setting_and_leaves_questions_untouched(
     assert fake_ollama.requests == []
 
 
-def test_index_of_a_refused_host_is_a_configuration_failure_not_a_wait(
-    env: dict[str, str]
-) -> None:
+def test_index_of_a_refused_host_is_a_configuration_failure_not_a_wait(env: dict[str, str]) -> None:
     code, out, err = invoke(["index"], env)
     assert code == 1
     assert SETTING in err and "embeddings wait" not in err
@@ -100,7 +98,10 @@ def test_index_of_a_refused_host_is_a_configuration_failure_not_a_wait(
 def test_the_setting_allows_the_host_without_a_lookup(env: dict[str, str]) -> None:
     # Allowed, the host is tried (the guard refuses the connection attempt in tests, so a
     # loopback stand-in is used): the refusal is gone from status.
-    allowed = {**env, "ASKVAULT_OLLAMA__ALLOW_REMOTE_OLLAMA": "true",
-               "OLLAMA_HOST": "http://127.0.0.1:9"}
+    allowed = {
+        **env,
+        "ASKVAULT_OLLAMA__ALLOW_REMOTE_OLLAMA": "true",
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+    }
     code, out, _ = invoke(["status", "--json"], allowed)
     assert code == 0 and json.loads(out)["ollama"]["refused"] is False

@@ -36,8 +36,11 @@ def vault(tmp_path: Path) -> Path:
 def env(vault: Path, tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
-    return {**cli_env(vault, tmp_path / "state", "http://127.0.0.1:9"),
-            "HOME": str(home), "ASKVAULT_SERVICE_DIR": str(tmp_path / "units")}
+    return {
+        **cli_env(vault, tmp_path / "state", "http://127.0.0.1:9"),
+        "HOME": str(home),
+        "ASKVAULT_SERVICE_DIR": str(tmp_path / "units"),
+    }
 
 
 def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
@@ -68,22 +71,32 @@ def test_install_writes_a_unit_with_this_vault_and_state_filled_in(
 
 def test_the_units_documentation_is_a_page_that_exists(env: dict[str, str]) -> None:
     invoke(["service", "install", "--no-start", "--platform", "linux"], env)
-    line = next(line for line in unit_of(env).read_text(encoding="utf-8").splitlines()
-                if line.startswith("Documentation="))
+    line = next(
+        line
+        for line in unit_of(env).read_text(encoding="utf-8").splitlines()
+        if line.startswith("Documentation=")
+    )
     uri = urlparse(line.removeprefix("Documentation="))
     page = Path(unquote(uri.path))
     assert uri.scheme == "file" and page.is_file()
     assert page.read_text(encoding="utf-8") == (
-        REPO / "docs" / "how-to" / "run-as-a-service.md").read_text(encoding="utf-8"), (
-        "the packaged page drifted from docs/how-to/run-as-a-service.md: copy it")
+        REPO / "docs" / "how-to" / "run-as-a-service.md"
+    ).read_text(encoding="utf-8"), (
+        "the packaged page drifted from docs/how-to/run-as-a-service.md: copy it"
+    )
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
 def test_systemd_analyze_verify_accepts_the_written_unit(env: dict[str, str]) -> None:
     invoke(["service", "install", "--no-start", "--platform", "linux"], env)
-    done = subprocess.run(["systemd-analyze", "verify", str(unit_of(env))],
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "HOME": env["HOME"]})
+    done = subprocess.run(
+        ["systemd-analyze", "verify", str(unit_of(env))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "HOME": env["HOME"]},
+    )
     if "Failed to initialize manager" in done.stderr or "Failed to setup" in done.stderr:
         pytest.skip(f"systemd-analyze cannot run here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
@@ -104,7 +117,7 @@ def test_install_again_is_unchanged_and_status_says_up_to_date(env: dict[str, st
 
 
 def test_a_unit_file_askvault_did_not_write_is_never_replaced_or_removed(
-    env: dict[str, str]
+    env: dict[str, str],
 ) -> None:
     args = ["--no-start", "--platform", "linux"]
     invoke(["service", "install", *args], env)
@@ -148,21 +161,24 @@ def test_install_and_uninstall_call_systemctl_for_this_unit(
     assert code == 0, err
     name = unit_of(env).name
     assert log.read_text().splitlines() == [
-        "--user daemon-reload", f"--user enable --now {name}",
-        f"--user is-enabled {name}", f"--user is-active {name}"]
+        "--user daemon-reload",
+        f"--user enable --now {name}",
+        f"--user is-enabled {name}",
+        f"--user is-active {name}",
+    ]
     assert f"enabled and started {name}" in out
     log.unlink()
     assert invoke(["service", "uninstall", "--platform", "linux"], env)[0] == 0
-    assert log.read_text().splitlines() == [f"--user disable --now {name}",
-                                            "--user daemon-reload"]
+    assert log.read_text().splitlines() == [f"--user disable --now {name}", "--user daemon-reload"]
 
 
 def test_a_missing_systemctl_is_one_line_with_the_no_start_hint(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     (tmp_path / "empty").mkdir()
-    code, _, err = invoke(["service", "install", "--platform", "linux"],
-                          {**env, "PATH": str(tmp_path / "empty")})
+    code, _, err = invoke(
+        ["service", "install", "--platform", "linux"], {**env, "PATH": str(tmp_path / "empty")}
+    )
     assert code == 1 and "`systemctl` is not installed here" in err and "--no-start" in err
 
 
@@ -175,8 +191,14 @@ def test_macos_install_writes_a_launchd_agent_plistlib_reads(
     assert plist.suffix == ".plist" and plist.name.startswith("askvault.My-Notes")
     agent = plistlib.loads(plist.read_bytes())
     assert agent["Label"] == plist.name.removesuffix(".plist")
-    assert agent["ProgramArguments"] == [sys.executable, "-m", "askvault", "run", "--vault",
-                                         str(vault)]
+    assert agent["ProgramArguments"] == [
+        sys.executable,
+        "-m",
+        "askvault",
+        "run",
+        "--vault",
+        str(vault),
+    ]
     assert agent["EnvironmentVariables"]["ASKVAULT_STATE_DIR"] == str(tmp_path / "state")
     assert agent["RunAtLoad"] is True and agent["KeepAlive"] == {"Crashed": True}
     assert agent["StandardErrorPath"].startswith(env["HOME"])

@@ -70,9 +70,7 @@ def test_a_waiting_reason_saved_with_another_host_is_not_shown_as_current(
     assert status_json(env)["embedding"]["waiting"] is None
 
 
-def test_pending_embeddings_count_the_configured_model_not_another(
-    env: dict[str, str]
-) -> None:
+def test_pending_embeddings_count_the_configured_model_not_another(env: dict[str, str]) -> None:
     assert invoke(["index"], env)[0] == 0
     other = {**env, "ASKVAULT_EMBED_MODEL": "mxbai-embed-large"}
     doc = status_json(other)
@@ -109,9 +107,16 @@ def test_questions_are_counted_by_state_not_all_as_waiting(
             ("queries/inbox/Fixed.md", "failed", b"the bytes before the edit"),
             ("queries/inbox/Offline.md", "waiting", b""),
         ):
-            answer_store.put_question(conn, QuestionRow(
-                rel, rel.replace("inbox", "answers"), status,
-                hashlib.sha256(data).hexdigest(), "2026-12-01T12:00:00+00:00"))
+            answer_store.put_question(
+                conn,
+                QuestionRow(
+                    rel,
+                    rel.replace("inbox", "answers"),
+                    status,
+                    hashlib.sha256(data).hexdigest(),
+                    "2026-12-01T12:00:00+00:00",
+                ),
+            )
     conn.close()
     doc = status_json(env)
     questions = doc["questions"]
@@ -137,11 +142,20 @@ def test_stale_answers_are_listed_whether_marked_or_edited(
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     conn = connect(settings.db_path)
     with write_transaction(conn):
-        answer_store.put_answer(conn, AnswerRow(
-            "queries/answers/Marked.md", "queries/inbox/Marked.md", "stale",
-            hashlib.sha256(marked).hexdigest(), ("Embeds.md",)))
-        answer_store.put_answer(conn, AnswerRow(
-            "queries/answers/Gone.md", "queries/inbox/Gone.md", "stale", "0" * 64, ()))
+        answer_store.put_answer(
+            conn,
+            AnswerRow(
+                "queries/answers/Marked.md",
+                "queries/inbox/Marked.md",
+                "stale",
+                hashlib.sha256(marked).hexdigest(),
+                ("Embeds.md",),
+            ),
+        )
+        answer_store.put_answer(
+            conn,
+            AnswerRow("queries/answers/Gone.md", "queries/inbox/Gone.md", "stale", "0" * 64, ()),
+        )
         meta.set_stale_answers_edited(conn, ["queries/answers/Edited.md"])
     conn.close()
     assert status_json(env)["stale_answers"] == [
@@ -179,11 +193,13 @@ def test_embedding_progress_counts_distinct_texts_and_ends_at_its_total(
     same = "# Copy\n\nThe very same paragraph, word for word, in three notes.\n"
     for name in ("Copy A.md", "Copy B.md", "Copy C.md"):
         (vault / name).write_text(same, encoding="utf-8")
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                            **{"ollama.embed_batch_size": 2})
+    settings = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_batch_size": 2}
+    )
     calls: list[tuple[int, int]] = []
-    report = index_vault(settings, OllamaClients(settings),
-                         on_embed=lambda done, total: calls.append((done, total)))
+    report = index_vault(
+        settings, OllamaClients(settings), on_embed=lambda done, total: calls.append((done, total))
+    )
     totals = {total for _, total in calls}
     assert len(totals) == 1
     total = totals.pop()

@@ -41,9 +41,10 @@ def test_context_takes_a_score_ordered_prefix_within_the_budget(indexed: Indexed
     assert small.used_tokens <= 60
     assert small.used_tokens == sum(estimate_tokens(c.text) for p in small.pages for c in p.chunks)
     # A prefix in score order, not a re-ranked pick.
-    flat_big = sorted(((c.score, c.chunk_id) for p in big.pages for c in p.chunks),
-                      key=lambda x: -x[0])
-    assert set(small_chunks) == {cid for _, cid in flat_big[:len(small_chunks)]}
+    flat_big = sorted(
+        ((c.score, c.chunk_id) for p in big.pages for c in p.chunks), key=lambda x: -x[0]
+    )
+    assert set(small_chunks) == {cid for _, cid in flat_big[: len(small_chunks)]}
     assert set(small_chunks) < set(big_chunks)
     assert any("raise --budget" in a for a in small.actions)
 
@@ -69,18 +70,22 @@ def test_context_lists_one_hop_neighbours_with_why(indexed: Indexed) -> None:
 def test_context_neighbours_include_backlinks_and_children(indexed: Indexed) -> None:
     pack = _pack(indexed, "sourdough starter flour water levain", budget_tokens=40)
     assert pack.pages[0].path == "kitchen/Sourdough.md"
-    assert {n.path: n.why for n in pack.neighbours}.get("kitchen/Fermentation.md") == \
-        "links to [[Sourdough]]"
+    assert {n.path: n.why for n in pack.neighbours}.get(
+        "kitchen/Fermentation.md"
+    ) == "links to [[Sourdough]]"
     pack = _pack(indexed, "compost greens browns turning the pile", budget_tokens=80)
-    assert {n.path: n.why for n in pack.neighbours}.get("garden/Worm Bins.md") == \
-        "listed in children: of [[Composting]]"
+    assert {n.path: n.why for n in pack.neighbours}.get(
+        "garden/Worm Bins.md"
+    ) == "listed in children: of [[Composting]]"
 
 
 def test_context_rereads_a_changed_file_and_relocates_the_chunk(indexed: Indexed) -> None:
     note = indexed.vault / "garden/Tomato Growing.md"
     text = note.read_text(encoding="utf-8")
-    note.write_text(text.replace("# Tomato Growing\n", "# Tomato Growing\n\nNew intro line.\n\n"),
-                    encoding="utf-8")
+    note.write_text(
+        text.replace("# Tomato Growing\n", "# Tomato Growing\n\nNew intro line.\n\n"),
+        encoding="utf-8",
+    )
     pack = _pack(indexed, "blossom end rot", budget_tokens=60)
     page = pack.pages[0]
     assert page.path == "garden/Tomato Growing.md" and page.fresh
@@ -108,11 +113,13 @@ def test_context_flags_a_deleted_file(indexed: Indexed) -> None:
 
 def test_context_includes_source_windows_from_sources_and_raw(indexed: Indexed) -> None:
     note = indexed.vault / "garden/Tomato Growing.md"
-    note.write_text(note.read_text(encoding="utf-8") + "\nSee [[raw/interview.txt]].\n",
-                    encoding="utf-8")
+    note.write_text(
+        note.read_text(encoding="utf-8") + "\nSee [[raw/interview.txt]].\n", encoding="utf-8"
+    )
     index_vault(indexed.settings, OllamaClients(indexed.settings))
-    pack = _pack(indexed, "blossom end rot watering tomatoes", budget_tokens=2000,
-                 include_sources=True)
+    pack = _pack(
+        indexed, "blossom end rot watering tomatoes", budget_tokens=2000, include_sources=True
+    )
     files = {w.path for w in pack.source_windows}
     assert "sources/seed-catalogue.md" in files
     assert "raw/interview.txt" in files
@@ -133,11 +140,13 @@ def test_context_refuses_sources_outside_the_source_folders(
     os.symlink(indexed.vault / "Sleep Hygiene.md", inside)
     note = indexed.vault / "Houseplants.md"
     text = note.read_text(encoding="utf-8").replace(
-        "tags: [garden]", f"tags: [garden]\nsources: [{json.dumps(entry)}, \"sources/inner.md\"]")
+        "tags: [garden]", f'tags: [garden]\nsources: [{json.dumps(entry)}, "sources/inner.md"]'
+    )
     note.write_text(text, encoding="utf-8")
     index_vault(indexed.settings, OllamaClients(indexed.settings))
-    pack = _pack(indexed, "monstera overwatering houseplants", budget_tokens=2000,
-                 include_sources=True)
+    pack = _pack(
+        indexed, "monstera overwatering houseplants", budget_tokens=2000, include_sources=True
+    )
     assert all("secret" not in w.text for w in pack.source_windows)
     assert all(w.path != "sources/inner.md" for w in pack.source_windows)
     refused = [w for w in pack.warnings if w.startswith("refused source")]
@@ -145,10 +154,14 @@ def test_context_refuses_sources_outside_the_source_folders(
     assert any("sources/inner.md" in w and "symlink" in w for w in refused), pack.warnings
 
 
-def test_context_json_envelope_is_versioned_and_stable(indexed: Indexed,
-                                                       fake_ollama: FakeOllama) -> None:
-    env = {"OLLAMA_HOST": fake_ollama.url, "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-           "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
+def test_context_json_envelope_is_versioned_and_stable(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
+    env = {
+        "OLLAMA_HOST": fake_ollama.url,
+        "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
+        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+    }
     args = ["context", QUESTION, "--json", "--budget", "300", "--vault", str(indexed.vault)]
     runner = CliRunner()
     first = runner.invoke(cli, args, env=env, catch_exceptions=False)
@@ -156,8 +169,17 @@ def test_context_json_envelope_is_versioned_and_stable(indexed: Indexed,
     assert first.exit_code == 0 and first.stdout == second.stdout
     doc = json.loads(first.stdout)
     assert doc["version"] == 1
-    assert set(doc) >= {"prompt", "pages", "neighbours", "sources", "warnings", "actions",
-                        "degraded", "budget_tokens", "used_tokens"}
+    assert set(doc) >= {
+        "prompt",
+        "pages",
+        "neighbours",
+        "sources",
+        "warnings",
+        "actions",
+        "degraded",
+        "budget_tokens",
+        "used_tokens",
+    }
     chunk = doc["pages"][0]["chunks"][0]
     assert chunk["citation"].startswith("[[Tomato Growing#")
     assert len(chunk["lines"]) == 2 and chunk["fresh"] is True
@@ -166,12 +188,16 @@ def test_context_json_envelope_is_versioned_and_stable(indexed: Indexed,
 def test_context_text_mode_prints_the_evidence_text_under_each_citation(
     indexed: Indexed, fake_ollama: FakeOllama
 ) -> None:
-    env = {"OLLAMA_HOST": fake_ollama.url, "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-           "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
+    env = {
+        "OLLAMA_HOST": fake_ollama.url,
+        "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
+        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+    }
     args = ["context", QUESTION, "--budget", "300", "--vault", str(indexed.vault)]
     text = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    doc = json.loads(CliRunner().invoke(cli, [*args, "--json"], env=env,
-                                        catch_exceptions=False).stdout)
+    doc = json.loads(
+        CliRunner().invoke(cli, [*args, "--json"], env=env, catch_exceptions=False).stdout
+    )
     assert text.exit_code == 0
     chunk = doc["pages"][0]["chunks"][0]
     out = text.stdout
@@ -183,8 +209,9 @@ def test_context_text_mode_prints_the_evidence_text_under_each_citation(
     assert out.index(chunk["citation"]) < out.index(f"> {first_line}".rstrip())
 
 
-def test_context_degrades_to_words_when_ollama_is_down(indexed: Indexed,
-                                                       fake_ollama: FakeOllama) -> None:
+def test_context_degrades_to_words_when_ollama_is_down(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
     fake_ollama.set_fault("down")
     pack = _pack(indexed, "blossom end rot", budget_tokens=200)
     assert pack.degraded and pack.pages[0].path == "garden/Tomato Growing.md"
@@ -200,8 +227,13 @@ def test_context_with_no_match_suggests_what_to_do(indexed: Indexed) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("[[sources/a#H|label]]", "sources/a"), ("![[raw/b.pdf]]", "raw/b.pdf"),
-     ('"sources/c.md"', "sources/c.md"), ("Page#Heading", "Page"), ("A|label", "A")],
+    [
+        ("[[sources/a#H|label]]", "sources/a"),
+        ("![[raw/b.pdf]]", "raw/b.pdf"),
+        ('"sources/c.md"', "sources/c.md"),
+        ("Page#Heading", "Page"),
+        ("A|label", "A"),
+    ],
 )
 def test_clean_target_takes_the_page_part_of_a_frontmatter_entry(raw: str, expected: str) -> None:
     assert clean_target(raw) == expected
@@ -230,8 +262,9 @@ def test_context_reads_each_chunk_row_once_from_search(indexed: Indexed) -> None
     finally:
         indexed.conn.set_trace_callback(None)
     assert pack.pages and pack.pages[0].sources  # the search rows' fields reached the pack
-    row_queries = [s for s in seen if "c.id IN (SELECT value FROM json_each" in s
-                   and "n.content_hash" in s]
+    row_queries = [
+        s for s in seen if "c.id IN (SELECT value FROM json_each" in s and "n.content_hash" in s
+    ]
     assert len(row_queries) == 1, row_queries
     name_queries = [s for s in seen if "HAVING count(*) > 1" in s]
     # One for the search hits, one for neighbours that are not hits.

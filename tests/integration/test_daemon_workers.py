@@ -44,8 +44,9 @@ def test_daemon_routes_inbox_paths_to_workers_and_reports_index_changes(
 ) -> None:
     vault = tmp_path / "vault"
     (vault / "queries" / "inbox").mkdir(parents=True)
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                            **{"daemon.debounce_s": 0.05})
+    settings = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"daemon.debounce_s": 0.05}
+    )
     worker = RecordingWorker()
     daemon = Daemon(settings, [worker])
     before = set(threading.enumerate())

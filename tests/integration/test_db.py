@@ -43,7 +43,8 @@ def _write_something(db: Path) -> None:
 
 
 def test_connect_creates_the_folder_0700_and_the_index_wal_and_shm_0600_under_umask_0(
-    tmp_path: Path, open_umask: None,
+    tmp_path: Path,
+    open_umask: None,
 ) -> None:
     db = tmp_path / "state" / "vault-1234" / "index.sqlite"
     conn = connect(db)
@@ -74,7 +75,9 @@ def test_connect_tightens_an_index_made_world_readable_before(tmp_path: Path) ->
 
 
 def test_index_pass_and_daemon_lock_leave_nothing_readable_by_others(
-    tmp_path: Path, fake_ollama: FakeOllama, open_umask: None,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    open_umask: None,
 ) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -48,8 +48,9 @@ def _failures(settings: Settings) -> list[tuple[str, str]]:
 
 
 def _vector_check(settings: Settings) -> tuple[bool, str]:
-    check = next(c for c in run_checks(settings, OllamaClients(settings))
-                 if c.name == "vectors match chunks")
+    check = next(
+        c for c in run_checks(settings, OllamaClients(settings)) if c.name == "vectors match chunks"
+    )
     return check.ok, check.detail
 
 
@@ -63,11 +64,14 @@ def test_vector_problem_names_length_and_non_finite_values() -> None:
 
 @pytest.mark.parametrize("kind", ["short", "long", "empty", "nan", "inf"])
 def test_a_malformed_vector_in_a_batch_is_a_failed_input_and_the_rest_is_stored(
-    tmp_path: Path, fake_ollama: FakeOllama, kind: str,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    kind: str,
 ) -> None:
     # One batch holds all four texts: short/long/empty make it ragged.
-    settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url,
-                            **{"ollama.embed_batch_size": 32})
+    settings = settings_for(
+        _vault(tmp_path), tmp_path / "state", fake_ollama.url, **{"ollama.embed_batch_size": 32}
+    )
     fake_ollama.malformed = {MARKER: kind}
     report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
@@ -86,7 +90,8 @@ def test_a_malformed_vector_in_a_batch_is_a_failed_input_and_the_rest_is_stored(
 
 
 def test_every_vector_shorter_than_api_show_declares_is_refused_not_fatal(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.malformed = {"": "short"}  # every text
@@ -94,12 +99,15 @@ def test_every_vector_shorter_than_api_show_declares_is_refused_not_fatal(
     assert report.embed_error is None
     assert report.embed.texts_failed == len(GOOD_NOTES) + 1
     assert report.embed.texts_embedded == 0
-    assert all(f"{DEFAULT_DIMENSION - 1} dimensions, expected {DEFAULT_DIMENSION}" in error
-               for error, _ in _failures(settings))
+    assert all(
+        f"{DEFAULT_DIMENSION - 1} dimensions, expected {DEFAULT_DIMENSION}" in error
+        for error, _ in _failures(settings)
+    )
 
 
 def test_a_failed_input_is_retried_after_its_delay_and_then_stored(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.malformed = {MARKER: "nan"}
@@ -120,15 +128,17 @@ def test_a_failed_input_is_retried_after_its_delay_and_then_stored(
 
 
 def test_a_ragged_piece_of_a_split_text_is_a_failed_input_not_a_crash(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = tmp_path / "vault"
     vault.mkdir()
     words = " ".join(f"word{i}" for i in range(60))
     (vault / "Long.md").write_text(f"# Long\n\n{words} {MARKER} {words}\n")
     # 40 tokens x 3 chars: the chunk is split into pieces; only one holds the marker.
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                            **{"ollama.embed_max_tokens": 40})
+    settings = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_max_tokens": 40}
+    )
     fake_ollama.malformed = {MARKER: "short"}
     report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None and report.embed.texts_failed == 1
@@ -137,13 +147,15 @@ def test_a_ragged_piece_of_a_split_text_is_a_failed_input_not_a_crash(
 
 
 def test_a_building_model_is_promoted_although_one_text_failed(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = _vault(tmp_path)
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
-    other = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                         **{"ollama.embed_model": "all-minilm"})
+    other = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
+    )
     fake_ollama.malformed = {MARKER: "inf"}
     report = index_vault(other, OllamaClients(other))
     assert report.embed.promoted and report.embed.texts_failed == 1
@@ -156,7 +168,8 @@ def test_a_building_model_is_promoted_although_one_text_failed(
 
 
 def test_a_nan_query_vector_degrades_search_to_words(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
@@ -168,7 +181,8 @@ def test_a_nan_query_vector_degrades_search_to_words(
 
 
 def test_cli_index_with_malformed_vectors_exits_0_without_a_traceback(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     env = cli_env(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.malformed = {MARKER: "long"}
@@ -181,11 +195,14 @@ def test_cli_index_with_malformed_vectors_exits_0_without_a_traceback(
 
 @pytest.mark.parametrize("status", [400, 500])
 def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_batch_stored(
-    tmp_path: Path, fake_ollama: FakeOllama, status: int,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    status: int,
 ) -> None:
     # All four texts in one batch: the whole request fails until the bad text is alone.
-    settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url,
-                            **{"ollama.embed_batch_size": 32})
+    settings = settings_for(
+        _vault(tmp_path), tmp_path / "state", fake_ollama.url, **{"ollama.embed_batch_size": 32}
+    )
     fake_ollama.refused = {MARKER: status}
     report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
@@ -208,7 +225,8 @@ def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_ba
 
 
 def test_ollama_refusing_every_text_and_the_probe_is_an_outage_not_bad_inputs(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.refused = {"": 500}  # every input, the probe too

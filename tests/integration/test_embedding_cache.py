@@ -50,22 +50,34 @@ def _old_layout_index(path: Path) -> None:
             conn.execute(statement)
         conn.execute("INSERT INTO migrations VALUES (?, 0)", (name,))
     conn.execute("INSERT INTO fingerprints VALUES (1, 'm@0', 'm', '0', ?, 'active', 0)", (DIM,))
-    conn.execute("INSERT INTO notes(id, path, folder, title, size, mtime_ns, inode, content_hash,"
-                 " indexed_at) VALUES (1, 'n.md', '', 'n', 0, 0, 0, '', 0)")
-    conn.execute(f"CREATE VIRTUAL TABLE vec_fp1 USING vec0(chunk_id INTEGER PRIMARY KEY, "
-                 f"embedding float[{DIM}] distance_metric=cosine, derived INTEGER)")
-    conn.execute(f"CREATE VIRTUAL TABLE vecbits_fp1 USING vec0(chunk_id INTEGER PRIMARY KEY, "
-                 f"embedding bit[{DIM}])")
+    conn.execute(
+        "INSERT INTO notes(id, path, folder, title, size, mtime_ns, inode, content_hash,"
+        " indexed_at) VALUES (1, 'n.md', '', 'n', 0, 0, 0, '', 0)"
+    )
+    conn.execute(
+        f"CREATE VIRTUAL TABLE vec_fp1 USING vec0(chunk_id INTEGER PRIMARY KEY, "
+        f"embedding float[{DIM}] distance_metric=cosine, derived INTEGER)"
+    )
+    conn.execute(
+        f"CREATE VIRTUAL TABLE vecbits_fp1 USING vec0(chunk_id INTEGER PRIMARY KEY, "
+        f"embedding bit[{DIM}])"
+    )
     for i in range(OLD_ROWS):
         conn.execute("INSERT INTO embeddings VALUES (1, ?, ?)", (_hash(i), _vector(i).tobytes()))
         if i < OLD_ROWS - 3:  # three cached texts of notes deleted since: kept in the cache
-            conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
-                         " start_line, end_line, text) VALUES (?, 1, ?, ?, '[]', 1, 1, 'x')",
-                         (i + 1, i, _hash(i)))
-            conn.execute("INSERT INTO vec_fp1(chunk_id, embedding, derived) VALUES (?, ?, 0)",
-                         (i + 1, _vector(i).tobytes()))
-            conn.execute("INSERT INTO vecbits_fp1(chunk_id, embedding) VALUES "
-                         "(?, vec_quantize_binary(?))", (i + 1, _vector(i).tobytes()))
+            conn.execute(
+                "INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+                " start_line, end_line, text) VALUES (?, 1, ?, ?, '[]', 1, 1, 'x')",
+                (i + 1, i, _hash(i)),
+            )
+            conn.execute(
+                "INSERT INTO vec_fp1(chunk_id, embedding, derived) VALUES (?, ?, 0)",
+                (i + 1, _vector(i).tobytes()),
+            )
+            conn.execute(
+                "INSERT INTO vecbits_fp1(chunk_id, embedding) VALUES (?, vec_quantize_binary(?))",
+                (i + 1, _vector(i).tobytes()),
+            )
     conn.close()
 
 
@@ -75,8 +87,9 @@ def _assert_converted(path: Path) -> None:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "embeddings" not in tables and "vec_fp1" not in tables
         assert "m036_embedding_cache" in {r[0] for r in conn.execute("SELECT name FROM migrations")}
-        rows = conn.execute("SELECT text_key, vector FROM embedding_cache "
-                            "WHERE fingerprint_id = 1").fetchall()
+        rows = conn.execute(
+            "SELECT text_key, vector FROM embedding_cache WHERE fingerprint_id = 1"
+        ).fetchall()
         assert len(rows) == OLD_ROWS  # every vector once, orphans included
         by_key = {bytes(k): bytes(v) for k, v in rows}
         for i in range(OLD_ROWS):
@@ -87,8 +100,10 @@ def _assert_converted(path: Path) -> None:
         assert store.count_pending(conn, fp) == 0
         assert store.count_missing_vectors(conn, fp) == 0
         from askvault.adapters import search_store
-        hits = search_store.vector_chunks(conn, fp.id, _vector(4).tolist(), k=3,
-                                          bits_table=fp.bits_table)
+
+        hits = search_store.vector_chunks(
+            conn, fp.id, _vector(4).tolist(), k=3, bits_table=fp.bits_table
+        )
         assert hits[0][0] == 5
     finally:
         conn.close()
@@ -101,7 +116,8 @@ def test_an_old_layout_index_is_converted_in_place_keeping_every_vector(tmp_path
 
 
 def test_the_cache_migration_says_what_it_does_with_a_progress_line(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     path = tmp_path / "index.sqlite"
     _old_layout_index(path)
@@ -119,8 +135,9 @@ def test_an_interrupted_cache_migration_resumes_where_it_stopped(tmp_path: Path)
     _old_layout_index(path)
     conn = connect(path, migrate=False)
     with pytest.raises(InterruptedError):
-        m036_embedding_cache(conn, write_transaction, lambda line: None,
-                             batch_rows=5, stop_after_batches=2)
+        m036_embedding_cache(
+            conn, write_transaction, lambda line: None, batch_rows=5, stop_after_batches=2
+        )
     # Half moved: each row is in exactly one of the two tables.
     left = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
     moved = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
@@ -154,8 +171,12 @@ def test_a_cache_migration_killed_mid_batch_resumes_after_kill_9(tmp_path: Path)
                 conn.execute("COMMIT")
         m036_embedding_cache(conn, Killing, report, batch_rows=5)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     conn = connect(path, migrate=False)
     moved = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
@@ -166,7 +187,8 @@ def test_a_cache_migration_killed_mid_batch_resumes_after_kill_9(tmp_path: Path)
 
 
 def test_a_new_index_keeps_one_float_vector_per_text_and_no_float_vec0_table(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     shutil.copy(vault / "Welcome.md", vault / "Welcome copy.md")  # same texts twice
@@ -181,20 +203,23 @@ def test_a_new_index_keeps_one_float_vector_per_text_and_no_float_vec0_table(
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert not any(n.startswith("vec_fp") for n in names)
         # No cache row spills to an overflow page.
-        overflow = conn.execute("SELECT count(*) FROM dbstat WHERE name = 'embedding_cache' "
-                                "AND pagetype = 'overflow'").fetchone()[0]
+        overflow = conn.execute(
+            "SELECT count(*) FROM dbstat WHERE name = 'embedding_cache' AND pagetype = 'overflow'"
+        ).fetchone()[0]
         assert overflow == 0
     finally:
         conn.close()
 
 
 def test_switching_back_to_an_earlier_model_after_a_restart_embeds_nothing(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     first = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    other = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                         **{"ollama.embed_model": "all-minilm"})
+    other = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
+    )
     index_vault(first, OllamaClients(first))
     # Builds all-minilm and promotes it; nomic's tables are dropped.
     index_vault(other, OllamaClients(other))
@@ -215,7 +240,8 @@ def test_switching_back_to_an_earlier_model_after_a_restart_embeds_nothing(
 
 
 def test_a_note_deleted_and_restored_later_embeds_nothing(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)

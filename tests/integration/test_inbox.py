@@ -73,10 +73,17 @@ def test_question_is_answered_archived_byte_for_byte_and_logged(
     text = answer.read_text(encoding="utf-8")
     assert "> [!question]\n> What does an embed show?" in text
     assert "[[Embeds]]" in text and "**resolved** → `Embeds.md`" in text
-    log = wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
-                   if (vault / "queries/log.md").exists() else "")
-    assert log == (f"## [{time.strftime('%Y-%m-%d')}] query | "
-                   "[[queries/answers/How do embeds work|What does an embed show?]]\n")
+    log = wait_for(
+        lambda: (
+            (vault / "queries/log.md").read_text(encoding="utf-8")
+            if (vault / "queries/log.md").exists()
+            else ""
+        )
+    )
+    assert log == (
+        f"## [{time.strftime('%Y-%m-%d')}] query | "
+        "[[queries/answers/How do embeds work|What does an embed show?]]\n"
+    )
 
 
 @pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
@@ -88,7 +95,9 @@ def test_draft_is_left_alone_until_the_key_is_removed(
     question.write_text("---\ndraft: true\n---\nWhat does an embed show?\n", encoding="utf-8")
     run_worker()
     time.sleep(1.0)
-    assert not (vault / "queries/answers").exists() or not any((vault / "queries/answers").iterdir())
+    assert not (vault / "queries/answers").exists() or not any(
+        (vault / "queries/answers").iterdir()
+    )
     question.write_text(QUESTION, encoding="utf-8")
     wait_for(lambda: _status(vault / "queries/answers/Q.md") == "answered")
 
@@ -98,15 +107,18 @@ def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
 ) -> None:
     fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
     question = vault / "queries/inbox/Q.md"
-    question.write_text("---\nfolders: [../outside]\nmax_sources: 0\n---\nWhat?\n", encoding="utf-8")
+    question.write_text(
+        "---\nfolders: [../outside]\nmax_sources: 0\n---\nWhat?\n", encoding="utf-8"
+    )
     run_worker()
     answer = vault / "queries/answers/Q.md"
     wait_for(lambda: _status(answer) == "failed")
     text = answer.read_text(encoding="utf-8")
     assert "'../outside' is outside the vault" in text and "max_sources" in text
     assert question.exists(), "a failed question stays in the inbox to be fixed"
-    question.write_text("---\nfolders: [folder]\n---\nWhat does the second section explain?\n",
-                        encoding="utf-8")
+    question.write_text(
+        "---\nfolders: [folder]\n---\nWhat does the second section explain?\n", encoding="utf-8"
+    )
     wait_for(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
@@ -218,8 +230,14 @@ def test_re_asking_gives_a_new_answer_and_keeps_the_first(
     assert _status(vault / "queries/answers/Q (2).md") == "answered"
     assert (vault / "queries/answers/Q.md").read_bytes() == first
     # The log line is appended after the archive: wait for it rather than read at once.
-    wait_for(lambda: (vault / "queries/log.md").read_text(encoding="utf-8")
-             .count("|What does an embed show?]]") == 2)
+    wait_for(
+        lambda: (
+            (vault / "queries/log.md")
+            .read_text(encoding="utf-8")
+            .count("|What does an embed show?]]")
+            == 2
+        )
+    )
 
 
 def test_questions_are_answered_oldest_first(
@@ -333,14 +351,25 @@ def test_a_waiting_question_survives_a_restart(
 
 def test_parse_question_options_validates_and_keeps_unknown_keys_out(vault: Path) -> None:
     options, errors = parse_question_options(
-        {"folders": ["folder", "/etc", "nope"], "ask_tags": "#a, b", "max_sources": 3,
-         "ask_model": "llama3.2", "ask_language": "fr", "whatever": 1}, vault)
+        {
+            "folders": ["folder", "/etc", "nope"],
+            "ask_tags": "#a, b",
+            "max_sources": 3,
+            "ask_model": "llama3.2",
+            "ask_language": "fr",
+            "whatever": 1,
+        },
+        vault,
+    )
     assert options.folders == ("folder",) and options.tags == ("a", "b")
     assert (options.max_sources, options.model, options.language) == (3, "llama3.2", "fr")
-    assert errors == ["folders: '/etc' is outside the vault",
-                      "folders: 'nope' is not a folder of the vault"]
-    _, errors = parse_question_options({"max_sources": True, "ask_model": 3,
-                                        "ask_tags": {"a": 1}}, vault)
+    assert errors == [
+        "folders: '/etc' is outside the vault",
+        "folders: 'nope' is not a folder of the vault",
+    ]
+    _, errors = parse_question_options(
+        {"max_sources": True, "ask_model": 3, "ask_tags": {"a": 1}}, vault
+    )
     assert len(errors) == 3
 
 
@@ -359,10 +388,12 @@ def test_a_crash_right_after_the_answering_note_is_written_resumes_that_note(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     conn = connect(settings.db_path)
     try:
-        placeholder = render_answer_note(AnswerNote(question=QUESTION.strip(),
-                                                    status="answering", asked="2026-01-01"))
+        placeholder = render_answer_note(
+            AnswerNote(question=QUESTION.strip(), status="answering", asked="2026-01-01")
+        )
         written = AnswerFiles(settings).write_answer(
-            conn, None, placeholder, "queries/inbox/Q.md", "answering", (), "Q")
+            conn, None, placeholder, "queries/inbox/Q.md", "answering", (), "Q"
+        )
     finally:
         conn.close()
     assert written == "queries/answers/Q.md"
@@ -381,8 +412,9 @@ def test_write_answer_records_the_name_before_the_file_exists(
     (folder / "Q.md").write_text("the user's own note", encoding="utf-8")
     conn = connect(settings.db_path)
     try:
-        rel = AnswerFiles(settings).write_answer(conn, None, "text", "queries/inbox/Q.md",
-                                                 "answering", (), "Q")
+        rel = AnswerFiles(settings).write_answer(
+            conn, None, "text", "queries/inbox/Q.md", "answering", (), "Q"
+        )
         row = answer_store.get_answer(conn, rel)
         stale = answer_store.get_answer(conn, "queries/answers/Q.md")
     finally:
@@ -395,7 +427,10 @@ def test_write_answer_records_the_name_before_the_file_exists(
 
 @pytest.mark.parametrize("renamed", [False, True])
 def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     renamed: bool,
 ) -> None:
     # The state a kill -9 leaves inside a rewrite of the `answering` note: the new hash is
@@ -403,22 +438,39 @@ def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     (vault / "queries/inbox").mkdir(parents=True, exist_ok=True)
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     worker = AnswerFiles(settings)
-    old = render_answer_note(AnswerNote(question=QUESTION.strip(), status="answering",
-                                        asked="2026-01-01")).encode("utf-8")
+    old = render_answer_note(
+        AnswerNote(question=QUESTION.strip(), status="answering", asked="2026-01-01")
+    ).encode("utf-8")
     new = old.replace(b"status: answering", b"status: waiting")
     conn = connect(settings.db_path)
     try:
-        rel = worker.write_answer(conn, None, old.decode("utf-8"), "queries/inbox/Q.md",
-                                  "answering", (), "Q")
+        rel = worker.write_answer(
+            conn, None, old.decode("utf-8"), "queries/inbox/Q.md", "answering", (), "Q"
+        )
         old = (vault / rel).read_bytes()  # as written: with its ownership marker
         new = old.replace(b"status: answering", b"status: waiting")
         with write_transaction(conn):
-            answer_store.put_answer(conn, answer_store.AnswerRow(
-                rel, "queries/inbox/Q.md", "waiting", hashlib.sha256(new).hexdigest(), (),
-                previous_sha256=hashlib.sha256(old).hexdigest()))
-            answer_store.put_question(conn, answer_store.QuestionRow(
-                "queries/inbox/Q.md", rel, "answering",
-                hashlib.sha256(QUESTION.encode("utf-8")).hexdigest(), "2026-01-01"))
+            answer_store.put_answer(
+                conn,
+                answer_store.AnswerRow(
+                    rel,
+                    "queries/inbox/Q.md",
+                    "waiting",
+                    hashlib.sha256(new).hexdigest(),
+                    (),
+                    previous_sha256=hashlib.sha256(old).hexdigest(),
+                ),
+            )
+            answer_store.put_question(
+                conn,
+                answer_store.QuestionRow(
+                    "queries/inbox/Q.md",
+                    rel,
+                    "answering",
+                    hashlib.sha256(QUESTION.encode("utf-8")).hexdigest(),
+                    "2026-01-01",
+                ),
+            )
     finally:
         conn.close()
     if renamed:

@@ -106,11 +106,22 @@ def _block_archive(how: str, vault: Path, tmp_path: Path, undo: list[Callable[[]
         undo.append(lambda: subprocess.run(["chattr", "-i", str(folder)], check=True))
 
 
-@pytest.mark.parametrize("how", ["archive is a file", "archive symlinked out of the vault",
-                                 "archive immutable", "inbox unlink fails"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "archive is a file",
+        "archive symlinked out of the vault",
+        "archive immutable",
+        "inbox unlink fails",
+    ],
+)
 def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_reason(
-    vault: Path, tmp_path: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
-    how: str, caplog: pytest.LogCaptureFixture,
+    vault: Path,
+    tmp_path: Path,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
+    how: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_ollama.chat_script = lambda messages: REPLY
     question = vault / Q_REL
@@ -153,13 +164,24 @@ def _answered_state(settings: Settings, status: str = "archiving") -> str:
     worker = AnswerFiles(settings)
     conn = connect(settings.db_path)
     try:
-        text = render_answer_note(AnswerNote(question=QUESTION.strip(), status="answered",
-                                             asked="2026-01-01", answer=REPLY))
+        text = render_answer_note(
+            AnswerNote(
+                question=QUESTION.strip(), status="answered", asked="2026-01-01", answer=REPLY
+            )
+        )
         rel = worker.write_answer(conn, None, text, Q_REL, "answered", (), "Q")
         with write_transaction(conn):
-            answer_store.put_question(conn, answer_store.QuestionRow(
-                Q_REL, rel, status, hashlib.sha256(QUESTION.encode()).hexdigest(),
-                "2026-01-01", log_line_for(QUESTION, rel)))
+            answer_store.put_question(
+                conn,
+                answer_store.QuestionRow(
+                    Q_REL,
+                    rel,
+                    status,
+                    hashlib.sha256(QUESTION.encode()).hexdigest(),
+                    "2026-01-01",
+                    log_line_for(QUESTION, rel),
+                ),
+            )
     finally:
         conn.close()
     return rel
@@ -174,7 +196,10 @@ def _question_rows(settings: Settings) -> int:
 
 
 def test_crash_between_archive_link_and_inbox_unlink_archives_once_and_logs_once(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
 ) -> None:
     question = vault / Q_REL
     question.write_text(QUESTION, encoding="utf-8")
@@ -191,7 +216,10 @@ def test_crash_between_archive_link_and_inbox_unlink_archives_once_and_logs_once
 
 
 def test_crash_between_inbox_unlink_and_the_transaction_still_logs_the_line(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
 ) -> None:
     _answered_state(settings)
     (vault / "queries/archive").mkdir()
@@ -203,18 +231,24 @@ def test_crash_between_inbox_unlink_and_the_transaction_still_logs_the_line(
 
 
 def test_crash_between_the_log_append_and_the_delete_does_not_log_twice(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running],
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
 ) -> None:
     _answered_state(settings, status="logging")
-    (vault / "queries/log.md").write_text(log_line_for(QUESTION, "queries/answers/Q.md"),
-                                          encoding="utf-8")
+    (vault / "queries/log.md").write_text(
+        log_line_for(QUESTION, "queries/answers/Q.md"), encoding="utf-8"
+    )
     run_worker()
     wait_for(lambda: _question_rows(settings) == 0)
     assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
 
 
 def test_an_answered_question_edited_before_its_archive_is_logged_and_asked_anew(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.chat_script = lambda messages: REPLY
     question = vault / Q_REL
@@ -227,7 +261,10 @@ def test_an_answered_question_edited_before_its_archive_is_logged_and_asked_anew
 
 
 def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
 ) -> None:
     # Where hard links are refused, a name is reserved as an empty file, then the finished
     # temp file is renamed onto it; a kill -9 between the two leaves the empty file.
@@ -242,11 +279,19 @@ def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
     conn = connect(settings.db_path)
     try:
         with write_transaction(conn):
-            placeholder = render_answer_note(AnswerNote(question=QUESTION.strip(),
-                                                        status="answering", asked="2026-01-01"))
-            answer_store.put_answer(conn, answer_store.AnswerRow(
-                "queries/answers/Q.md", Q_REL, "answering",
-                hashlib.sha256(placeholder.encode()).hexdigest(), ()))
+            placeholder = render_answer_note(
+                AnswerNote(question=QUESTION.strip(), status="answering", asked="2026-01-01")
+            )
+            answer_store.put_answer(
+                conn,
+                answer_store.AnswerRow(
+                    "queries/answers/Q.md",
+                    Q_REL,
+                    "answering",
+                    hashlib.sha256(placeholder.encode()).hexdigest(),
+                    (),
+                ),
+            )
             answer_store.record_placeholder(conn, "queries/answers/Q.md")
             answer_store.record_placeholder(conn, "queries/archive/R.md")
     finally:
@@ -264,7 +309,9 @@ def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
 
 
 def test_a_log_symlinked_to_a_user_note_is_never_appended_to(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.chat_script = lambda messages: REPLY
     journal = vault / "Journal.md"
@@ -280,7 +327,8 @@ def test_a_log_symlinked_to_a_user_note_is_never_appended_to(
 
 
 def test_start_up_keeps_a_user_file_named_like_a_temp_file(
-    vault: Path, run_worker: Callable[..., Running],
+    vault: Path,
+    run_worker: Callable[..., Running],
 ) -> None:
     kept = vault / "queries/answers/.askvault-tmp-my notes.md"
     kept.parent.mkdir(parents=True)
@@ -296,7 +344,9 @@ def test_start_up_keeps_a_user_file_named_like_a_temp_file(
 
 
 def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_ollama.set_fault("down")
@@ -305,14 +355,18 @@ def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     answer = vault / "queries/answers/Q.md"
     wait_for(lambda: status_of(answer) == "waiting")
     first = answer.stat()
-    waits = len([r for r in caplog.records if "question queries/inbox/Q.md waits" in r.getMessage()])
+    waits = len(
+        [r for r in caplog.records if "question queries/inbox/Q.md waits" in r.getMessage()]
+    )
     seen = set()
 
     def retried() -> bool:
         with_stat = answer.stat()
         seen.add((with_stat.st_ino, with_stat.st_mtime_ns))
-        return sum("question queries/inbox/Q.md waits" in r.getMessage()
-                   for r in caplog.records) >= waits + RETRIES
+        return (
+            sum("question queries/inbox/Q.md waits" in r.getMessage() for r in caplog.records)
+            >= waits + RETRIES
+        )
 
     wait_for(retried)
     assert seen == {(first.st_ino, first.st_mtime_ns)}, "the waiting note was rewritten"
@@ -323,7 +377,9 @@ def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
 
 
 def test_waiting_note_is_rewritten_when_its_reason_changes(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
@@ -340,13 +396,16 @@ def test_waiting_note_is_rewritten_when_its_reason_changes(
 
 
 def test_a_save_landing_during_the_rewrite_of_our_note_is_kept_and_a_2_is_written(
-    vault: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch,
+    vault: Path,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     worker = AnswerFiles(settings)
     conn = connect(settings.db_path)
     try:
-        rel = worker.write_answer(conn, None, "---\nstatus: answering\n---\n", Q_REL,
-                                  "answering", (), "Q")
+        rel = worker.write_answer(
+            conn, None, "---\nstatus: answering\n---\n", Q_REL, "answering", (), "Q"
+        )
         target = vault / rel
         real_fsync = os.fsync
         landed: list[bool] = []
@@ -356,9 +415,11 @@ def test_a_save_landing_during_the_rewrite_of_our_note_is_kept_and_a_2_is_writte
             if not landed:
                 landed.append(True)
                 target.write_text("the user's own text")
+
         monkeypatch.setattr(os, "fsync", fsync_then_user_saves)
-        final = worker.write_answer(conn, rel, "---\nstatus: answered\n---\n", Q_REL,
-                                    "answered", (), "Q")
+        final = worker.write_answer(
+            conn, rel, "---\nstatus: answered\n---\n", Q_REL, "answered", (), "Q"
+        )
         monkeypatch.undo()
         row = answer_store.get_answer(conn, rel)
     finally:

@@ -79,7 +79,10 @@ def _answer_rows(settings: Settings) -> list[str]:
 
 @pytest.mark.parametrize("rebuild", [False, True], ids=["empty_index", "index_rebuilt"])
 def test_a_waiting_question_is_finished_in_place_after_the_index_is_deleted(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     rebuild: bool,
 ) -> None:
     fake_ollama.set_fault("down")
@@ -119,10 +122,14 @@ def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
     assert "queries/answers/Q.md" not in _answer_rows(settings)
 
 
-@pytest.mark.parametrize("forgery", ["made_up_value", "marker_of_another_note",
-                                     "copied_to_another_name"])
+@pytest.mark.parametrize(
+    "forgery", ["made_up_value", "marker_of_another_note", "copied_to_another_name"]
+)
 def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     forgery: str,
 ) -> None:
     answers = vault / "queries/answers"
@@ -132,8 +139,9 @@ def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
         text = mine.replace("---\n>", 'askvault: "v1:' + "0" * 64 + '"\n---\n>', 1)
         target = answers / "Q.md"
     elif forgery == "marker_of_another_note":
-        marker = next(line for line in sign_note(mine, "Other").splitlines()
-                      if line.startswith("askvault:"))
+        marker = next(
+            line for line in sign_note(mine, "Other").splitlines() if line.startswith("askvault:")
+        )
         text = mine.replace("---\n>", marker + "\n---\n>", 1)
         target = answers / "Q.md"
     else:
@@ -199,8 +207,15 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
     try:
         vault.rename(tmp_path / "aside")
         with pytest.raises(VaultUnavailable):
-            worker.write_answer(conn, None, "---\nstatus: answering\n---\n",
-                                "queries/inbox/Q.md", "answering", (), "Q")
+            worker.write_answer(
+                conn,
+                None,
+                "---\nstatus: answering\n---\n",
+                "queries/inbox/Q.md",
+                "answering",
+                (),
+                "Q",
+            )
         with pytest.raises(OSError):
             worker.append_log_line("## [2026-12-01] query | Q\n")
         assert not vault.exists()
@@ -208,8 +223,15 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
         vault.mkdir()  # an empty mount point in its place
         assert worker.vault_present() is False
         with pytest.raises(VaultUnavailable):
-            worker.write_answer(conn, None, "---\nstatus: answering\n---\n",
-                                "queries/inbox/Q.md", "answering", (), "Q")
+            worker.write_answer(
+                conn,
+                None,
+                "---\nstatus: answering\n---\n",
+                "queries/inbox/Q.md",
+                "answering",
+                (),
+                "Q",
+            )
         assert list(vault.iterdir()) == []
         vault.rmdir()
         (tmp_path / "aside").rename(vault)
@@ -220,7 +242,10 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
 
 @pytest.mark.parametrize("status", ["answering", "waiting"])
 def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     status: str,
 ) -> None:
     from askvault.adapters.db import write_transaction
@@ -230,9 +255,18 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
     conn = connect(settings.db_path)
     try:
         rel = AnswerFiles(settings).write_answer(
-            conn, None, render_answer_note(AnswerNote(question=QUESTION.strip(), status=status,
-                                                      asked="2026-12-01T10:00:00+01:00")),
-            "queries/inbox/Q.md", status, (), "Q")
+            conn,
+            None,
+            render_answer_note(
+                AnswerNote(
+                    question=QUESTION.strip(), status=status, asked="2026-12-01T10:00:00+01:00"
+                )
+            ),
+            "queries/inbox/Q.md",
+            status,
+            (),
+            "Q",
+        )
         with write_transaction(conn):  # the rows lost, the note (with its marker) kept
             answer_store.delete_answer(conn, rel)
             answer_store.delete_question(conn, "queries/inbox/Q.md")
@@ -254,7 +288,10 @@ PROBLEM = "queries/Answers cannot be written.md"
 @pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 @pytest.mark.parametrize("fault", ["answers_is_a_file", "answers_links_out_of_the_vault"])
 def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_can(
-    vault: Path, tmp_path: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    tmp_path: Path,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     fault: str,
 ) -> None:
     answers = vault / "queries/answers"
@@ -310,8 +347,11 @@ def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
 
 
 @pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
-@pytest.mark.parametrize("content", ["", " \n\t\n", "---\ntags: [question]\n---\n\n"],
-                         ids=["zero_bytes", "whitespace_only", "template_frontmatter_only"])
+@pytest.mark.parametrize(
+    "content",
+    ["", " \n\t\n", "---\ntags: [question]\n---\n\n"],
+    ids=["zero_bytes", "whitespace_only", "template_frontmatter_only"],
+)
 def test_obsidians_untitled_note_is_not_answered_until_it_is_renamed_and_typed(
     vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, content: str
 ) -> None:
@@ -321,7 +361,8 @@ def test_obsidians_untitled_note_is_not_answered_until_it_is_renamed_and_typed(
     run_worker()
     time.sleep(1.0)
     assert not (vault / "queries/answers").exists() or not any(
-        (vault / "queries/answers").iterdir()), "no failed note for an empty new note"
+        (vault / "queries/answers").iterdir()
+    ), "no failed note for an empty new note"
     named = vault / "queries/inbox/How do embeds work.md"
     untitled.rename(named)
     named.write_text(QUESTION, encoding="utf-8")
@@ -373,7 +414,10 @@ def test_a_failed_note_edited_by_the_user_is_kept_when_its_question_goes(
 
 @pytest.mark.parametrize("index_lost", [False, True])
 def test_a_waiting_note_whose_question_was_deleted_while_stopped_is_removed_at_start(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama,
+    vault: Path,
+    settings: Settings,
+    run_worker: Callable[..., Running],
+    fake_ollama: FakeOllama,
     index_lost: bool,
 ) -> None:
     fake_ollama.set_fault("down")
@@ -399,20 +443,25 @@ def test_log_lines_keep_their_shape_and_link_to_the_answer_golden() -> None:
     from askvault.services.answer_files import log_line_for
 
     day = time.strftime("%Y-%m-%d")
-    lines = "".join([
-        log_line_for("How do embeds work?", "queries/answers/How do embeds work.md"),
-        log_line_for("# A [bracketed] | barred question\nsecond line",
-                     "queries/answers/Q (2).md"),
-        log_line_for("A name no link can hold", "queries/answers/C# notes.md"),
-        log_line_for("Asked on the command line, not saved"),
-    ]).replace(day, "2026-12-01")
+    lines = "".join(
+        [
+            log_line_for("How do embeds work?", "queries/answers/How do embeds work.md"),
+            log_line_for(
+                "# A [bracketed] | barred question\nsecond line", "queries/answers/Q (2).md"
+            ),
+            log_line_for("A name no link can hold", "queries/answers/C# notes.md"),
+            log_line_for("Asked on the command line, not saved"),
+        ]
+    ).replace(day, "2026-12-01")
     golden = Path(__file__).resolve().parent.parent / "golden" / "log_lines.md"
     if __import__("os").environ.get("UPDATE_GOLDEN"):
         golden.write_text(lines, encoding="utf-8")
     assert golden.read_text(encoding="utf-8") == lines
     import re
-    assert all(re.fullmatch(r"## \[\d{4}-\d\d-\d\d\] query \| .+", line)
-               for line in lines.splitlines())
+
+    assert all(
+        re.fullmatch(r"## \[\d{4}-\d\d-\d\d\] query \| .+", line) for line in lines.splitlines()
+    )
 
 
 def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
@@ -431,8 +480,8 @@ def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
     fake_ollama.recover()
     wait_for(lambda: log.exists() and log.read_text(encoding="utf-8").strip(), timeout=15)
     assert log.read_text(encoding="utf-8") == (
-        f"## [{time.strftime('%Y-%m-%d')}] query | "
-        "[[queries/answers/Q|What does an embed show?]]\n")
+        f"## [{time.strftime('%Y-%m-%d')}] query | [[queries/answers/Q|What does an embed show?]]\n"
+    )
 
 
 def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
@@ -475,8 +524,9 @@ def _stale_answer(vault: Path, settings: Settings, running: Running, question: b
 def _set_refresh(answer: Path) -> None:
     """What Obsidian's properties panel does: a `refresh: true` line in the frontmatter."""
     text = answer.read_text(encoding="utf-8")
-    answer.write_text(text.replace("status: stale\n", "status: stale\nrefresh: true\n", 1),
-                      encoding="utf-8")
+    answer.write_text(
+        text.replace("status: stale\n", "status: stale\nrefresh: true\n", 1), encoding="utf-8"
+    )
 
 
 @pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks

@@ -58,8 +58,12 @@ def test_second_run_without_changes_reads_and_embeds_nothing(
 def _chunk_rows(settings: Settings) -> dict[int, tuple[str, str]]:
     conn = connect(settings.db_path)
     try:
-        return {cid: (path, text_hash) for cid, path, text_hash in conn.execute(
-            "SELECT c.id, n.path, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id")}
+        return {
+            cid: (path, text_hash)
+            for cid, path, text_hash in conn.execute(
+                "SELECT c.id, n.path, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id"
+            )
+        }
     finally:
         conn.close()
 
@@ -132,7 +136,9 @@ def test_renames_moves_and_copies_embed_nothing(
     shutil.copy(vault / "Welcome.md", vault / "Welcome copy.md")
     report = index_vault(settings, OllamaClients(settings))
     assert sorted(report.index.renamed) == [
-        ("Embeds.md", "Embedding notes.md"), ("Links.md", "moved/Links.md")]
+        ("Embeds.md", "Embedding notes.md"),
+        ("Links.md", "moved/Links.md"),
+    ]
     assert len(fake_ollama.embedded_inputs) == before
     assert report.pending_embeddings == 0
     conn = connect(settings.db_path)
@@ -206,8 +212,9 @@ def test_changing_the_embedding_model_builds_new_vectors_then_switches(
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
-    other = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                         **{"ollama.embed_model": "all-minilm"})
+    other = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
+    )
     conn = connect(other.db_path)
     embedder = OllamaClients(other).embedder()
     fp = target_fingerprint(conn, embedder)
@@ -232,8 +239,9 @@ def test_bad_files_are_recorded_never_fatal(
     (vault / "latin1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
     (vault / "big.md").write_bytes(b"a" * 2000)
     (vault / "yaml.md").write_text("---\nx: !!python/object/apply:os.system ['true']\n---\nbody\n")
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                            **{"index.max_note_bytes": 1000})
+    settings = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"index.max_note_bytes": 1000}
+    )
     index_vault(settings, OllamaClients(settings))
     skipped = {s["path"]: s["reason"] for s in collect_status(settings)["skipped"]}
     assert "binary" in skipped["binary.md"]
@@ -254,8 +262,11 @@ def test_index_paths_handles_create_change_and_delete(
     (vault / "New.md").write_text("# New\n\nfresh text\n")
     (vault / "Welcome.md").unlink()
     (vault / "notes.txt").write_text("not a note")
-    report = index_paths(conn, settings, ["New.md", "Welcome.md", "notes.txt",
-                                          ".obsidian/workspace.json", "queries/inbox/q.md"])
+    report = index_paths(
+        conn,
+        settings,
+        ["New.md", "Welcome.md", "notes.txt", ".obsidian/workspace.json", "queries/inbox/q.md"],
+    )
     assert report.added == ["New.md"] and report.deleted == ["Welcome.md"]
     assert report.skipped == []
     conn.close()
@@ -310,14 +321,18 @@ def test_parsing_pool_and_single_process_index_the_same_rows(
         )
     rows = []
     for workers in (2, 1):
-        settings = settings_for(vault, tmp_path / f"state{workers}", fake_ollama.url,
-                                **{"index.parse_workers": workers})
+        settings = settings_for(
+            vault, tmp_path / f"state{workers}", fake_ollama.url, **{"index.parse_workers": workers}
+        )
         conn = connect(settings.db_path)
         report = reconcile(conn, settings)
         assert len(report.added) == 450
-        rows.append(conn.execute(
-            "SELECT n.path, n.aliases, c.text_hash, c.start_line, c.end_line FROM chunks c "
-            "JOIN notes n ON n.id = c.note_id ORDER BY n.path, c.position").fetchall())
+        rows.append(
+            conn.execute(
+                "SELECT n.path, n.aliases, c.text_hash, c.start_line, c.end_line FROM chunks c "
+                "JOIN notes n ON n.id = c.note_id ORDER BY n.path, c.position"
+            ).fetchall()
+        )
         conn.close()
     assert rows[0] == rows[1]
 
@@ -328,8 +343,10 @@ def test_an_edit_keeps_the_rows_of_untouched_chunks(
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
-    query = ("SELECT c.id, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id "
-             "WHERE n.path = 'Garden log.md' ORDER BY c.position")
+    query = (
+        "SELECT c.id, c.text_hash FROM chunks c JOIN notes n ON n.id = c.note_id "
+        "WHERE n.path = 'Garden log.md' ORDER BY c.position"
+    )
     before = conn.execute(query).fetchall()
     conn.close()
     with open(vault / "Garden log.md", "a", encoding="utf-8") as f:
@@ -379,10 +396,20 @@ def test_a_rename_and_a_move_keep_their_chunk_word_and_vector_rows_in_place(
 
     def rows(path: str) -> tuple[int, list[int], list[bytes]]:
         note_id = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()[0]
-        ids = [r[0] for r in conn.execute(
-            "SELECT id FROM chunks WHERE note_id = ? ORDER BY position", (note_id,))]
-        bits = [bytes(conn.execute(f"SELECT embedding FROM {fp.bits_table} WHERE chunk_id = ?",
-                                   (cid,)).fetchone()[0]) for cid in ids]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM chunks WHERE note_id = ? ORDER BY position", (note_id,)
+            )
+        ]
+        bits = [
+            bytes(
+                conn.execute(
+                    f"SELECT embedding FROM {fp.bits_table} WHERE chunk_id = ?", (cid,)
+                ).fetchone()[0]
+            )
+            for cid in ids
+        ]
         return note_id, ids, bits
 
     before_embeds = rows("Embeds.md")
@@ -392,18 +419,24 @@ def test_a_rename_and_a_move_keep_their_chunk_word_and_vector_rows_in_place(
     (vault / "Links.md").rename(vault / "moved" / "Links.md")
     report = index_vault(settings, OllamaClients(settings))
     assert sorted(report.index.renamed) == [
-        ("Embeds.md", "Transclusion guide.md"), ("Links.md", "moved/Links.md")]
+        ("Embeds.md", "Transclusion guide.md"),
+        ("Links.md", "moved/Links.md"),
+    ]
     assert report.index.chunks_written == 0
     assert rows("Transclusion guide.md") == before_embeds  # same note, chunk and vector rows
     assert rows("moved/Links.md") == before_links
     # The new name is in the word index (the title is the file name), the old one is gone.
-    title_hits = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
-                              "'title:\"transclusion guide\"'").fetchone()[0]
+    title_hits = conn.execute(
+        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'title:\"transclusion guide\"'"
+    ).fetchone()[0]
     assert title_hits == len(before_embeds[1])
-    assert conn.execute("SELECT folder FROM notes WHERE path = 'moved/Links.md'"
-                        ).fetchone()[0] == "moved"
-    assert not conn.execute("SELECT 1 FROM notes WHERE path IN ('Embeds.md', 'Links.md')"
-                            ).fetchone()
+    assert (
+        conn.execute("SELECT folder FROM notes WHERE path = 'moved/Links.md'").fetchone()[0]
+        == "moved"
+    )
+    assert not conn.execute(
+        "SELECT 1 FROM notes WHERE path IN ('Embeds.md', 'Links.md')"
+    ).fetchone()
     assert store.count_missing_vectors(conn, fp) == 0 and store.count_extra_vectors(conn, fp) == 0
     conn.close()
 

@@ -48,9 +48,13 @@ def _write(vault: Path, rel: str, text: str) -> None:
 
 
 def _stored(conn: Connection) -> dict[tuple[str, str], str | None]:
-    return {(src, target): path for src, target, path in conn.execute(
-        "SELECT n.path, l.target, l.target_path FROM links l JOIN notes n ON n.id = l.note_id "
-        "WHERE l.target != ''")}
+    return {
+        (src, target): path
+        for src, target, path in conn.execute(
+            "SELECT n.path, l.target, l.target_path FROM links l JOIN notes n ON n.id = l.note_id "
+            "WHERE l.target != ''"
+        )
+    }
 
 
 def _check(conn: Connection) -> dict[tuple[str, str], str | None]:
@@ -62,8 +66,9 @@ def _check(conn: Connection) -> dict[tuple[str, str], str | None]:
 
 
 def _backlinks(conn: Connection, page: str) -> list[str]:
-    return sorted(n.path for n in find_neighbours(conn, [page], set())
-                  if n.why.startswith("links to"))
+    return sorted(
+        n.path for n in find_neighbours(conn, [page], set()) if n.why.startswith("links to")
+    )
 
 
 def test_links_are_resolved_when_indexed(world: tuple[Path, Settings, Connection]) -> None:
@@ -76,7 +81,9 @@ def test_links_are_resolved_when_indexed(world: tuple[Path, Settings, Connection
     assert stored[("folder/S.md", "./T")] == "folder/T.md"
     assert _backlinks(conn, "Ocean.md") == ["Start.md"]
     assert search_store.backlinks(conn, ["x/Note.md", "folder/T.md"]) == [
-        ("folder/T.md", "folder/S.md"), ("x/Note.md", "Start.md")]
+        ("folder/T.md", "folder/S.md"),
+        ("x/Note.md", "Start.md"),
+    ]
 
 
 def test_a_link_to_a_missing_note_resolves_when_the_note_appears(
@@ -200,8 +207,7 @@ def test_an_older_index_gets_its_links_resolved_by_the_migration(
     upgraded = connect(settings.db_path)
     try:
         assert _check(upgraded) == expected
-        assert upgraded.execute("SELECT count(DISTINCT note_id) FROM note_names"
-                                ).fetchone()[0] == 6
+        assert upgraded.execute("SELECT count(DISTINCT note_id) FROM note_names").fetchone()[0] == 6
     finally:
         upgraded.close()
 
@@ -213,8 +219,9 @@ def test_an_interrupted_link_migration_resumes_where_it_stopped(
     expected = _check(conn)
     _as_before_m037(conn)
     with pytest.raises(InterruptedError):
-        m037_link_targets(conn, write_transaction, lambda line: None, batch_rows=2,
-                          stop_after_batches=2)
+        m037_link_targets(
+            conn, write_transaction, lambda line: None, batch_rows=2, stop_after_batches=2
+        )
     done = conn.execute("SELECT count(*) FROM links WHERE target_name IS NOT NULL").fetchone()[0]
     assert 0 < done < len(expected)
     conn.close()

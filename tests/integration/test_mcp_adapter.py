@@ -34,13 +34,13 @@ def run_calls(tools: list[ToolSpec], calls: list[tuple[str, dict[str, Any]]]) ->
     return anyio.run(main)
 
 
-def test_an_askvault_error_is_a_tool_error_with_message_and_hint_and_the_server_goes_on(
-) -> None:
+def test_an_askvault_error_is_a_tool_error_with_message_and_hint_and_the_server_goes_on() -> None:
     def fails(args: dict[str, Any], cancelled: threading.Event) -> dict[str, Any]:
         raise StoreError("no index for /v", "run `askvault index` first")
 
-    failed, fine = run_calls([spec("fails", fails), spec("ok", lambda a, c: {"x": 1})],
-                             [("fails", {}), ("ok", {})])
+    failed, fine = run_calls(
+        [spec("fails", fails), spec("ok", lambda a, c: {"x": 1})], [("fails", {}), ("ok", {})]
+    )
     assert failed.isError
     assert failed.content[0].text == "askvault: no index for /v\nhint: run `askvault index` first"
     assert not fine.isError and fine.structuredContent == {"x": 1}
@@ -57,15 +57,17 @@ def test_an_unexpected_exception_is_a_tool_error_not_a_dead_server() -> None:
 
 def test_a_result_outside_the_output_schema_is_refused_not_sent() -> None:
     strict = {"type": "object", "required": ["hits"], "properties": {"hits": {"type": "array"}}}
-    (result,) = run_calls([spec("wrong", lambda a, c: {"hits": "not a list"}, strict)],
-                          [("wrong", {})])
+    (result,) = run_calls(
+        [spec("wrong", lambda a, c: {"hits": "not a list"}, strict)], [("wrong", {})]
+    )
     assert result.isError and result.content[0].text.startswith("Output validation error")
     assert result.structuredContent is None
 
 
 def test_an_invalid_schema_is_refused_when_the_server_is_built() -> None:
-    bad = ToolSpec("bad", "bad", "bad", {"type": "object"}, {"type": "no-such-type"},
-                   lambda a, c: {})
+    bad = ToolSpec(
+        "bad", "bad", "bad", {"type": "object"}, {"type": "no-such-type"}, lambda a, c: {}
+    )
     with pytest.raises(Exception, match="no-such-type"):
         build_server("t", "0", "", [bad])
 
@@ -88,18 +90,37 @@ def test_a_cancelled_request_sets_the_tools_cancelled_event() -> None:
         async with create_client_server_memory_streams() as (client, server_streams):
             (read, write), (s_read, s_write) = client, server_streams
             async with anyio.create_task_group() as tg:
-                tg.start_soon(lambda: server.run(s_read, s_write,
-                                                 server.create_initialization_options()))
-                await write.send(message({"id": 1, "method": "initialize", "params": {
-                    "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"}}}))
+                tg.start_soon(
+                    lambda: server.run(s_read, s_write, server.create_initialization_options())
+                )
+                await write.send(
+                    message(
+                        {
+                            "id": 1,
+                            "method": "initialize",
+                            "params": {
+                                "protocolVersion": types.LATEST_PROTOCOL_VERSION,
+                                "capabilities": {},
+                                "clientInfo": {"name": "t", "version": "0"},
+                            },
+                        }
+                    )
+                )
                 await read.receive()
                 await write.send(message({"method": "notifications/initialized"}))
-                await write.send(message({"id": 2, "method": "tools/call",
-                                          "params": {"name": "slow", "arguments": {}}}))
+                await write.send(
+                    message(
+                        {
+                            "id": 2,
+                            "method": "tools/call",
+                            "params": {"name": "slow", "arguments": {}},
+                        }
+                    )
+                )
                 await anyio.to_thread.run_sync(started.wait, 10)
-                await write.send(message({"method": "notifications/cancelled",
-                                          "params": {"requestId": 2}}))
+                await write.send(
+                    message({"method": "notifications/cancelled", "params": {"requestId": 2}})
+                )
                 await anyio.to_thread.run_sync(seen.wait, 10)
                 tg.cancel_scope.cancel()
 
@@ -107,15 +128,18 @@ def test_a_cancelled_request_sets_the_tools_cancelled_event() -> None:
     assert seen.is_set()
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost",
-                                  "::ffff:127.0.0.1"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"]
+)
 def test_loopback_hosts_are_accepted(host: str) -> None:
     assert is_loopback(host)
     check_loopback(host)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.2", "192.168.1.20", "example.org",
-                                  "localhost.example.org", ""])
+@pytest.mark.parametrize(
+    "host",
+    ["0.0.0.0", "::", "10.0.0.2", "192.168.1.20", "example.org", "localhost.example.org", ""],
+)
 def test_other_hosts_are_refused_naming_the_host(host: str) -> None:
     with pytest.raises(AskvaultError, match="not a loopback address"):
         check_loopback(host)

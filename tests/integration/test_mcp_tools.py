@@ -54,8 +54,9 @@ def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
 
 
 @pytest.fixture
-def session(env: dict[str, str], vault: Path, tmp_path: Path,
-            fake_ollama: FakeOllama) -> Iterator[WarmSession]:
+def session(
+    env: dict[str, str], vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> Iterator[WarmSession]:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     s = WarmSession(settings, OllamaClients(settings))
     yield s
@@ -76,6 +77,7 @@ def with_client(session: WarmSession, body: Callable[[ClientSession], Awaitable[
 def call(session: WarmSession, name: str, args: dict[str, Any]) -> Any:
     async def body(client: ClientSession) -> Any:
         return await client.call_tool(name, args)
+
     return with_client(session, body)
 
 
@@ -97,8 +99,9 @@ def cli_json(env: dict[str, str], *args: str) -> dict[str, Any]:
 
 
 def vault_files(vault: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(vault)): p.read_bytes() for p in sorted(vault.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(vault)): p.read_bytes() for p in sorted(vault.rglob("*")) if p.is_file()
+    }
 
 
 # -- listing --------------------------------------------------------------------------
@@ -120,8 +123,13 @@ def test_list_tools_gives_five_tools_with_descriptions_and_valid_schemas(
         jsonschema.Draft202012Validator.check_schema(tool.outputSchema)
         assert tool.outputSchema["type"] == "object"
     read_only = {t.name: t.annotations.readOnlyHint for t in tools}
-    assert read_only == {"search": True, "get_context_pack": True, "read_note": True,
-                         "ask": False, "status": True}
+    assert read_only == {
+        "search": True,
+        "get_context_pack": True,
+        "read_note": True,
+        "ask": False,
+        "status": True,
+    }
 
 
 # -- each tool equals the CLI's --json ---------------------------------------------------
@@ -148,10 +156,14 @@ def test_search_tool_rejects_arguments_outside_its_schema(session: WarmSession) 
 
 
 def test_context_tool_equals_cli_context_json(session: WarmSession, env: dict[str, str]) -> None:
-    doc = structured(session, "get_context_pack",
-                     {"prompt": "fermentation of rye", "budget": 300, "include_sources": True})
-    assert doc == cli_json(env, "context", "fermentation of rye", "--budget", "300",
-                           "--include-sources")
+    doc = structured(
+        session,
+        "get_context_pack",
+        {"prompt": "fermentation of rye", "budget": 300, "include_sources": True},
+    )
+    assert doc == cli_json(
+        env, "context", "fermentation of rye", "--budget", "300", "--include-sources"
+    )
     assert doc["version"] == 1 and doc["pages"]
 
 
@@ -189,31 +201,37 @@ def test_read_note_numbers_the_body_and_keeps_frontmatter_apart(session: WarmSes
 
 def test_read_note_by_wikilink_with_heading_gives_that_section(session: WarmSession) -> None:
     doc = structured(session, "read_note", {"path": "[[Deep Note#Section two]]"})
-    assert (doc["file"], doc["heading"], doc["lines"]) == ("folder/Deep Note.md",
-                                                           "Section two", [7, 9])
+    assert (doc["file"], doc["heading"], doc["lines"]) == (
+        "folder/Deep Note.md",
+        "Section two",
+        [7, 9],
+    )
     assert doc["text"] == "## Section two\n\nThe second section explains fermentation of rye."
 
 
 def test_read_note_by_alias_and_line_range(session: WarmSession) -> None:
-    doc = structured(session, "read_note", {"path": "[[Transclusion]]", "start_line": 6,
-                                            "end_line": 7})
+    doc = structured(
+        session, "read_note", {"path": "[[Transclusion]]", "start_line": 6, "end_line": 7}
+    )
     assert doc["file"] == "Embeds.md" and doc["lines"] == [6, 7]
     assert doc["text"].startswith("An embed shows another note inline")
 
 
-@pytest.mark.parametrize(("path", "rule"), [
-    ("../outside.md", "`..` is not allowed"),
-    ("folder/../../outside.md", "`..` is not allowed"),
-    ("/etc/passwd", "absolute paths are not allowed"),
-    ("~/notes.md", "absolute paths are not allowed"),
-    ("Templates/Daily.md", "the index ignores it (excluded in Obsidian settings"),
-    (".obsidian/app.json", "the index ignores it (hidden"),
-    ("attachments/image.png", "not a note (.md)"),
-    ("Nowhere.md", "no file 'Nowhere.md' in the vault"),
-    ("[[Nowhere]]", "no note [[Nowhere]] in the index"),
-])
-def test_read_note_refuses_with_the_rule_named(session: WarmSession, path: str,
-                                               rule: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("../outside.md", "`..` is not allowed"),
+        ("folder/../../outside.md", "`..` is not allowed"),
+        ("/etc/passwd", "absolute paths are not allowed"),
+        ("~/notes.md", "absolute paths are not allowed"),
+        ("Templates/Daily.md", "the index ignores it (excluded in Obsidian settings"),
+        (".obsidian/app.json", "the index ignores it (hidden"),
+        ("attachments/image.png", "not a note (.md)"),
+        ("Nowhere.md", "no file 'Nowhere.md' in the vault"),
+        ("[[Nowhere]]", "no note [[Nowhere]] in the index"),
+    ],
+)
+def test_read_note_refuses_with_the_rule_named(session: WarmSession, path: str, rule: str) -> None:
     text = tool_error(session, "read_note", {"path": path})
     assert text.startswith("askvault: ") and rule in text.splitlines()[0], text
     assert text.splitlines()[1].startswith("hint: ")
@@ -252,8 +270,9 @@ def test_read_note_refuses_a_symlink_inside_to_an_ignored_file(
 def test_read_note_refuses_a_file_over_the_size_limit(
     env: dict[str, str], vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
-    small = settings_for(vault, tmp_path / "state", fake_ollama.url,
-                         **{"index.max_note_bytes": 100})
+    small = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"index.max_note_bytes": 100}
+    )
     session = WarmSession(small, OllamaClients(small))
     try:
         text = tool_error(session, "read_note", {"path": "Garden log.md"})
@@ -265,20 +284,22 @@ def test_read_note_refuses_a_file_over_the_size_limit(
 def test_read_note_refuses_heading_and_lines_together_and_a_missing_heading(
     session: WarmSession,
 ) -> None:
-    assert "not both" in tool_error(session, "read_note", {
-        "path": "Welcome.md", "heading": "Welcome", "start_line": 1})
-    assert "no heading 'Nope'" in tool_error(session, "read_note",
-                                             {"path": "Welcome.md", "heading": "Nope"})
+    assert "not both" in tool_error(
+        session, "read_note", {"path": "Welcome.md", "heading": "Welcome", "start_line": 1}
+    )
+    assert "no heading 'Nope'" in tool_error(
+        session, "read_note", {"path": "Welcome.md", "heading": "Nope"}
+    )
 
 
 def test_read_note_may_read_a_saved_answer_in_queries(
     session: WarmSession, vault: Path, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
-    saved = structured(session, "ask", {"question": "What does an embed show?",
-                                        "save": True})["saved"]
-    assert structured(session, "read_note", {"path": saved})["frontmatter"]["status"] == \
-        "answered"
+    saved = structured(session, "ask", {"question": "What does an embed show?", "save": True})[
+        "saved"
+    ]
+    assert structured(session, "read_note", {"path": saved})["frontmatter"]["status"] == "answered"
 
 
 # -- ask with save ----------------------------------------------------------------------
@@ -310,14 +331,21 @@ def test_ask_cancelled_before_saving_writes_nothing(
     fake_ollama.chat_script = [REPLY]
     before = vault_files(vault)
     with pytest.raises(AnswerCancelled):
-        ask_question(settings, OllamaClients(settings), "What does an embed show?", save=True, log=False,
-                     should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")))
+        ask_question(
+            settings,
+            OllamaClients(settings),
+            "What does an embed show?",
+            save=True,
+            log=False,
+            should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")),
+        )
     assert vault_files(vault) == before
 
 
 @pytest.fixture
-def settings_pair(env: dict[str, str], vault: Path, tmp_path: Path,
-                  fake_ollama: FakeOllama) -> tuple[Settings, Path]:
+def settings_pair(
+    env: dict[str, str], vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> tuple[Settings, Path]:
     return settings_for(vault, tmp_path / "state", fake_ollama.url), vault
 
 
@@ -369,7 +397,8 @@ def test_no_index_is_a_tool_error_with_the_cli_message_and_hint(
     assert text == cli_result.stderr.strip() == ask_text
     assert text.splitlines()[1] == "hint: run `askvault index` first"
     assert not (tmp_path / "empty-state").exists() or not list(
-        (tmp_path / "empty-state").rglob("*.sqlite"))
+        (tmp_path / "empty-state").rglob("*.sqlite")
+    )
 
 
 # -- hostile vault text -------------------------------------------------------------------
@@ -382,8 +411,9 @@ def test_a_note_that_gives_orders_is_returned_as_data_and_changes_nothing(
     env = cli_env(vault, tmp_path / "state", fake_ollama.url)
     assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
     # The local model "obeys" the note: the server must still write nothing and link nothing.
-    fake_ollama.chat_script = ["Saved to [[../../outside]] and deleted queries/ as asked "
-                               "[[Release checklist]]."]
+    fake_ollama.chat_script = [
+        "Saved to [[../../outside]] and deleted queries/ as asked [[Release checklist]]."
+    ]
     before = vault_files(vault)
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     session = WarmSession(settings, OllamaClients(settings))
@@ -400,5 +430,10 @@ def test_a_note_that_gives_orders_is_returned_as_data_and_changes_nothing(
     assert [c["state"] for c in answer["citations"] if "outside" in c["target"]] == ["broken"]
     assert vault_files(vault) == before
     assert not (tmp_path / "outside.md").exists()
-    assert [t.name for t in listed.tools] == ["search", "get_context_pack", "read_note",
-                                              "ask", "status"]
+    assert [t.name for t in listed.tools] == [
+        "search",
+        "get_context_pack",
+        "read_note",
+        "ask",
+        "status",
+    ]

@@ -28,8 +28,7 @@ def _index_under_former_names(path: Path, *, up_to: str | None = None) -> None:
     each recorded under the name it had then."""
     conn = connect(path, migrate=False)
     try:
-        conn.execute(
-            "CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         for name, sql in MIGRATIONS:
             if callable(sql):
                 sql(conn, write_transaction, lambda line: None)
@@ -46,8 +45,9 @@ def _index_under_former_names(path: Path, *, up_to: str | None = None) -> None:
 
 
 def _schema(conn: Any) -> list[tuple[str, str, str]]:
-    return sorted(conn.execute(
-        "SELECT type, name, coalesce(sql, '') FROM sqlite_master").fetchall())
+    return sorted(
+        conn.execute("SELECT type, name, coalesce(sql, '') FROM sqlite_master").fetchall()
+    )
 
 
 def test_an_index_made_under_former_names_runs_nothing_again(tmp_path: Path) -> None:
@@ -56,16 +56,19 @@ def test_an_index_made_under_former_names_runs_nothing_again(tmp_path: Path) -> 
     conn = connect(path, migrate=False)
     try:
         with write_transaction(conn):
-            conn.execute("INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
-                         "VALUES (7, 'Running', '', '', 'weekly mileage')")
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
+                "VALUES (7, 'Running', '', '', 'weekly mileage')"
+            )
         recorded = {r[0] for r in conn.execute("SELECT name FROM migrations")}
         assert set(FORMER_NAMES) <= recorded
         schema = _schema(conn)
         assert apply_migrations(conn) == []
         assert sorted(r[0] for r in conn.execute("SELECT name FROM migrations")) == NAMES
         assert _schema(conn) == schema
-        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'mileage'"
-                            ).fetchall() == [(7,)]
+        assert conn.execute(
+            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'mileage'"
+        ).fetchall() == [(7,)]
     finally:
         conn.close()
     connect(path).close()  # and a plain open finds nothing to do either
@@ -76,8 +79,11 @@ def test_an_index_made_half_way_runs_only_the_migrations_it_lacks(tmp_path: Path
     _index_under_former_names(path, up_to="m034_fts_porter")
     conn = connect(path, migrate=False)
     try:
-        assert apply_migrations(conn) == ["m035_trigram_extension_b", "m036_embedding_cache",
-                                          "m037_link_targets"]
+        assert apply_migrations(conn) == [
+            "m035_trigram_extension_b",
+            "m036_embedding_cache",
+            "m037_link_targets",
+        ]
         assert sorted(r[0] for r in conn.execute("SELECT name FROM migrations")) == NAMES
     finally:
         conn.close()
@@ -103,8 +109,9 @@ def test_the_fingerprint_states_the_schema_allows_are_the_typed_ones(tmp_path: P
 
     conn = connect(tmp_path / "index.sqlite")
     try:
-        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'fingerprints'"
-                           ).fetchone()[0]
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'fingerprints'").fetchone()[
+            0
+        ]
     finally:
         conn.close()
     allowed = sql.split("CHECK (state IN (", 1)[1].split(")", 1)[0]

@@ -39,7 +39,6 @@ def generator(fake_ollama: FakeOllama) -> Iterator[OllamaGenerator]:
         yield made
 
 
-
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
@@ -93,7 +92,6 @@ def test_remote_host_is_refused_before_any_connection(host: str) -> None:
     assert status.hint and "allow_remote_ollama" in status.hint
 
 
-
 def test_embed_prefixes_match_model_names_without_tags() -> None:
     assert embed_prefixes("nomic-embed-text:latest") == (QUERY, DOC)
     assert embed_prefixes("embeddinggemma:300m")[1] == "title: none | text: "
@@ -123,7 +121,8 @@ def test_embed_documents_of_nothing_makes_no_call(
 
 
 def test_query_and_document_prefixes_are_sent(
-    fake_ollama: FakeOllama, embedder: OllamaEmbedder,
+    fake_ollama: FakeOllama,
+    embedder: OllamaEmbedder,
 ) -> None:
     embedder.embed_documents(["garden tools"])
     vector = embedder.embed_query("which tools")
@@ -197,7 +196,8 @@ def test_missing_model_is_model_missing(fake_ollama: FakeOllama) -> None:
 
 
 def test_down_is_unavailable_fast_and_recovers(
-    fake_ollama: FakeOllama, embedder: OllamaEmbedder,
+    fake_ollama: FakeOllama,
+    embedder: OllamaEmbedder,
 ) -> None:
     embedder.embed_documents(["warm the pool"])
     fake_ollama.set_fault("down")
@@ -228,13 +228,13 @@ def test_server_error_is_unavailable(fake_ollama: FakeOllama, embedder: OllamaEm
 
 
 def test_response_cut_short_is_unavailable(
-    fake_ollama: FakeOllama, embedder: OllamaEmbedder,
+    fake_ollama: FakeOllama,
+    embedder: OllamaEmbedder,
 ) -> None:
     embedder.max_input_tokens()
     fake_ollama.set_fault("die_midstream", count=1)
     with pytest.raises(OllamaUnavailable):
         embedder.embed_documents(["x"])
-
 
 
 def test_stream_yields_the_reply_and_sends_num_ctx(
@@ -273,7 +273,8 @@ def test_stream_missing_model_is_model_missing(generator: OllamaGenerator) -> No
 
 
 def test_stream_when_down_is_unavailable(
-    fake_ollama: FakeOllama, generator: OllamaGenerator,
+    fake_ollama: FakeOllama,
+    generator: OllamaGenerator,
 ) -> None:
     fake_ollama.set_fault("down")
     with pytest.raises(OllamaUnavailable, match="not reachable"):
@@ -315,14 +316,14 @@ def test_silence_longer_than_the_limit_is_unavailable(fake_ollama: FakeOllama) -
 
 
 def test_stream_abandoned_early_closes_cleanly(
-    fake_ollama: FakeOllama, generator: OllamaGenerator,
+    fake_ollama: FakeOllama,
+    generator: OllamaGenerator,
 ) -> None:
     fake_ollama.chat_script = ["a b c d e f", "second reply"]
     stream = generator.stream([], model=CHAT, num_ctx=2048)
     assert next(stream) == "a "
     stream.close()  # type: ignore[attr-defined]
     assert "".join(generator.stream([], model=CHAT, num_ctx=2048)) == "second reply"
-
 
 
 def test_probe_reports_version_and_models(fake_ollama: FakeOllama) -> None:

@@ -55,11 +55,21 @@ def index(tmp_path: Path) -> Iterator[tuple[Connection, store.FingerprintRow, np
     conn.close()
 
 
-def _quantized(conn: Connection, fp: store.FingerprintRow, query: np.ndarray, k: int,
-               filters: SearchFilters | None = None) -> list[tuple[int, float]] | None:
+def _quantized(
+    conn: Connection,
+    fp: store.FingerprintRow,
+    query: np.ndarray,
+    k: int,
+    filters: SearchFilters | None = None,
+) -> list[tuple[int, float]] | None:
     filters = filters or SearchFilters()
     return quantized.search(
-        conn, fp.bits_table, fp.id, query, k=k, min_chunks=0,
+        conn,
+        fp.bits_table,
+        fp.id,
+        query,
+        k=k,
+        min_chunks=0,
         exclude_ids=lambda: search_store._derived_chunk_ids(conn, filters),
         allow_ids=lambda: search_store._allowed_chunk_ids(conn, filters),
     )
@@ -86,8 +96,12 @@ def test_quantized_search_returns_the_exact_top_hits(index) -> None:
 
 def test_quantized_search_applies_filters_before_picking_candidates(index) -> None:
     conn, fp, vectors = index
-    folders = {r[0]: r[1] for r in conn.execute(
-        "SELECT c.id, n.folder FROM chunks c JOIN notes n ON n.id = c.note_id")}
+    folders = {
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT c.id, n.folder FROM chunks c JOIN notes n ON n.id = c.note_id"
+        )
+    }
     q = _queries(vectors)[0]
     plain = _quantized(conn, fp, q, 50)
     assert plain is not None and len(plain) == 50
@@ -96,7 +110,8 @@ def test_quantized_search_applies_filters_before_picking_candidates(index) -> No
     assert only is not None and len(only) == 50
     assert all(folders[cid] == "f1" for cid, _ in only)
     exact = search_store.vector_chunks(
-        conn, fp.id, q.tolist(), k=50, filters=SearchFilters(folders=("f1",)))
+        conn, fp.id, q.tolist(), k=50, filters=SearchFilters(folders=("f1",))
+    )
     assert [cid for cid, _ in only[:10]] == [cid for cid, _ in exact[:10]]
     with_derived = _quantized(conn, fp, q, CHUNKS, SearchFilters(include_derived=True))
     assert with_derived is not None and len(with_derived) == CHUNKS
@@ -109,8 +124,18 @@ def test_quantized_search_returns_nothing_when_no_chunk_passes(index) -> None:
 
 def test_a_small_index_is_searched_exactly_from_the_cache(index) -> None:
     conn, fp, vectors = index
-    assert quantized.search(conn, fp.bits_table, fp.id, vectors[0], k=10,
-                            exclude_ids=lambda: None, allow_ids=lambda: None) is None
+    assert (
+        quantized.search(
+            conn,
+            fp.bits_table,
+            fp.id,
+            vectors[0],
+            k=10,
+            exclude_ids=lambda: None,
+            allow_ids=lambda: None,
+        )
+        is None
+    )
     for q in _queries(vectors):
         got = search_store.vector_chunks(conn, fp.id, q.tolist(), k=40, bits_table=fp.bits_table)
         # The truth, by numpy over every chunk that passes (derived notes left out).
@@ -128,15 +153,21 @@ def test_the_exact_scan_finds_k_chunks_past_copies_orphans_and_filters(index) ->
         # Cached texts that no chunk holds any more, all nearer than any chunk.
         store.store_vectors(conn, fp, [(_h(f"orphan{i}"), q.tolist()) for i in range(300)])
         # A copy of chunk 4's text in another note: both chunks come back.
-        conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
-                     " start_line, end_line, text) VALUES (9002, 2, 99, ?, '[]', 1, 2, 'x')",
-                     (_h(4),))
+        conn.execute(
+            "INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+            " start_line, end_line, text) VALUES (9002, 2, 99, ?, '[]', 1, 2, 'x')",
+            (_h(4),),
+        )
     got = search_store.vector_chunks(conn, fp.id, q.tolist(), k=50)
     assert len(got) == 50 and {4, 9002} <= {cid for cid, _ in got[:2]}
-    only = search_store.vector_chunks(conn, fp.id, q.tolist(), k=20,
-                                      filters=SearchFilters(folders=("f1",)))
-    folders = dict(conn.execute("SELECT c.id, n.folder FROM chunks c JOIN notes n"
-                                " ON n.id = c.note_id").fetchall())
+    only = search_store.vector_chunks(
+        conn, fp.id, q.tolist(), k=20, filters=SearchFilters(folders=("f1",))
+    )
+    folders = dict(
+        conn.execute(
+            "SELECT c.id, n.folder FROM chunks c JOIN notes n ON n.id = c.note_id"
+        ).fetchall()
+    )
     assert len(only) == 20 and all(folders[cid] == "f1" for cid, _ in only)
 
 
@@ -169,10 +200,11 @@ def test_a_dimension_not_divisible_by_eight_has_no_bit_table(tmp_path: Path) -> 
         with write_transaction(conn):
             fp = store.ensure_fingerprint(conn, Fingerprint("odd", "0" * 12, 6), 0.0)
         assert not conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = ?", (fp.bits_table,)).fetchone()
-        assert search_store.vector_chunks(
-            conn, fp.id, [1.0] * 6, k=3, bits_table=fp.bits_table
-        ) == []
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (fp.bits_table,)
+        ).fetchone()
+        assert (
+            search_store.vector_chunks(conn, fp.id, [1.0] * 6, k=3, bits_table=fp.bits_table) == []
+        )
     finally:
         conn.close()
 
@@ -183,11 +215,14 @@ def test_storing_an_already_cached_text_again_adds_only_missing_bit_rows(
     conn, fp, vectors = index
     with write_transaction(conn):
         # A second chunk with the text of chunk 1 (copied in the same note), no vec row yet.
-        conn.execute("INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
-                     " start_line, end_line, text) VALUES (9001, 1, 99, ?, '[]', 1, 2, 'x')",
-                     (_h(1),))
-        added = store.store_vectors(conn, fp, [(_h(1), vectors[0].tolist()),
-                                               (_h("fresh"), vectors[1].tolist())])
+        conn.execute(
+            "INSERT INTO chunks(id, note_id, position, text_hash, heading_path,"
+            " start_line, end_line, text) VALUES (9001, 1, 99, ?, '[]', 1, 2, 'x')",
+            (_h(1),),
+        )
+        added = store.store_vectors(
+            conn, fp, [(_h(1), vectors[0].tolist()), (_h("fresh"), vectors[1].tolist())]
+        )
     assert added == 1  # chunk 9001 only; chunk 1 kept its row, 'fresh' has no chunk
     assert store.count_missing_vectors(conn, fp) == 0
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == CHUNKS + 1
@@ -203,8 +238,10 @@ def test_a_zero_or_nan_vector_is_left_out_of_both_vector_paths(
     zero, nan = np.zeros(DIM, dtype=np.float32), np.full(DIM, np.nan, dtype=np.float32)
     with write_transaction(conn):
         for cid, vec in ((7, zero), (8, nan)):
-            conn.execute("UPDATE embedding_cache SET vector = ? WHERE text_key = ?",
-                         (vec.tobytes(), store.text_key(_h(cid))))
+            conn.execute(
+                "UPDATE embedding_cache SET vector = ? WHERE text_key = ?",
+                (vec.tobytes(), store.text_key(_h(cid))),
+            )
     query = vectors[7]
     exact = search_store.vector_chunks(conn, fp.id, query.tolist(), k=CHUNKS)
     assert 8 not in {cid for cid, _ in exact}

@@ -54,7 +54,8 @@ def test_a_template_tags_property_never_narrows_the_search(
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(
         "---\ntags: [physics, question]\nlanguage: en\nmodel: gpt\n---\nWhat does an embed show?\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     run_worker()
     text = _answered(vault, "Q")
     assert "status: answered" in text and "0 page(s) retrieved" not in text
@@ -73,7 +74,9 @@ def test_ask_options_narrow_the_search_and_are_shown_in_the_note_and_its_trace(
     fake_ollama.chat_script = reply
     (vault / "queries/inbox/Q.md").write_text(
         "---\nask_folders: [folder]\nask_max_sources: 2\ntags: [bread]\n---\n"
-        "What does the second section explain?\n", encoding="utf-8")
+        "What does the second section explain?\n",
+        encoding="utf-8",
+    )
     run_worker()
     text = _answered(vault, "Q")
     narrowed = "Narrowed by this question's options: folders `folder`; at most 2 source(s)."
@@ -88,7 +91,8 @@ def test_unknown_and_misspelt_option_keys_are_warned_about_in_the_answer_note(
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(
         "---\nfoldrs: [folder]\nask_tagz: [x]\nask_colour: red\n---\nWhat does an embed show?\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     run_worker()
     text = _answered(vault, "Q")
     assert "> Unknown option `foldrs:` is ignored. Did you mean `ask_folders:`?" in text
@@ -99,27 +103,60 @@ def test_unknown_and_misspelt_option_keys_are_warned_about_in_the_answer_note(
 
 def test_invalid_ask_values_fail_naming_the_key_as_written(vault: Path) -> None:
     reading = read_question_options({"ask_folders": ["../out"], "max_sources": 0}, vault)
-    assert reading.errors == ["ask_folders: '../out' is outside the vault",
-                              "max_sources: must be a whole number >= 1 (got 0)"]
+    assert reading.errors == [
+        "ask_folders: '../out' is outside the vault",
+        "max_sources: must be a whole number >= 1 (got 0)",
+    ]
 
 
-@pytest.mark.parametrize("frontmatter,notices", [
-    ({"tags": ["physics"], "tag": "x", "aliases": ["a"], "language": "en", "model": "m",
-      "cssclasses": ["wide"], "date": "2026-12-01", "sources": ["[[A]]"], "draft": False}, []),
-    ({"folders": ["folder"]}, ["Narrowed by this question's options: folders `folder`.",
-                               "`folders:` is read as `ask_folders:`; rename it, the bare name "
-                               "may stop working."]),
-    ({"folders": ["nope"], "ask_folders": "folder"},
-     ["Narrowed by this question's options: folders `folder`.",
-      "`folders:` is ignored: `ask_folders:` is set (remove `folders:`)."]),
-    ({"Ask_Tags": "a", "max_source": 3},
-     ["Unknown option `Ask_Tags:` is ignored. Did you mean `ask_tags:`?",
-      "Unknown option `max_source:` is ignored. Did you mean `ask_max_sources:`?"]),
-    ({"ask_tags": "#a, b", "ask_model": "llama3.2", "ask_language": "fr"},
-     ["Narrowed by this question's options: tags `#a`, `#b`; model `llama3.2`; "
-      "language `fr`."]),
-], ids=["ordinary_properties", "legacy_name_read", "legacy_and_new_both", "typos",
-        "every_option"])
+@pytest.mark.parametrize(
+    "frontmatter,notices",
+    [
+        (
+            {
+                "tags": ["physics"],
+                "tag": "x",
+                "aliases": ["a"],
+                "language": "en",
+                "model": "m",
+                "cssclasses": ["wide"],
+                "date": "2026-12-01",
+                "sources": ["[[A]]"],
+                "draft": False,
+            },
+            [],
+        ),
+        (
+            {"folders": ["folder"]},
+            [
+                "Narrowed by this question's options: folders `folder`.",
+                "`folders:` is read as `ask_folders:`; rename it, the bare name may stop working.",
+            ],
+        ),
+        (
+            {"folders": ["nope"], "ask_folders": "folder"},
+            [
+                "Narrowed by this question's options: folders `folder`.",
+                "`folders:` is ignored: `ask_folders:` is set (remove `folders:`).",
+            ],
+        ),
+        (
+            {"Ask_Tags": "a", "max_source": 3},
+            [
+                "Unknown option `Ask_Tags:` is ignored. Did you mean `ask_tags:`?",
+                "Unknown option `max_source:` is ignored. Did you mean `ask_max_sources:`?",
+            ],
+        ),
+        (
+            {"ask_tags": "#a, b", "ask_model": "llama3.2", "ask_language": "fr"},
+            [
+                "Narrowed by this question's options: tags `#a`, `#b`; model `llama3.2`; "
+                "language `fr`."
+            ],
+        ),
+    ],
+    ids=["ordinary_properties", "legacy_name_read", "legacy_and_new_both", "typos", "every_option"],
+)
 def test_read_question_options_notices(
     vault: Path, frontmatter: dict[str, Any], notices: list[str]
 ) -> None:
@@ -129,10 +166,16 @@ def test_read_question_options_notices(
 
 def test_the_options_callout_matches_golden(vault: Path) -> None:
     reading = read_question_options({"ask_folders": "folder", "foldr": "x"}, vault)
-    text = render_answer_note(AnswerNote(
-        question="What does the second section explain?", status="answering",
-        asked="2026-12-01T10:00:00+01:00", model="llama3.2", embed_model="nomic-embed-text",
-        options=tuple(reading.notices)))
+    text = render_answer_note(
+        AnswerNote(
+            question="What does the second section explain?",
+            status="answering",
+            asked="2026-12-01T10:00:00+01:00",
+            model="llama3.2",
+            embed_model="nomic-embed-text",
+            options=tuple(reading.notices),
+        )
+    )
     path = GOLDEN / "answer_options.md"
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")

@@ -52,8 +52,7 @@ def indexed(tmp_path: Path, fake_ollama: FakeOllama) -> Iterator[Indexed]:
 
 
 def _paths(idx: Indexed, query: str, **kwargs: object) -> list[str]:
-    result = search(idx.conn, idx.settings, query, embedder=idx.embedder,
-                    **kwargs)  # type: ignore[arg-type]
+    result = search(idx.conn, idx.settings, query, embedder=idx.embedder, **kwargs)  # type: ignore[arg-type]
     return [hit.note_path for hit in result.hits]
 
 
@@ -75,8 +74,23 @@ def test_search_collapses_hits_to_one_per_page(indexed: Indexed) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ['C++', 'sqlite-vec', 'title:', 'NEAR(', 'AND', '"unbalanced', "a OR b NOT c",
-              "col:*", "^start", "{x y}", "''", "--", "\x00", "京"]
+    "query",
+    [
+        "C++",
+        "sqlite-vec",
+        "title:",
+        "NEAR(",
+        "AND",
+        '"unbalanced',
+        "a OR b NOT c",
+        "col:*",
+        "^start",
+        "{x y}",
+        "''",
+        "--",
+        "\x00",
+        "京",
+    ],
 )
 def test_search_takes_hostile_queries_as_plain_text(indexed: Indexed, query: str) -> None:
     result = search(indexed.conn, indexed.settings, query, embedder=indexed.embedder)
@@ -98,8 +112,9 @@ def test_search_finds_cjk_extension_b_characters_short_and_long(indexed: Indexed
     """U+20000-U+2FA1F (e.g. 𠮷, 𩸽) were left out of the trigram index on the write side
     while the query side looked for them there."""
     # Only Extension B characters, inside a longer run: found by substring, not as a word.
-    (indexed.vault / "Rare kanji.md").write_text("# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n",
-                                                  encoding="utf-8")
+    (indexed.vault / "Rare kanji.md").write_text(
+        "# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n", encoding="utf-8"
+    )
     index_vault(indexed.settings, OllamaClients(indexed.settings))
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] == ["Rare kanji.md"]  # trigram
     assert _paths(indexed, "𠮷𠀋", fusion_mode="words")[:1] == ["Rare kanji.md"]  # short run
@@ -133,13 +148,22 @@ def test_search_json_points_sum_to_score_and_hits_are_ordered(indexed: Indexed) 
     assert scores == sorted(scores, reverse=True)
     for hit in doc["hits"]:
         assert round(sum(m["points"] for m in hit["matched"]), 4) == hit["score"]
-        assert set(hit) == {"score", "matched", "wikilink", "type", "file", "heading", "lines",
-                            "snippet"}
+        assert set(hit) == {
+            "score",
+            "matched",
+            "wikilink",
+            "type",
+            "file",
+            "heading",
+            "lines",
+            "snippet",
+        }
     assert doc["hits"][0]["wikilink"].startswith("[[Tomato Growing")
 
 
-def test_search_degrades_to_words_when_ollama_is_down(indexed: Indexed,
-                                                       fake_ollama: FakeOllama) -> None:
+def test_search_degrades_to_words_when_ollama_is_down(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
     fake_ollama.set_fault("down")
     result = search(indexed.conn, indexed.settings, "blossom end rot", embedder=indexed.embedder)
     assert result.degraded and "semantic search unavailable" in result.degraded
@@ -155,8 +179,9 @@ def test_search_waits_only_its_short_embedding_deadline_before_answering_from_wo
 
     from askvault.services.search import open_search
 
-    settings = dataclasses.replace(indexed.settings, search=dataclasses.replace(
-        indexed.settings.search, embed_timeout_s=0.3))
+    settings = dataclasses.replace(
+        indexed.settings, search=dataclasses.replace(indexed.settings.search, embed_timeout_s=0.3)
+    )
     fake_ollama.set_fault("slow", delay_s=3.0, paths=("/api/embed",))
     started = time.monotonic()
     with open_search(settings, OllamaClients(settings)) as (conn, embedder):
@@ -178,10 +203,14 @@ def _run(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_search_command_json_is_byte_identical_across_runs(indexed: Indexed,
-                                                          fake_ollama: FakeOllama) -> None:
-    env = {"OLLAMA_HOST": fake_ollama.url, "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-           "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
+def test_search_command_json_is_byte_identical_across_runs(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
+    env = {
+        "OLLAMA_HOST": fake_ollama.url,
+        "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
+        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+    }
     args = ["search", "how do I water tomatoes", "--json", "--vault", str(indexed.vault)]
     first = _run(args, env)
     second = _run(args, env)
@@ -190,24 +219,35 @@ def test_search_command_json_is_byte_identical_across_runs(indexed: Indexed,
     assert doc["degraded"] is None and doc["hits"][0]["file"] == "garden/Tomato Growing.md"
 
 
-def test_search_command_warns_on_the_terminal_when_degraded(indexed: Indexed,
-                                                           fake_ollama: FakeOllama) -> None:
+def test_search_command_warns_on_the_terminal_when_degraded(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
     fake_ollama.set_fault("down")
-    env = {"OLLAMA_HOST": fake_ollama.url, "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-           "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
-    code, out, err = _run(["search", "sourdough starter", "--json", "--vault",
-                           str(indexed.vault)], env)
+    env = {
+        "OLLAMA_HOST": fake_ollama.url,
+        "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
+        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+    }
+    code, out, err = _run(
+        ["search", "sourdough starter", "--json", "--vault", str(indexed.vault)], env
+    )
     assert code == 0
     assert json.loads(out)["degraded"]
     assert "warning" in err
 
 
-def test_search_command_explain_prints_each_channel(indexed: Indexed,
-                                                    fake_ollama: FakeOllama) -> None:
-    env = {"OLLAMA_HOST": fake_ollama.url, "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-           "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
-    code, out, _ = _run(["search", "espresso grind", "--explain", "--limit", "2", "--vault",
-                         str(indexed.vault)], env)
+def test_search_command_explain_prints_each_channel(
+    indexed: Indexed, fake_ollama: FakeOllama
+) -> None:
+    env = {
+        "OLLAMA_HOST": fake_ollama.url,
+        "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
+        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+    }
+    code, out, _ = _run(
+        ["search", "espresso grind", "--explain", "--limit", "2", "--vault", str(indexed.vault)],
+        env,
+    )
     assert code == 0
     assert "words" in out and "vector" in out and "rank=" in out and "points=" in out
     assert "scaled=" in out  # the default (convex) fusion shows each channel's scaled score
@@ -215,8 +255,10 @@ def test_search_command_explain_prints_each_channel(indexed: Indexed,
 
 def test_search_command_without_an_index_says_to_index(tmp_path: Path) -> None:
     (tmp_path / "v").mkdir()
-    code, _, err = _run(["search", "x", "--vault", str(tmp_path / "v")],
-                        {"ASKVAULT_STATE_DIR": str(tmp_path / "state")})
+    code, _, err = _run(
+        ["search", "x", "--vault", str(tmp_path / "v")],
+        {"ASKVAULT_STATE_DIR": str(tmp_path / "state")},
+    )
     assert code == 1 and "askvault index" in err
 
 
@@ -224,20 +266,29 @@ def test_search_leaves_out_derived_notes_unless_asked(indexed: Indexed) -> None:
     fp = store.active_fingerprint(indexed.conn)
     assert fp is not None
     indexed.conn.execute("UPDATE notes SET derived = 1 WHERE path = 'kitchen/Espresso.md'")
-    ids = [r[0] for r in indexed.conn.execute(
-        "SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
-        "WHERE n.path = 'kitchen/Espresso.md'")]
+    ids = [
+        r[0]
+        for r in indexed.conn.execute(
+            "SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
+            "WHERE n.path = 'kitchen/Espresso.md'"
+        )
+    ]
     assert ids
     for fusion in ("convex", "rrf", "rerank", "words", "vector"):
-        assert "kitchen/Espresso.md" not in _paths(indexed, "espresso shot grind",
-                                                   fusion_mode=fusion)
+        assert "kitchen/Espresso.md" not in _paths(
+            indexed, "espresso shot grind", fusion_mode=fusion
+        )
         assert "kitchen/Espresso.md" in _paths(
-            indexed, "espresso shot grind", fusion_mode=fusion,
-            filters=SearchFilters(include_derived=True))
+            indexed,
+            "espresso shot grind",
+            fusion_mode=fusion,
+            filters=SearchFilters(include_derived=True),
+        )
 
 
-def test_search_degrades_when_the_index_has_no_vectors(tmp_path: Path,
-                                                       fake_ollama: FakeOllama) -> None:
+def test_search_degrades_when_the_index_has_no_vectors(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
     shutil.copytree(FIXTURE_VAULT, tmp_path / "vault")
     settings = retrieval_settings(tmp_path, fake_ollama.url)
     fake_ollama.set_fault("down")
@@ -266,13 +317,16 @@ def test_search_degrades_when_the_query_vector_has_another_dimension(
 def test_migration_adds_extension_b_chunks_an_older_index_left_out(indexed: Indexed) -> None:
     from askvault.adapters.db import apply_migrations
 
-    (indexed.vault / "Rare kanji.md").write_text("# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n",
-                                                  encoding="utf-8")
+    (indexed.vault / "Rare kanji.md").write_text(
+        "# Rare\n\nThe fish 𩸽𠮷𠀋𡈽 tastes good.\n", encoding="utf-8"
+    )
     index_vault(indexed.settings, OllamaClients(indexed.settings))
     conn = indexed.conn
     # As the old write side left it: the chunk is not in the trigram index.
-    conn.execute("DELETE FROM chunks_trigram WHERE rowid IN (SELECT c.id FROM chunks c "
-                 "JOIN notes n ON n.id = c.note_id WHERE n.path = 'Rare kanji.md')")
+    conn.execute(
+        "DELETE FROM chunks_trigram WHERE rowid IN (SELECT c.id FROM chunks c "
+        "JOIN notes n ON n.id = c.note_id WHERE n.path = 'Rare kanji.md')"
+    )
     conn.execute("DELETE FROM migrations WHERE name = 'm035_trigram_extension_b'")
     conn.commit()
     assert _paths(indexed, "𠮷𠀋𡈽", fusion_mode="words")[:1] != ["Rare kanji.md"]
@@ -295,8 +349,9 @@ def _words_vault(tmp_path: Path, fake_ollama: FakeOllama, candidates: int) -> li
     index_vault(settings, OllamaClients(settings))
     conn = connect(settings.db_path)
     try:
-        result = search(conn, settings, "tomato soil", fusion_mode="words", per_page=False,
-                        limit=candidates)
+        result = search(
+            conn, settings, "tomato soil", fusion_mode="words", per_page=False, limit=candidates
+        )
     finally:
         conn.close()
     return [hit.note_path for hit in result.hits]

@@ -32,10 +32,14 @@ def vault(tmp_path: Path) -> Path:
     root = make_fixture_vault(tmp_path / "vault")
     (root / "Einbettungen.md").write_text(
         "# Einbettungen\n\nEine Einbettung zeigt eine andere Notiz direkt in der aktuellen "
-        "Notiz an.\n", encoding="utf-8")
+        "Notiz an.\n",
+        encoding="utf-8",
+    )
     (root / "Snapshots.md").write_text(
         "# Snapshots\n\nBy default, snapshots are saved a minimum of 5 minutes from each other, "
-        "and kept for 7 days.\n", encoding="utf-8")
+        "and kept for 7 days.\n",
+        encoding="utf-8",
+    )
     return root
 
 
@@ -43,8 +47,15 @@ def _ask(conn: Connection, settings: Settings, question: str) -> AnswerResult:
     embedder = OllamaClients(settings).embedder()
     generator = OllamaClients(settings).generator()
     try:
-        return answer_question(conn, settings, question, QuestionOptions(), embedder=embedder,
-                               generator=generator, asked=ASKED)
+        return answer_question(
+            conn,
+            settings,
+            question,
+            QuestionOptions(),
+            embedder=embedder,
+            generator=generator,
+            asked=ASKED,
+        )
     finally:
         generator.close()
         embedder.close()
@@ -64,19 +75,22 @@ def _assert_golden(name: str, result: AnswerResult) -> str:
 
 def _number_of(page: str) -> Any:
     """A scripted reply that cites `page` by its excerpt number, as small models do."""
+
     def reply(messages: list[dict[str, Any]]) -> str:
         user = messages[-1]["content"]
         number = re.search(r"Excerpt \[(\d+)\] from \[\[" + re.escape(page), user)
         assert number, f"{page} was not among the excerpts"
         return f"Snapshots are saved every 5 minutes and kept for 7 days. [{number.group(1)}]"
+
     return reply
 
 
 def test_reply_without_any_link_gets_the_link_of_the_excerpt_that_supports_it(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
-    fake_ollama.chat_script = ["Snapshots are saved a minimum of 5 minutes from each other and "
-                               "kept for 7 days."]
+    fake_ollama.chat_script = [
+        "Snapshots are saved a minimum of 5 minutes from each other and kept for 7 days."
+    ]
     result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
     text = _assert_golden("no_links", result)
     assert result.status == "answered"
@@ -110,7 +124,8 @@ def test_invented_fact_with_an_invented_link_is_never_published_as_an_answer(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [
-        "The Wi-Fi password of my home network is [[Home Network]]: 192.168.178.1."]
+        "The Wi-Fi password of my home network is [[Home Network]]: 192.168.178.1."
+    ]
     result = _ask(conn, settings, "What is the Wi-Fi password of my home network?")
     text = _assert_golden("invented_link", result)
     assert result.status == "no-answer"
@@ -122,7 +137,8 @@ def test_paraphrased_refusal_is_recognised(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [
-        "I couldn't find any information about the capital of Mars in the provided notes."]
+        "I couldn't find any information about the capital of Mars in the provided notes."
+    ]
     result = _ask(conn, settings, "What is the capital of Mars?")
     _assert_golden("paraphrased_refusal", result)
     assert result.status == "no-answer" and result.report.refusals == 1
@@ -133,7 +149,8 @@ def test_links_after_the_full_stop_credit_the_sentence_they_follow(
 ) -> None:
     fake_ollama.chat_script = [
         "An embed shows another note inline. [[Embeds]] Snapshots are kept for 7 days. "
-        "[[Snapshots]]"]
+        "[[Snapshots]]"
+    ]
     result = _ask(conn, settings, "What does an embed show and how long are snapshots kept?")
     text = _assert_golden("link_after_full_stop", result)
     by_target = {c.target: [s.sentence for s in c.supports] for c in result.report.citations}
@@ -147,7 +164,8 @@ def test_answer_in_the_notes_language_is_checked_like_any_other(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [
-        "Eine Einbettung zeigt eine andere Notiz direkt in der aktuellen Notiz an. [[Einbettungen]]"]
+        "Eine Einbettung zeigt eine andere Notiz direkt in der aktuellen Notiz an. [[Einbettungen]]"
+    ]
     result = _ask(conn, settings, "Was zeigt eine Einbettung?")
     _assert_golden("other_language", result)
     assert result.status == "answered" and result.report.supported_claims == 1
@@ -166,7 +184,8 @@ def test_half_supported_answer_is_published_with_the_rest_flagged(
 ) -> None:
     fake_ollama.chat_script = [
         "Snapshots are kept for 7 days [[Snapshots]]. They are also uploaded to a cloud server "
-        "every night [[Snapshots]]."]
+        "every night [[Snapshots]]."
+    ]
     result = _ask(conn, settings, "How long are snapshots kept?")
     text = _assert_golden("half_supported", result)
     assert result.status == "answered"
@@ -196,8 +215,11 @@ def test_supported_reply_to_a_question_far_from_every_note_is_not_published(
     Retrieval's own distance says nothing is close, so it ends as a no-answer, unlinked."""
     fake_ollama.chat_script = ["Snapshots are kept for 7 days [[Snapshots]]."]
     near = dataclasses.replace(settings.queries, max_distance=0.3)
-    result = _ask(conn, dataclasses.replace(settings, queries=near),
-                  "How long are snapshots kept on the kanban board lane?")
+    result = _ask(
+        conn,
+        dataclasses.replace(settings, queries=near),
+        "How long are snapshots kept on the kanban board lane?",
+    )
     text = _assert_golden("far_from_every_note", result)
     assert result.report.supported_claims == 1  # the sentence itself is in the notes
     assert result.status == "no-answer"
@@ -239,7 +261,8 @@ def test_sources_name_a_page_by_its_path_when_another_note_has_its_name(
 
     (vault / "Archive").mkdir()
     (vault / "Archive" / "Snapshots.md").write_text(
-        "# Snapshots\n\nOld snapshots were kept for 3 days.\n", encoding="utf-8")
+        "# Snapshots\n\nOld snapshots were kept for 3 days.\n", encoding="utf-8"
+    )
     settings = settings_for(vault, tmp_path / "state2", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
     fake_ollama.chat_script = ["Old snapshots were kept for 3 days [[Archive/Snapshots]]."]

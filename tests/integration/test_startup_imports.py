@@ -19,8 +19,16 @@ from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
 
-HEAVY = ("ollama", "httpx", "pydantic", "numpy", "sqlite_vec", "rank_bm25", "watchdog",
-         "apscheduler")
+HEAVY = (
+    "ollama",
+    "httpx",
+    "pydantic",
+    "numpy",
+    "sqlite_vec",
+    "rank_bm25",
+    "watchdog",
+    "apscheduler",
+)
 
 
 def _imported_by(args: list[str], env: dict[str, str] | None = None) -> tuple[list[str], str]:
@@ -35,17 +43,23 @@ def _imported_by(args: list[str], env: dict[str, str] | None = None) -> tuple[li
         sys.stdout.flush()
         print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, env=env, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     last = proc.stderr.strip().splitlines()[-1]
     return json.loads(last), proc.stdout
 
 
 def test_importing_the_cli_imports_no_heavy_library() -> None:
-    script = ("import sys, askvault.cli.main; "
-              f"print([m for m in {HEAVY!r} if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, check=True).stdout.strip()
+    script = f"import sys, askvault.cli.main; print([m for m in {HEAVY!r} if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -56,13 +70,15 @@ def test_help_imports_no_heavy_library() -> None:
 
 
 def test_status_probes_ollama_without_the_ollama_client(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
-    modules, out = _imported_by(["status", "--json"],
-                                cli_env(vault, tmp_path / "state", fake_ollama.url))
+    modules, out = _imported_by(
+        ["status", "--json"], cli_env(vault, tmp_path / "state", fake_ollama.url)
+    )
     doc = json.loads(out)
     assert doc["ollama"]["reachable"] is True and doc["embedded_chunks"] == doc["chunks"]
     assert modules == []
@@ -70,7 +86,9 @@ def test_status_probes_ollama_without_the_ollama_client(
 
 @pytest.mark.parametrize("indexed_with_vectors", [False, True])
 def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_query(
-    tmp_path: Path, fake_ollama: FakeOllama, indexed_with_vectors: bool,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    indexed_with_vectors: bool,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     url = fake_ollama.url
@@ -79,8 +97,9 @@ def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_qu
     settings = settings_for(vault, tmp_path / "state", url)
     index_vault(settings, OllamaClients(settings))
     fake_ollama.recover()
-    modules, out = _imported_by(["search", "embeds", "--json"],
-                                cli_env(vault, tmp_path / "state", url))
+    modules, out = _imported_by(
+        ["search", "embeds", "--json"], cli_env(vault, tmp_path / "state", url)
+    )
     doc = json.loads(out)
     assert doc["hits"]
     if indexed_with_vectors:
@@ -91,14 +110,16 @@ def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_qu
 
 
 def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
     before = len(fake_ollama.requests)
-    modules, out = _imported_by(["index", "--json"],
-                                cli_env(vault, tmp_path / "state", fake_ollama.url))
+    modules, out = _imported_by(
+        ["index", "--json"], cli_env(vault, tmp_path / "state", fake_ollama.url)
+    )
     doc = json.loads(out)
     assert doc["embed_error"] is None and doc["pending_embeddings"] == 0
     assert [path for path, _ in fake_ollama.requests[before:]] == ["/api/tags"]
@@ -106,7 +127,8 @@ def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
 
 
 def test_a_model_pulled_again_with_a_new_digest_is_embedded_again(
-    tmp_path: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
@@ -125,8 +147,8 @@ def test_the_cli_loads_the_service_code_only_for_a_service_command() -> None:
     from askvault.services import service
 
     assert service_cmd.PLATFORMS == service.PLATFORMS
-    script = ("import sys, askvault.cli.main; "
-              "print('askvault.services.service' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, check=True).stdout.strip()
+    script = "import sys, askvault.cli.main; print('askvault.services.service' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
     assert out == "False"

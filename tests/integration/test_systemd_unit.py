@@ -27,8 +27,12 @@ def test_systemd_analyze_verify_accepts_the_unit(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     script.chmod(0o755)
     done = subprocess.run(
-        ["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True, timeout=60,
-        env={**os.environ, "HOME": str(tmp_path)}, check=False,
+        ["systemd-analyze", "verify", str(UNIT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+        check=False,
     )
     if "Failed to initialize manager" in done.stderr:
         pytest.skip(f"systemd-analyze cannot run here: {done.stderr.strip()}")

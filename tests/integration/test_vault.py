@@ -133,8 +133,9 @@ APP_JSON_FILTERS = json.dumps({"userIgnoreFilters": ["Private/"]})
 def _rules_in_thread(vault: Path) -> tuple[str, ...]:
     """The rules' problems, read on a thread so a hang fails the test instead of blocking it."""
     found: list[tuple[str, ...]] = []
-    reader = threading.Thread(target=lambda: found.append(load_ignore_rules(vault).problems),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: found.append(load_ignore_rules(vault).problems), daemon=True
+    )
     reader.start()
     reader.join(10)
     assert found, "reading .obsidian/app.json did not return"
@@ -156,7 +157,8 @@ def test_app_json_fifo_does_not_hang_and_is_not_applied(vault: Path) -> None:
 
 
 def test_app_json_symlink_to_a_file_outside_the_vault_is_not_followed(
-    vault: Path, tmp_path: Path,
+    vault: Path,
+    tmp_path: Path,
 ) -> None:
     outside = tmp_path / "elsewhere.json"
     outside.write_text(APP_JSON_FILTERS)
@@ -176,8 +178,11 @@ def test_app_json_symlink_to_a_file_inside_the_vault_is_followed(vault: Path) ->
 
 
 def test_app_json_over_the_size_cap_is_not_read(vault: Path) -> None:
-    put(vault, ".obsidian/app.json", '{"userIgnoreFilters": ["Private/"], "pad": "'
-        + "x" * APP_JSON_MAX_BYTES + '"}')
+    put(
+        vault,
+        ".obsidian/app.json",
+        '{"userIgnoreFilters": ["Private/"], "pad": "' + "x" * APP_JSON_MAX_BYTES + '"}',
+    )
     rules = load_ignore_rules(vault)
     assert rules.user_prefixes == ()
     assert "oversized" in rules.problems[0] and "not applied" in rules.problems[0]
@@ -547,8 +552,9 @@ def test_move_to_free_name_of_a_vanished_file_is_none(vault: Path) -> None:
     assert not (vault / "target.md").exists()
 
 
-def test_move_to_free_name_moves_a_symlink_itself_never_its_target(vault: Path,
-                                                                  tmp_path: Path) -> None:
+def test_move_to_free_name_moves_a_symlink_itself_never_its_target(
+    vault: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("not the vault's")
     (vault / "link.md").symlink_to(outside)
@@ -560,11 +566,13 @@ def test_move_to_free_name_moves_a_symlink_itself_never_its_target(vault: Path,
 def _refuse_hard_links(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError(errno.EPERM, "hard links not supported here")
+
     monkeypatch.setattr(os, "link", refuse)
 
 
 def test_without_hard_links_write_new_file_still_never_overwrites(
-    vault: Path, monkeypatch: pytest.MonkeyPatch,
+    vault: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _refuse_hard_links(monkeypatch)
     existing = put(vault, "Q.md", "user bytes")
@@ -575,7 +583,8 @@ def test_without_hard_links_write_new_file_still_never_overwrites(
 
 
 def test_without_hard_links_a_file_saved_at_the_old_name_after_the_move_is_kept(
-    vault: Path, monkeypatch: pytest.MonkeyPatch,
+    vault: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _refuse_hard_links(monkeypatch)
     real_replace = os.replace
@@ -584,6 +593,7 @@ def test_without_hard_links_a_file_saved_at_the_old_name_after_the_move_is_kept(
         real_replace(src, dst)
         if Path(src).name == "Q.md":
             Path(src).write_text("written by the user just after the move")
+
     monkeypatch.setattr(os, "replace", replace_then_user_saves)
     source = put(vault, "Q.md", "the question")
     (vault / "archive").mkdir()
@@ -594,7 +604,8 @@ def test_without_hard_links_a_file_saved_at_the_old_name_after_the_move_is_kept(
 
 
 def test_a_new_version_saved_between_link_and_unlink_is_kept(
-    vault: Path, monkeypatch: pytest.MonkeyPatch,
+    vault: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     real_link = os.link
 
@@ -603,6 +614,7 @@ def test_a_new_version_saved_between_link_and_unlink_is_kept(
         fresh = Path(src).with_name("fresh.tmp")
         fresh.write_text("version 2")
         os.replace(fresh, src)
+
     monkeypatch.setattr(os, "link", link_then_app_saves_atomically)
     source = put(vault, "Q.md", "version 1")
     moved = move_to_free_name(source, vault / "archived.md")

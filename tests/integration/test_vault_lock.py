@@ -67,7 +67,9 @@ def running(settings: Settings) -> Iterator[Daemon]:
 
 
 def test_a_second_daemon_with_another_state_dir_on_the_same_vault_is_refused_naming_the_holder(
-    tmp_path: Path, vault: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    vault: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     first = settings_for(vault, tmp_path / "state-a", fake_ollama.url)
     second = settings_for(vault, tmp_path / "state-b", fake_ollama.url)
@@ -83,7 +85,9 @@ def test_a_second_daemon_with_another_state_dir_on_the_same_vault_is_refused_nam
 
 
 def test_a_vault_reached_through_a_symlink_meets_the_same_lock(
-    tmp_path: Path, vault: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    vault: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     link = tmp_path / "link to vault"
     link.symlink_to(vault, target_is_directory=True)
@@ -94,7 +98,9 @@ def test_a_vault_reached_through_a_symlink_meets_the_same_lock(
 
 
 def test_a_bind_mount_of_the_vault_meets_the_same_lock(
-    tmp_path: Path, vault: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    vault: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     mounted = tmp_path / "bind"
     mounted.mkdir()
@@ -112,24 +118,31 @@ def test_a_bind_mount_of_the_vault_meets_the_same_lock(
 
 
 def test_index_while_run_holds_the_vault_exits_1_with_one_message_naming_the_daemon(
-    tmp_path: Path, vault: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    vault: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     with running(settings_for(vault, tmp_path / "state-a", fake_ollama.url)):
         env = cli_env(vault, tmp_path / "state-b", fake_ollama.url)
         result = CliRunner().invoke(cli, ["index"], env=env, catch_exceptions=False)
-        status = collect_status(settings_for(vault, tmp_path / "state-b", fake_ollama.url),
-                                probe=False)
+        status = collect_status(
+            settings_for(vault, tmp_path / "state-b", fake_ollama.url), probe=False
+        )
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
-    assert lines[0] == (f"askvault: another askvault process (pid {os.getpid()}, "
-                        f"`askvault run`) is already running on this vault ({vault})")
+    assert lines[0] == (
+        f"askvault: another askvault process (pid {os.getpid()}, "
+        f"`askvault run`) is already running on this vault ({vault})"
+    )
     assert lines[1].startswith("hint: the daemon keeps the index fresh by itself")
     assert len(lines) == 2
     assert status["daemon"] == os.getpid()  # whatever state dir status was given
 
 
 def test_run_while_index_holds_the_vault_is_refused_and_the_lock_is_free_after(
-    tmp_path: Path, vault: Path, fake_ollama: FakeOllama,
+    tmp_path: Path,
+    vault: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     refusals: list[VaultLocked] = []
@@ -156,8 +169,11 @@ def test_the_lock_folder_is_private_and_refuses_one_owned_by_someone_else(
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     fallback = lock_folder({})  # no XDG_RUNTIME_DIR: systemd's folder, else the temp dir
     systemd_folder = Path(f"/run/user/{os.getuid()}")
-    assert fallback == (systemd_folder / "askvault" if systemd_folder.is_dir()
-                        else Path(tempfile.gettempdir()) / f"askvault-{os.getuid()}")
+    assert fallback == (
+        systemd_folder / "askvault"
+        if systemd_folder.is_dir()
+        else Path(tempfile.gettempdir()) / f"askvault-{os.getuid()}"
+    )
     assert stat.S_IMODE(fallback.stat().st_mode) == 0o700
     if os.geteuid() != 0:
         return
@@ -169,7 +185,8 @@ def test_the_lock_folder_is_private_and_refuses_one_owned_by_someone_else(
 
 
 def test_a_lock_whose_holder_could_not_be_written_still_excludes_and_says_holder_unknown(
-    tmp_path: Path, vault: Path,
+    tmp_path: Path,
+    vault: Path,
 ) -> None:
     # A full disk under the lock folder: the pid cannot be written, the flock still works.
     folder = tmp_path / "locks"

@@ -119,7 +119,9 @@ def test_deleting_notes_one_by_one_and_most_of_the_vault_still_goes_through(
 
 
 def test_allow_empty_lets_a_vault_emptied_on_purpose_be_reconciled(
-    settings: Settings, tmp_path: Path, fake_ollama: FakeOllama,
+    settings: Settings,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
 ) -> None:
     env = cli_env(settings.vault_path, tmp_path / "state", fake_ollama.url)
     assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
@@ -143,8 +145,9 @@ def test_another_file_system_at_the_vault_root_with_stray_files_is_refused(
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     root = settings.vault_path
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1024k", "tmpfs", str(root)],
-                          capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1024k", "tmpfs", str(root)], capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:

@@ -103,7 +103,8 @@ def test_move_finds_its_earlier_link_under_a_numbered_name(vault: Path) -> None:
 
 
 def test_move_whose_inbox_unlink_fails_raises_and_a_retry_adds_no_second_link(
-    vault: Path, immutable: list[Path],
+    vault: Path,
+    immutable: list[Path],
 ) -> None:
     src = put(vault / "queries/inbox/Q.md")
     chattr_immutable(vault / "queries/inbox", immutable)
@@ -121,8 +122,9 @@ def test_move_records_each_name_before_it_tries_it(vault: Path) -> None:
     put(vault / "queries/archive/Q.md", "taken")
     claimed: list[str] = []
     src = put(vault / "queries/inbox/Q.md")
-    moved = move_to_free_name(src, vault / "queries/archive/Q.md",
-                              claim=lambda p: claimed.append(p.name))
+    moved = move_to_free_name(
+        src, vault / "queries/archive/Q.md", claim=lambda p: claimed.append(p.name)
+    )
     assert moved is not None and moved.name == "Q (2).md"
     assert claimed == ["Q (2).md"]  # a taken name is never claimed
 
@@ -167,7 +169,8 @@ def test_append_line_never_writes_to_a_hard_linked_log_or_a_fifo(vault: Path) ->
 
 
 def test_append_line_refuses_a_log_folder_symlinked_out_of_the_vault(
-    vault: Path, tmp_path: Path,
+    vault: Path,
+    tmp_path: Path,
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -211,7 +214,8 @@ def test_temp_names_carry_the_writer_and_are_ignored_by_the_inbox(vault: Path) -
 
 
 def test_write_atomic_keeps_a_save_that_lands_while_the_temp_file_is_written(
-    vault: Path, monkeypatch: pytest.MonkeyPatch,
+    vault: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     target = put(vault / "queries/answers/A.md", "askvault's bytes")
     real_fsync = os.fsync
@@ -222,6 +226,7 @@ def test_write_atomic_keeps_a_save_that_lands_while_the_temp_file_is_written(
         if not saved:  # the temp file's fsync: the user's save lands right now
             saved.append(True)
             target.write_text("the user's edit")
+
     monkeypatch.setattr(os, "fsync", fsync_then_user_saves)
     replaced = write_atomic(target, b"new answer", still_ours=lambda b: b == b"askvault's bytes")
     assert replaced is False

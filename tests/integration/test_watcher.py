@@ -44,8 +44,9 @@ class Collector:
 @pytest.fixture(params=["events", "polling"])
 def watched(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, Collector]]:
     collector = Collector()
-    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.1, mode=request.param,
-                           poll_interval_s=0.1)
+    watcher = VaultWatcher(
+        tmp_path, collector, debounce_s=0.1, mode=request.param, poll_interval_s=0.1
+    )
     watcher.start()
     try:
         yield tmp_path, collector
@@ -54,7 +55,7 @@ def watched(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pa
 
 
 def test_watcher_reports_an_atomic_save_once_without_the_temp_name(
-    watched: tuple[Path, Collector]
+    watched: tuple[Path, Collector],
 ) -> None:
     root, collector = watched
     tmp = root / ".note.md.tmp"
@@ -105,7 +106,8 @@ def test_watcher_asks_for_a_reconcile_when_inotify_reports_an_overflow(tmp_path:
     try:
         # watchdog surfaces IN_Q_OVERFLOW only as this warning of its inotify module.
         logging.getLogger("watchdog.observers.inotify_c").warning(
-            "Inotify queue overflowed; filesystem events were lost")
+            "Inotify queue overflowed; filesystem events were lost"
+        )
         collector.wait(lambda: any(b.events_lost for b in collector.batches))
     finally:
         watcher.stop()
@@ -120,8 +122,9 @@ def test_watcher_falls_back_to_polling_and_reconciles_when_inotify_refuses(
         return default_observer(mode, poll_interval_s)
 
     collector = Collector()
-    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05, poll_interval_s=0.1,
-                           make_observer=make_observer)
+    watcher = VaultWatcher(
+        tmp_path, collector, debounce_s=0.05, poll_interval_s=0.1, make_observer=make_observer
+    )
     watcher.start()
     try:
         assert watcher.mode == "polling"

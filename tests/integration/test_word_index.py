@@ -48,8 +48,10 @@ def test_word_tokens_are_folded_stemmed_and_in_order(tmp_path: Path) -> None:
 def test_stemmed_query_finds_other_forms_of_a_word(tmp_path: Path) -> None:
     conn = connect(tmp_path / "index.sqlite")
     try:
-        conn.execute("INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
-                     "VALUES (1, 'Notes', '', '', 'The effect of indexing on speed')")
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
+            "VALUES (1, 'Notes', '', '', 'The effect of indexing on speed')"
+        )
         assert [cid for cid, _ in search_store.word_chunks(conn, '"effects"', limit=5)] == [1]
         assert [cid for cid, _ in search_store.word_chunks(conn, '"indexed"', limit=5)] == [1]
         total, freqs = search_store.document_frequencies(conn, ["effect", "effects"])
@@ -71,8 +73,10 @@ def test_an_index_made_before_stemming_is_converted_keeping_every_row(tmp_path: 
     assert "porter" not in _fts_sql(old)
     old.executemany(
         "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) VALUES (?,?,?,?,?)",
-        [(7, "Running", "jogging", "Plans", "Weekly mileage increases"),
-         (9, "Café", "", "", "Espresso shots")],
+        [
+            (7, "Running", "jogging", "Plans", "Weekly mileage increases"),
+            (9, "Café", "", "", "Espresso shots"),
+        ],
     )
     old.close()
 
@@ -82,12 +86,18 @@ def test_an_index_made_before_stemming_is_converted_keeping_every_row(tmp_path: 
         rows = conn.execute(
             "SELECT rowid, title, aliases, headings, body FROM chunks_fts ORDER BY rowid"
         ).fetchall()
-        assert rows == [(7, "Running", "jogging", "Plans", "Weekly mileage increases"),
-                        (9, "Café", "", "", "Espresso shots")]
+        assert rows == [
+            (7, "Running", "jogging", "Plans", "Weekly mileage increases"),
+            (9, "Café", "", "", "Espresso shots"),
+        ]
         assert [c for c, _ in search_store.word_chunks(conn, '"increase"', limit=5)] == [7]
         assert [c for c, _ in search_store.word_chunks(conn, '"cafe"', limit=5)] == [9]
-        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE "
-                            "'chunks_fts_porter%'").fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name LIKE 'chunks_fts_porter%'"
+            ).fetchone()[0]
+            == 0
+        )
     finally:
         conn.close()
 
@@ -98,9 +108,11 @@ def test_stemming_never_stops_a_word_of_another_language_finding_itself(tmp_path
     words = ["Häuser", "nationales", "Katzen", "cuisiner", "läuft", "mañana", "Gebäude"]
     conn = connect(tmp_path / "index.sqlite")
     try:
-        conn.executemany("INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
-                         "VALUES (?, '', '', '', ?)",
-                         [(i + 1, f"ein Satz mit {w} darin") for i, w in enumerate(words)])
+        conn.executemany(
+            "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) "
+            "VALUES (?, '', '', '', ?)",
+            [(i + 1, f"ein Satz mit {w} darin") for i, w in enumerate(words)],
+        )
         for i, word in enumerate(words):
             hits = [c for c, _ in search_store.word_chunks(conn, f'"{word}"', limit=10)]
             assert i + 1 in hits, word
@@ -131,8 +143,9 @@ def test_word_tokens_on_one_connection_shared_by_threads_keep_their_own_texts(
     assert errors == []
 
 
-def test_upgrading_an_old_index_says_so_once(tmp_path: Path,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_upgrading_an_old_index_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "index.sqlite"
     old = connect(path, migrate=False)
     old.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

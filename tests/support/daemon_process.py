@@ -29,24 +29,37 @@ START_TIMEOUT_S = 15.0
 class DaemonProcess:
     """One `askvault run` subprocess; stderr (the log) goes to a file."""
 
-    def __init__(self, vault: Path, state_dir: Path, ollama_url: str, log_path: Path,
-                 env_extra: dict[str, str]) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        state_dir: Path,
+        ollama_url: str,
+        log_path: Path,
+        env_extra: dict[str, str],
+    ) -> None:
         self.vault = vault
         self.log_path = log_path
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("ASKVAULT_") and k not in ("OLLAMA_HOST", "JOURNAL_STREAM")}
-        env.update({
-            "ASKVAULT_STATE_DIR": str(state_dir),
-            "OLLAMA_HOST": ollama_url,
-            "XDG_CONFIG_HOME": str(state_dir / "config"),
-            "ASKVAULT_DAEMON__DEBOUNCE_S": str(E2E_DEBOUNCE_S),
-            "ASKVAULT_OLLAMA__TIMEOUT_S": "10",
-            **env_extra,
-        })
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("ASKVAULT_") and k not in ("OLLAMA_HOST", "JOURNAL_STREAM")
+        }
+        env.update(
+            {
+                "ASKVAULT_STATE_DIR": str(state_dir),
+                "OLLAMA_HOST": ollama_url,
+                "XDG_CONFIG_HOME": str(state_dir / "config"),
+                "ASKVAULT_DAEMON__DEBOUNCE_S": str(E2E_DEBOUNCE_S),
+                "ASKVAULT_OLLAMA__TIMEOUT_S": "10",
+                **env_extra,
+            }
+        )
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "askvault", "run", "--vault", str(vault)],
-            stdout=subprocess.DEVNULL, stderr=self._log, env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env=env,
         )
 
     @property
@@ -106,9 +119,14 @@ class IndexProbe:
 
     def search_files(self, word: str) -> set[str]:
         """Files whose text matches `word` lexically (later: `askvault search --json`)."""
-        return {r[0] for r in self._query(
-            "SELECT DISTINCT n.path FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
-            "JOIN notes n ON n.id = c.note_id WHERE chunks_fts MATCH ?", (f'"{word}"',))}
+        return {
+            r[0]
+            for r in self._query(
+                "SELECT DISTINCT n.path FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+                "JOIN notes n ON n.id = c.note_id WHERE chunks_fts MATCH ?",
+                (f'"{word}"',),
+            )
+        }
 
     def pending_embeddings(self) -> int:
         """Chunks without a vector of the model being filled (all chunks before any vector)."""
@@ -127,8 +145,9 @@ class IndexProbe:
         return rows[0][0] if rows else None
 
     def duplicate_paths(self) -> list[str]:
-        return [r[0] for r in self._query(
-            "SELECT path FROM notes GROUP BY path HAVING count(*) > 1")]
+        return [
+            r[0] for r in self._query("SELECT path FROM notes GROUP BY path HAVING count(*) > 1")
+        ]
 
 
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> float:
@@ -141,11 +160,12 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> float:
     raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
-
-
 @contextlib.contextmanager
 def launched_daemons(
-    vault: Path, state_dir: Path, ollama_url: str, log_dir: Path,
+    vault: Path,
+    state_dir: Path,
+    ollama_url: str,
+    log_dir: Path,
     base_env: dict[str, str] | None = None,
 ) -> Iterator[Callable[..., DaemonProcess]]:
     """A `start(ready=True, **env)` function for `askvault run` subprocesses; every daemon
@@ -153,9 +173,13 @@ def launched_daemons(
     started: list[DaemonProcess] = []
 
     def start(ready: bool = True, **env_extra: str) -> DaemonProcess:
-        daemon = DaemonProcess(vault, state_dir, ollama_url,
-                               log_dir / f"daemon-{len(started)}.log",
-                               {**(base_env or {}), **env_extra})
+        daemon = DaemonProcess(
+            vault,
+            state_dir,
+            ollama_url,
+            log_dir / f"daemon-{len(started)}.log",
+            {**(base_env or {}), **env_extra},
+        )
         started.append(daemon)
         if ready:
             daemon.wait_ready()

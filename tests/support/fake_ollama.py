@@ -73,7 +73,7 @@ def fake_embedding(text: str, dimension: int = DEFAULT_DIMENSION, salt: str = ""
         _add_feature(vector, f"{salt}|w|{word}", 1.0)
         padded = f"#{word}#"
         for i in range(len(padded) - 2):
-            _add_feature(vector, f"{salt}|t|{padded[i:i + 3]}", 0.25)
+            _add_feature(vector, f"{salt}|t|{padded[i : i + 3]}", 0.25)
     norm = math.sqrt(sum(x * x for x in vector))
     if norm == 0.0:
         vector[0] = 1.0
@@ -99,7 +99,7 @@ def extractive_reply(messages: Sequence[dict[str, Any]]) -> str:
     match = _WIKILINK.search(prompt)
     if match is None:
         return NO_ANSWER_REPLY
-    lines = prompt[match.end():].split("\n")
+    lines = prompt[match.end() :].split("\n")
     text_lines = [re.sub(r"^[>\s]*", "", line) for line in lines]
     text_lines = [line for line in text_lines if line and not line.startswith("#")]
     rest = " ".join(text_lines).lstrip(" \t\r\n:-—>")
@@ -163,7 +163,6 @@ class FakeOllama:
         self._halt = threading.Event()
         self._connections: set[socket.socket] = set()
 
-
     @property
     def url(self) -> str:
         """Base URL, e.g. `http://127.0.0.1:40123`."""
@@ -214,7 +213,6 @@ class FakeOllama:
         httpd.server_close()  # joins the handler threads
         self._httpd = self._thread = None
 
-
     def set_fault(
         self,
         kind: str | None,
@@ -254,7 +252,6 @@ class FakeOllama:
                 if fault.remaining <= 0:
                     self._fault = None
             return fault
-
 
     def has_model(self, model: str) -> bool:
         """True if `model` (with or without tag) is in `models`."""
@@ -299,7 +296,6 @@ class FakeOllama:
             if script:
                 return script.pop(0)
         return extractive_reply(messages)
-
 
     def _log(self, path: str, body: Any) -> None:
         with self._lock:
@@ -455,12 +451,19 @@ class _Handler(BaseHTTPRequestHandler):
         if not truncate and any(fake_token_count(t) > limit for t in texts):
             self._send_json(400, {"error": "the input length exceeds the context length"})
             return
-        refusal = next((status for marker, status in self.fake.refused.items()
-                        if any(marker in t for t in texts)), None)
+        refusal = next(
+            (
+                status
+                for marker, status in self.fake.refused.items()
+                if any(marker in t for t in texts)
+            ),
+            None,
+        )
         if refusal is not None:
             self._record_refused(texts)
-            self._send_json(refusal, {"error": "failed to process inputs: this input cannot"
-                                               " be embedded"})
+            self._send_json(
+                refusal, {"error": "failed to process inputs: this input cannot be embedded"}
+            )
             return
         # Ollama truncates silently when `truncate` is true (its default).
         clipped = [t[: limit * FAKE_CHARS_PER_TOKEN] for t in texts]
@@ -491,7 +494,6 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.fake.reply_to([{"role": "user", "content": str(body.get("prompt") or "")}])
         self._answer(body, reply, lambda text: {"response": text})
 
-
     def _answer(self, body: dict[str, Any], reply: str, shape: Callable[[str], dict]) -> None:
         model = str(body.get("model") or "")
         pieces = _PIECE.findall(reply)
@@ -512,9 +514,7 @@ class _Handler(BaseHTTPRequestHandler):
             final.update(shape(reply))
             self._send_json(200, final)
             return
-        chunks = [
-            {"model": model, "created_at": _now(), **shape(p), "done": False} for p in pieces
-        ]
+        chunks = [{"model": model, "created_at": _now(), **shape(p), "done": False} for p in pieces]
         self._send_stream(chunks + [final])
 
     def _record_refused(self, texts: list[str]) -> None:
@@ -609,9 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated")
     parser.add_argument("--token-delay-s", type=float, default=0.0)
     args = parser.parse_args(argv)
-    fake = FakeOllama(
-        port=args.port, dimension=args.dimension, models=args.models.split(",")
-    )
+    fake = FakeOllama(port=args.port, dimension=args.dimension, models=args.models.split(","))
     fake.token_delay_s = args.token_delay_s
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

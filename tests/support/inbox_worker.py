@@ -53,8 +53,9 @@ def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
     raise AssertionError("condition not met in time")
 
 
-def wait_for_logged(caplog: pytest.LogCaptureFixture, text: str, count: int,
-                    timeout: float = 10.0) -> None:
+def wait_for_logged(
+    caplog: pytest.LogCaptureFixture, text: str, count: int, timeout: float = 10.0
+) -> None:
     """Until `count` log records say `text`: retries counted, rather than guessed from a
     sleep (what a slow machine would stretch and a fast one could cut short)."""
     wait_for(lambda: sum(text in r.getMessage() for r in caplog.records) >= count, timeout)
@@ -82,8 +83,11 @@ def worker_starter(settings: Settings, **defaults: Any) -> Iterator[Callable[...
     started: list[Running] = []
 
     def start(**kw: Any) -> Running:
-        running = Running(InboxWorker(settings, OllamaClients(settings),
-                                      **{"backoff_first_s": 0.2, **defaults, **kw}))
+        running = Running(
+            InboxWorker(
+                settings, OllamaClients(settings), **{"backoff_first_s": 0.2, **defaults, **kw}
+            )
+        )
         running.thread.start()
         started.append(running)
         return running

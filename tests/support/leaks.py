@@ -73,8 +73,10 @@ class LeakTracker:
     def close_window(self) -> list[str]:
         """What the window left open, described; its open connections are closed."""
         self.recording = False
-        problems = [f"thread {t.name!r} ({type(t).__name__})"
-                    for t in leaked_threads(self.threads_before, self.grace_s)]
+        problems = [
+            f"thread {t.name!r} ({type(t).__name__})"
+            for t in leaked_threads(self.threads_before, self.grace_s)
+        ]
         for ref in self.listeners:
             sock = ref()
             if sock is not None and sock.fileno() != -1:
@@ -91,20 +93,24 @@ class LeakTracker:
         return problems
 
 
-def leaked_threads(before: set[threading.Thread], grace_s: float = GRACE_S
-                   ) -> list[threading.Thread]:
+def leaked_threads(
+    before: set[threading.Thread], grace_s: float = GRACE_S
+) -> list[threading.Thread]:
     """Threads not in `before` still alive after up to `grace_s`: non-daemon ones, and
     watchdog observers (daemon threads that watch a folder until stopped)."""
     try:
         from watchdog.observers.api import BaseObserver
+
         observer: tuple[type, ...] = (BaseObserver,)
     except ImportError:
         observer = ()
 
     def alive() -> list[threading.Thread]:
-        return [t for t in threading.enumerate()
-                if t not in before and t.is_alive()
-                and (not t.daemon or isinstance(t, observer))]
+        return [
+            t
+            for t in threading.enumerate()
+            if t not in before and t.is_alive() and (not t.daemon or isinstance(t, observer))
+        ]
 
     deadline = time.monotonic() + grace_s
     found = alive()
@@ -124,8 +130,11 @@ def _is_open(conn: Any) -> bool:
 
 def _caller() -> str:
     """Who connected: the innermost frame outside the wrappers, and the test's own frame."""
-    frames = [f for f in reversed(traceback.extract_stack(limit=40)[:-2])
-              if not f.filename.endswith(("support/leaks.py", "adapters/db.py"))]
+    frames = [
+        f
+        for f in reversed(traceback.extract_stack(limit=40)[:-2])
+        if not f.filename.endswith(("support/leaks.py", "adapters/db.py"))
+    ]
     if not frames:
         return "?"
 

@@ -26,10 +26,16 @@ class Indexed:
 
 
 def retrieval_settings(tmp_path: Path, host: str, **flags: object) -> Settings:
-    return load_settings(None, flags={
-        "vault": str(tmp_path / "vault"), "state_dir": str(tmp_path / "state"),
-        "ollama.host": host, "ollama.embed_model": "nomic-embed-text", **flags,
-    })
+    return load_settings(
+        None,
+        flags={
+            "vault": str(tmp_path / "vault"),
+            "state_dir": str(tmp_path / "state"),
+            "ollama.host": host,
+            "ollama.embed_model": "nomic-embed-text",
+            **flags,
+        },
+    )
 
 
 @contextmanager

@@ -24,12 +24,14 @@ def cli_env(vault: Path, state: Path, ollama_url: str, **extra: str) -> dict[str
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKVAULT_", "OLLAMA_"))}
-    env.update({
-        "ASKVAULT_VAULT": str(vault),
-        "ASKVAULT_STATE_DIR": str(state),
-        "OLLAMA_HOST": ollama_url,
-        "ASKVAULT_OLLAMA__TIMEOUT_S": "5",
-        "XDG_CONFIG_HOME": str(state / "xdg-config"),
-    })
+    env.update(
+        {
+            "ASKVAULT_VAULT": str(vault),
+            "ASKVAULT_STATE_DIR": str(state),
+            "OLLAMA_HOST": ollama_url,
+            "ASKVAULT_OLLAMA__TIMEOUT_S": "5",
+            "XDG_CONFIG_HOME": str(state / "xdg-config"),
+        }
+    )
     env.update(extra)
     return env

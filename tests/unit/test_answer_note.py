@@ -61,25 +61,40 @@ def _note_for(reply: str) -> AnswerNote:
     index = build_link_index((p, parse_note(p, t).aliases) for p, t in NOTES.items())
     notes = {p: parse_note(p, t) for p, t in NOTES.items()}
     excerpts = [Excerpt(p, n.title, None, n.body, f"[[{n.title}]]") for p, n in notes.items()]
-    report = check_citations(reply, index, notes, {slug("How do embeds work.md")},
-                             excerpts=excerpts)
-    cited = list(dict.fromkeys(c.path for c in report.citations if c.path and c.state == "resolved"))
+    report = check_citations(
+        reply, index, notes, {slug("How do embeds work.md")}, excerpts=excerpts
+    )
+    cited = list(
+        dict.fromkeys(c.path for c in report.citations if c.path and c.state == "resolved")
+    )
     ledger = tuple(
         LedgerEntry(f"[[{p[:-3]}]]", ("raw/embeds-paper.pdf",) if p == "Embeds.md" else ())
         for p in cited
     )
     return AnswerNote(
-        question="How do embeds work?", status="answered", asked="2025-01-02T10:00:00+00:00",
-        answered="2025-01-02T10:00:05+00:00", model="llama3.2", embed_model="nomic-embed-text",
-        sources=tuple(f"[[{p[:-3]}]]" for p in cited), answer=annotate_answer(reply, report),
-        supporting=tuple(SupportingPage(f"[[{p[:-3]}]]", "ranked #1 of 2 by retrieval")
-                         for p in cited),
-        caveats=tuple(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text."
-                      for c in report.citations if c.state == "broken"),
-        ledger=ledger, report=report,
-        trace=("2 page(s) retrieved; 2 sent to the model (~40 of 5000 tokens)",
-               "1. [[Embeds]] score 0.0323 (fts 0.0164 + vector 0.0159)",
-               "time: retrieval 3 ms, generation 120 ms, citations 1 ms"),
+        question="How do embeds work?",
+        status="answered",
+        asked="2025-01-02T10:00:00+00:00",
+        answered="2025-01-02T10:00:05+00:00",
+        model="llama3.2",
+        embed_model="nomic-embed-text",
+        sources=tuple(f"[[{p[:-3]}]]" for p in cited),
+        answer=annotate_answer(reply, report),
+        supporting=tuple(
+            SupportingPage(f"[[{p[:-3]}]]", "ranked #1 of 2 by retrieval") for p in cited
+        ),
+        caveats=tuple(
+            f"The link to `{c.target}` is broken ({c.reason}); shown as plain text."
+            for c in report.citations
+            if c.state == "broken"
+        ),
+        ledger=ledger,
+        report=report,
+        trace=(
+            "2 page(s) retrieved; 2 sent to the model (~40 of 5000 tokens)",
+            "1. [[Embeds]] score 0.0323 (fts 0.0164 + vector 0.0159)",
+            "time: retrieval 3 ms, generation 120 ms, citations 1 ms",
+        ),
         index_as_of="2025-01-02T09:59:00+00:00",
     )
 
@@ -120,8 +135,16 @@ def test_unavailable_report_gives_the_reason_and_is_never_an_empty_report() -> N
 
 def test_sections_come_in_design_order() -> None:
     text = render_answer_note(_note_for(REPLIES["broken"]))
-    order = ["---\nquestion:", "> [!question]", "Wikilinks connect", "### Supporting pages",
-             "### Caveats", "## Sources", "## Citation report", "Retrieval trace"]
+    order = [
+        "---\nquestion:",
+        "> [!question]",
+        "Wikilinks connect",
+        "### Supporting pages",
+        "### Caveats",
+        "## Sources",
+        "## Citation report",
+        "Retrieval trace",
+    ]
     positions = [text.index(marker) for marker in order]
     assert positions == sorted(positions)
 
@@ -131,9 +154,19 @@ def test_frontmatter_keys_in_order_and_quoted() -> None:
     text = render_answer_note(note.__class__(**{**note.__dict__, "question": 'Say "hi": #1?'}))
     head = text.split("\n---\n", 1)[0]
     keys = [line.split(":", 1)[0] for line in head.splitlines()[1:] if not line.startswith("  ")]
-    assert keys == ["question", "status", "asked", "answered", "model", "embed_model", "sources",
-                    "citations_resolved", "citations_broken", "citations_unsupported",
-                    "index_as_of"]
+    assert keys == [
+        "question",
+        "status",
+        "asked",
+        "answered",
+        "model",
+        "embed_model",
+        "sources",
+        "citations_resolved",
+        "citations_broken",
+        "citations_unsupported",
+        "index_as_of",
+    ]
     assert 'question: "Say \\"hi\\": #1?"' in head
 
 
@@ -143,7 +176,9 @@ def test_caveats_are_omitted_when_there_are_none() -> None:
 
 def test_waiting_note_says_why_and_labels_passages_as_extractive() -> None:
     note = AnswerNote(
-        "How do embeds work?", "waiting", "2025-01-02T10:00:00+00:00",
+        "How do embeds work?",
+        "waiting",
+        "2025-01-02T10:00:00+00:00",
         reason="Ollama is not reachable at http://127.0.0.1:11434",
         passages=(Passage("[[Embeds]]", "Embeds", "An embed shows another note inline."),),
         sources=("[[Embeds]]",),
@@ -156,8 +191,12 @@ def test_waiting_note_says_why_and_labels_passages_as_extractive() -> None:
 
 
 def test_failed_note_says_why() -> None:
-    note = AnswerNote("", "failed", "2025-01-02T10:00:00+00:00",
-                      reason="invalid question options: folders: '../x' is outside the vault")
+    note = AnswerNote(
+        "",
+        "failed",
+        "2025-01-02T10:00:00+00:00",
+        reason="invalid question options: folders: '../x' is outside the vault",
+    )
     text = render_answer_note(note)
     _assert_golden("failed", text)
     assert "status: failed" in text and "> [!failure]" in text and "outside the vault" in text
@@ -168,8 +207,11 @@ def test_mark_stale_sets_status_and_names_changed_pages() -> None:
     stale = mark_stale(text, ["[[Embeds]]"])
     _assert_golden("stale", stale)
     assert "status: stale" in stale and "status: answered" not in stale
-    assert stale.index("> [!question]") < stale.index("> [!warning] Stale answer") < stale.index(
-        "An embed shows")
+    assert (
+        stale.index("> [!question]")
+        < stale.index("> [!warning] Stale answer")
+        < stale.index("An embed shows")
+    )
     again = mark_stale(stale, stale_pages_of(stale) + ["[[Links]]"])
     assert again.count("[!warning] Stale answer") == 1
     assert "written: [[Embeds]], [[Links]]." in again
@@ -182,7 +224,13 @@ def test_mark_stale_leaves_text_without_frontmatter_alone() -> None:
 def test_answer_status_reads_back_only_the_statuses_askvault_writes() -> None:
     from askvault.core.answer_note import ANSWER_STATUSES, answer_status
 
-    assert set(ANSWER_STATUSES) == {"answering", "answered", "no-answer", "waiting", "failed",
-                                    "stale"}
+    assert set(ANSWER_STATUSES) == {
+        "answering",
+        "answered",
+        "no-answer",
+        "waiting",
+        "failed",
+        "stale",
+    }
     assert all(answer_status(status) == status for status in ANSWER_STATUSES)
     assert answer_status("problem") is None and answer_status("") is None

@@ -58,8 +58,18 @@ def test_imports_point_one_way() -> None:
 
 
 def test_core_touches_no_outside_system() -> None:
-    forbidden = {"sqlean", "sqlite3", "sqlite_vec", "ollama", "httpx", "socket", "watchdog",
-                 "subprocess", "time", "os"}
+    forbidden = {
+        "sqlean",
+        "sqlite3",
+        "sqlite_vec",
+        "ollama",
+        "httpx",
+        "socket",
+        "watchdog",
+        "subprocess",
+        "time",
+        "os",
+    }
     violations = []
     for path in sorted((PACKAGE / "core").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -102,18 +112,27 @@ def sql_in(path: Path) -> list[str]:
     f-string's literal parts included) that reads as an SQL statement; docstrings aside."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = {
-        id(node.body[0].value) for node in ast.walk(tree)
+        id(node.body[0].value)
+        for node in ast.walk(tree)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body and isinstance(node.body[0], ast.Expr)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
     found = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in SQL_METHODS):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_METHODS
+        ):
             found.append(f"line {node.lineno}: .{node.func.attr}(")
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and id(node) not in docstrings and SQL_STATEMENT.search(node.value)):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and SQL_STATEMENT.search(node.value)
+        ):
             found.append(f"line {node.lineno}: {node.value[:60]!r}")
     return found
 
@@ -133,7 +152,7 @@ def test_the_sql_check_sees_queries_and_not_prose(tmp_path: Path) -> None:
     module.write_text(
         '"""SELECT x FROM y in a docstring is documentation."""\n'
         'HINT = "select a note, then update the index"\n'
-        'def f(conn, t):\n'
+        "def f(conn, t):\n"
         '    conn.execute(f"DELETE FROM {t} WHERE id = ?", (1,))\n'
         'Q = "SELECT path\\n FROM notes"\n',
         encoding="utf-8",
@@ -144,7 +163,8 @@ def test_the_sql_check_sees_queries_and_not_prose(tmp_path: Path) -> None:
 def test_only_the_meta_adapter_reads_the_meta_table() -> None:
     table = re.compile(r"\b(FROM|INTO|UPDATE) meta\b")
     offenders = [
-        str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
+        str(path.relative_to(PACKAGE))
+        for path in sorted(PACKAGE.rglob("*.py"))
         if path.relative_to(PACKAGE).as_posix() != "adapters/meta.py"
         and table.search(path.read_text(encoding="utf-8"))
     ]
@@ -167,10 +187,13 @@ def test_only_the_composition_root_builds_ollama_clients() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-        from_adapters = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                         and n.module == "askvault.adapters" for a in n.names]
-        if (CLIENT_MODULE in imports_of(path) or "ollama" in from_adapters
-                or names & CLIENT_CLASSES):
+        from_adapters = [
+            a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module == "askvault.adapters"
+            for a in n.names
+        ]
+        if CLIENT_MODULE in imports_of(path) or "ollama" in from_adapters or names & CLIENT_CLASSES:
             offenders.append(module)
     assert offenders == []
 
@@ -179,10 +202,14 @@ def _doubles(node: ast.AST) -> bool:
     """`x * 2`, `2 * x` or `2 ** n`: the step of a doubling delay."""
     if not isinstance(node, ast.BinOp):
         return False
-    two = [side for side in (node.left, node.right)
-           if isinstance(side, ast.Constant) and side.value == 2]
-    return bool(two) and (isinstance(node.op, ast.Mult)
-                          or (isinstance(node.op, ast.Pow) and node.left in two))
+    two = [
+        side
+        for side in (node.left, node.right)
+        if isinstance(side, ast.Constant) and side.value == 2
+    ]
+    return bool(two) and (
+        isinstance(node.op, ast.Mult) or (isinstance(node.op, ast.Pow) and node.left in two)
+    )
 
 
 def test_core_backoff_is_the_one_backoff_formula() -> None:
@@ -194,11 +221,15 @@ def test_core_backoff_is_the_one_backoff_formula() -> None:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            capped = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                      and node.func.id == "min"
-                      and any(_doubles(n) for arg in node.args for n in ast.walk(arg)))
+            capped = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "min"
+                and any(_doubles(n) for arg in node.args for n in ast.walk(arg))
+            )
             bounds = isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id.startswith("BACKOFF_") for t in node.targets)
+                isinstance(t, ast.Name) and t.id.startswith("BACKOFF_") for t in node.targets
+            )
             if capped or bounds:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert offenders == []

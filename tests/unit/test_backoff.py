@@ -35,7 +35,12 @@ def test_backoff_rejects_a_cap_below_the_first_delay() -> None:
 
 def test_delay_after_counts_failures_from_one_and_never_overflows() -> None:
     assert [delay_after(n, 60.0, 3600.0) for n in (1, 2, 6, 7, 8)] == [
-        60.0, 120.0, 1920.0, 3600.0, 3600.0]
+        60.0,
+        120.0,
+        1920.0,
+        3600.0,
+        3600.0,
+    ]
     assert delay_after(100_000, 60.0, 3600.0) == 3600.0  # 60 * 2 ** 99_999 overflows a float
     with pytest.raises(ValueError):
         delay_after(0)

@@ -185,12 +185,18 @@ def _long_lines() -> list[tuple[str, str]]:
     """50 kB lines without spaces (or nearly), as pasted images and hashes are."""
     rng = random.Random(15)
     return [
-        ("base64", "# Image\n\n![x](data:image/png;base64,"
-         + base64.b64encode(rng.randbytes(37_500)).decode() + ")\n"),
+        (
+            "base64",
+            "# Image\n\n![x](data:image/png;base64,"
+            + base64.b64encode(rng.randbytes(37_500)).decode()
+            + ")\n",
+        ),
         ("letters", "".join(rng.choice("abcdefghij") for _ in range(50_000)) + "\n"),
         ("punctuation", "".join(rng.choice("-=+/.,;:ab") for _ in range(50_000)) + "\n"),
-        ("cjk_with_full_stops",
-         "".join(rng.choice("漢字仮名。！？한국ab") for _ in range(50_000)) + "\n"),
+        (
+            "cjk_with_full_stops",
+            "".join(rng.choice("漢字仮名。！？한국ab") for _ in range(50_000)) + "\n",
+        ),
         ("leading_spaces", " " * 5_000 + "x" * 45_000 + "\n"),
     ]
 
@@ -214,7 +220,8 @@ OLD_SPLITTER_DIGESTS = {
 @pytest.mark.parametrize("cap", [400, 32])
 @pytest.mark.parametrize("name", [name for name, _ in _long_lines()])
 def test_chunk_note_cuts_long_lines_without_spaces_as_the_old_bisecting_splitter(
-    name: str, cap: int,
+    name: str,
+    cap: int,
 ) -> None:
     text = dict(_long_lines())[name]
     chunks = chunks_of(text, max_tokens=cap)

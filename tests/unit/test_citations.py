@@ -30,9 +30,7 @@ NOTES = {
 
 
 def _check(answer: str, pending: set[str] | None = None) -> CitationReport:
-    index = build_link_index(
-        (path, parse_note(path, text).aliases) for path, text in NOTES.items()
-    )
+    index = build_link_index((path, parse_note(path, text).aliases) for path, text in NOTES.items())
     notes = {path: parse_note(path, text) for path, text in NOTES.items()}
     return check_citations(answer, index, notes, pending or set())
 
@@ -64,9 +62,13 @@ def test_heading_is_verified_and_named() -> None:
 
 
 def test_support_is_checked_against_the_cited_section() -> None:
-    (c,) = _check("The first section talks about sourdough bread [[Deep Note#Section two]].").citations
+    (c,) = _check(
+        "The first section talks about sourdough bread [[Deep Note#Section two]]."
+    ).citations
     assert c.support == "unsupported"
-    (c,) = _check("The first section talks about sourdough bread [[Deep Note#Section one]].").citations
+    (c,) = _check(
+        "The first section talks about sourdough bread [[Deep Note#Section one]]."
+    ).citations
     assert c.support == "supported"
 
 
@@ -77,12 +79,15 @@ def test_block_is_verified() -> None:
 
 
 def test_missing_note_is_broken_and_rendered_as_plain_text() -> None:
-    answer = ("Made up [[Nowhere]] and [[Nowhere|a label]]. An embed shows another note inline "
-              "[[Embeds]].")
+    answer = (
+        "Made up [[Nowhere]] and [[Nowhere|a label]]. An embed shows another note inline "
+        "[[Embeds]]."
+    )
     report = _check(answer)
     assert [c.state for c in report.citations] == ["broken", "resolved"]
     assert render_broken_as_text(answer, report) == (
-        "Made up Nowhere and a label. An embed shows another note inline [[Embeds]].")
+        "Made up Nowhere and a label. An embed shows another note inline [[Embeds]]."
+    )
 
 
 def test_a_resolved_link_that_backs_nothing_it_cites_is_shown_as_plain_text() -> None:
@@ -95,9 +100,13 @@ def test_a_resolved_link_that_backs_nothing_it_cites_is_shown_as_plain_text() ->
 
 
 def test_pending_when_a_review_candidate_has_the_slug() -> None:
-    (c,) = _check("Asked before [[How do embeds work?]].", pending={slug("How do embeds work.md")}).citations
+    (c,) = _check(
+        "Asked before [[How do embeds work?]].", pending={slug("How do embeds work.md")}
+    ).citations
     assert c.state == "pending"
-    assert "[[How do embeds work?]]" in render_broken_as_text("[[How do embeds work?]]", CitationReport((c,)))
+    assert "[[How do embeds work?]]" in render_broken_as_text(
+        "[[How do embeds work?]]", CitationReport((c,))
+    )
 
 
 def test_code_spans_fences_escapes_and_markdown_link_text_are_not_citations() -> None:
@@ -134,13 +143,18 @@ def test_same_note_link_in_an_answer_is_broken() -> None:
 
 
 def test_citation_after_the_full_stop_cites_the_sentence_before() -> None:
-    (c,) = _check("An embed shows another note inline inside the current note. [[Embeds]]").citations
+    (c,) = _check(
+        "An embed shows another note inline inside the current note. [[Embeds]]"
+    ).citations
     assert c.support == "supported"
 
 
 def test_support_verdicts_supported_weak_unsupported() -> None:
     note = "Sourdough bread needs a starter made of flour and water, fed daily for a week."
-    assert check_support("Sourdough bread needs a starter made of flour and water.", note).verdict == "supported"
+    assert (
+        check_support("Sourdough bread needs a starter made of flour and water.", note).verdict
+        == "supported"
+    )
     weak = check_support("Bakers say the starter made of flour is fussy in winter months.", note)
     assert weak.verdict == "weak" and weak.span and "starter made of flour" in weak.span
     unsupported = check_support("Rye ferments quickly in warm kitchens.", note)
@@ -162,7 +176,9 @@ def test_a_mid_sentence_citation_covers_only_its_own_clause() -> None:
         "and rye ferments [[Deep Note#Section two]]."
     )
     embeds, deep = report.citations
-    assert embeds.supports[0].sentence == "An embed shows another note inline inside the current note"
+    assert (
+        embeds.supports[0].sentence == "An embed shows another note inline inside the current note"
+    )
     assert deep.supports[0].sentence == "and rye ferments"
 
 
@@ -172,24 +188,26 @@ def _excerpt(path: str, heading: str | None = None) -> Excerpt:
     if heading:
         line = next(h.line for h in note.headings if h.text == heading)
         from askvault.core.citations import section_text
+
         text = section_text(note, line)
     cite = f"[[{note.title}#{heading}]]" if heading else f"[[{note.title}]]"
     return Excerpt(path, note.title, heading, text, cite)
 
 
 def _check_with(answer: str, excerpts: list[Excerpt]) -> CitationReport:
-    index = build_link_index(
-        (path, parse_note(path, text).aliases) for path, text in NOTES.items()
-    )
+    index = build_link_index((path, parse_note(path, text).aliases) for path, text in NOTES.items())
     notes = {path: parse_note(path, text) for path, text in NOTES.items()}
     return check_citations(answer, index, notes, set(), excerpts=excerpts)
 
 
 def test_the_issue_reproduction_credits_each_sentence_to_its_own_link() -> None:
-    answer = ("An embed shows another note inline. [[Embeds]] The first section talks about "
-              "sourdough bread. [[Deep Note#Section one]]")
-    report = _check_with(answer, [_excerpt("Embeds.md"),
-                                  _excerpt("folder/Deep Note.md", "Section one")])
+    answer = (
+        "An embed shows another note inline. [[Embeds]] The first section talks about "
+        "sourdough bread. [[Deep Note#Section one]]"
+    )
+    report = _check_with(
+        answer, [_excerpt("Embeds.md"), _excerpt("folder/Deep Note.md", "Section one")]
+    )
     embeds, deep = report.citations
     assert [s.sentence for s in embeds.supports] == ["An embed shows another note inline."]
     assert [s.sentence for s in deep.supports] == ["The first section talks about sourdough bread."]
@@ -199,8 +217,9 @@ def test_the_issue_reproduction_credits_each_sentence_to_its_own_link() -> None:
 
 def test_an_uncited_supported_sentence_gets_the_link_of_its_excerpt_marked_added() -> None:
     answer = "The second section explains fermentation of rye."
-    report = _check_with(answer, [_excerpt("Embeds.md"),
-                                  _excerpt("folder/Deep Note.md", "Section two")])
+    report = _check_with(
+        answer, [_excerpt("Embeds.md"), _excerpt("folder/Deep Note.md", "Section two")]
+    )
     (check,) = report.claims
     assert check.added == "Deep Note#Section two" and check.verdict == "supported"
     (added,) = report.citations
@@ -219,13 +238,15 @@ def test_a_link_to_a_page_whose_text_never_reached_the_model_is_reported_and_fla
     assert check.flagged and "not given to the model" in check.reason
     assert report.unsupported == 1
     assert annotate_answer(answer, report) == (
-        "The second section explains fermentation of rye Deep Note ⚠️.")
+        "The second section explains fermentation of rye Deep Note ⚠️."
+    )
 
 
 def test_a_wrong_link_whose_sentence_another_excerpt_supports_gets_the_right_one_added() -> None:
     answer = "The second section explains fermentation of rye [[Embeds]]."
-    report = _check_with(answer, [_excerpt("Embeds.md"),
-                                  _excerpt("folder/Deep Note.md", "Section two")])
+    report = _check_with(
+        answer, [_excerpt("Embeds.md"), _excerpt("folder/Deep Note.md", "Section two")]
+    )
     (check,) = report.claims
     assert check.added == "Deep Note#Section two" and "does not say this" in check.reason
     embeds = report.citations[0]

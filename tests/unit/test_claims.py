@@ -16,20 +16,22 @@ PLACEMENTS = {
     "link_after_the_full_stop_belongs_to_the_sentence_before": (
         "You can embed a note with an exclamation mark. [[Embed files]] You can embed a canvas "
         "too. [[Canvas]] Bases can be embedded with a view name. [[Create a base]]",
-        [("You can embed a note with an exclamation mark.", ["Embed files"]),
-         ("You can embed a canvas too.", ["Canvas"]),
-         ("Bases can be embedded with a view name.", ["Create a base"])],
+        [
+            ("You can embed a note with an exclamation mark.", ["Embed files"]),
+            ("You can embed a canvas too.", ["Canvas"]),
+            ("Bases can be embedded with a view name.", ["Create a base"]),
+        ],
     ),
     "link_before_the_full_stop_closes_its_sentence": (
         "Embeds show another note inline [[Embeds]]. Links connect two notes [[Links]].",
-        [("Embeds show another note inline", ["Embeds"]),
-         ("Links connect two notes", ["Links"])],
+        [("Embeds show another note inline", ["Embeds"]), ("Links connect two notes", ["Links"])],
     ),
     "several_links_in_one_sentence_each_cite_the_words_since_the_previous": (
-        "Embeds show a note inline [[Embeds]], and block links point at a paragraph "
-        "[[Blocks]].",
-        [("Embeds show a note inline", ["Embeds"]),
-         ("and block links point at a paragraph", ["Blocks"])],
+        "Embeds show a note inline [[Embeds]], and block links point at a paragraph [[Blocks]].",
+        [
+            ("Embeds show a note inline", ["Embeds"]),
+            ("and block links point at a paragraph", ["Blocks"]),
+        ],
     ),
     "links_side_by_side_cite_the_same_words": (
         "Sync keeps versions for a year [[Version history]], [[Plans]].",
@@ -42,14 +44,20 @@ PLACEMENTS = {
     "a_line_of_links_alone_cites_the_uncited_claims_before_it": (
         "An embed shows a note inline.\nIt keeps itself up to date.\n\nSources: [[Embeds]], "
         "[[Links]]",
-        [("An embed shows a note inline.", ["Embeds", "Links"]),
-         ("It keeps itself up to date.", ["Embeds", "Links"])],
+        [
+            ("An embed shows a note inline.", ["Embeds", "Links"]),
+            ("It keeps itself up to date.", ["Embeds", "Links"]),
+        ],
     ),
     "list_items_are_claims_of_their_own": (
         "- Item one is about embeds [[A]]\n- [[B]] item two is about links\n"
         "1. The third item is numbered. [[C]]\n- [ ] A task item is a claim too [[D]]",
-        [("Item one is about embeds", ["A"]), ("item two is about links", ["B"]),
-         ("The third item is numbered.", ["C"]), ("A task item is a claim too", ["D"])],
+        [
+            ("Item one is about embeds", ["A"]),
+            ("item two is about links", ["B"]),
+            ("The third item is numbered.", ["C"]),
+            ("A task item is a claim too", ["D"]),
+        ],
     ),
     "table_rows_are_claims_header_and_separator_are_not": (
         "| Feature | Page |\n|---|:---:|\n| Embeds use an exclamation mark | [[Embeds]] |\n"
@@ -66,8 +74,10 @@ PLACEMENTS = {
     ),
     "words_after_the_last_link_that_say_something_are_an_uncited_claim": (
         "Embeds show a note [[Embeds]] and they also refresh when the source changes.",
-        [("Embeds show a note", ["Embeds"]),
-         ("and they also refresh when the source changes.", [])],
+        [
+            ("Embeds show a note", ["Embeds"]),
+            ("and they also refresh when the source changes.", []),
+        ],
     ),
     "headings_are_not_claims": (
         "## Embeds [[Embeds]]\nAn embed shows a note inline [[Embeds]].",
@@ -87,8 +97,7 @@ PLACEMENTS = {
     ),
     "an_answer_without_links_is_claims_without_citations": (
         "File recovery saves snapshots every 5 minutes. They are kept for 7 days.",
-        [("File recovery saves snapshots every 5 minutes.", []),
-         ("They are kept for 7 days.", [])],
+        [("File recovery saves snapshots every 5 minutes.", []), ("They are kept for 7 days.", [])],
     ),
     "cjk_sentences_end_at_their_own_full_stop": (
         "嵌入会显示另一条笔记。[[Embeds]]块链接指向段落。[[Blocks]]",
@@ -118,6 +127,7 @@ def test_anchor_is_after_the_claim_and_its_links() -> None:
 
 
 def test_a_number_after_the_link_belongs_to_the_claim_it_completes() -> None:
-    (claim,) = split_claims("The Wi-Fi password of my home network is [[Home Network]]: "
-                            "192.168.178.1.")
+    (claim,) = split_claims(
+        "The Wi-Fi password of my home network is [[Home Network]]: 192.168.178.1."
+    )
     assert claim.text == "The Wi-Fi password of my home network is: 192.168.178.1."

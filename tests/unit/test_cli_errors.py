@@ -21,11 +21,15 @@ def _command(exc: BaseException) -> click.Command:
     return boom
 
 
-@pytest.mark.parametrize("exc", [
-    OSError(errno.ENOSPC, "No space left on device", "/state/index.sqlite"),
-    OSError(errno.EDQUOT, "Disk quota exceeded"),
-    sqlean.OperationalError("database or disk is full"),
-], ids=["enospc", "edquot", "sqlite_full"])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        OSError(errno.ENOSPC, "No space left on device", "/state/index.sqlite"),
+        OSError(errno.EDQUOT, "Disk quota exceeded"),
+        sqlean.OperationalError("database or disk is full"),
+    ],
+    ids=["enospc", "edquot", "sqlite_full"],
+)
 def test_a_full_disk_anywhere_is_one_line_and_a_hint(exc: BaseException) -> None:
     result = CliRunner().invoke(_command(exc), [], catch_exceptions=False)
     assert result.exit_code == 1

@@ -10,10 +10,10 @@ HEAVY = ("mcp", "starlette", "uvicorn", "sse_starlette", "jsonschema")
 
 
 def _loaded_after(code: str) -> set[str]:
-    probe = (f"import sys\n{code}\n"
-             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=60)
+    probe = f"import sys\n{code}\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
     return set(out.stdout.split())
 
 
@@ -33,8 +33,11 @@ def test_the_mcp_adapter_is_the_one_module_that_imports_mcp() -> None:
 
     package = Path(__file__).resolve().parents[2] / "daemon" / "askvault"
     importers = sorted(
-        str(p.relative_to(package)) for p in package.rglob("*.py")
-        if any(line.strip().startswith(("import mcp", "from mcp"))
-               for line in p.read_text(encoding="utf-8").splitlines())
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if any(
+            line.strip().startswith(("import mcp", "from mcp"))
+            for line in p.read_text(encoding="utf-8").splitlines()
+        )
     )
     assert importers == ["adapters/mcp_server.py"]

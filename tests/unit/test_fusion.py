@@ -20,23 +20,45 @@ from askvault.core.fusion import (
 from askvault.records import IndexedChunk
 
 
-def chunk(cid: int, path: str, title: str, aliases: tuple[str, ...] = (),
-          headings: tuple[str, ...] = (), text: str = "") -> IndexedChunk:
+def chunk(
+    cid: int,
+    path: str,
+    title: str,
+    aliases: tuple[str, ...] = (),
+    headings: tuple[str, ...] = (),
+    text: str = "",
+) -> IndexedChunk:
     """An indexed chunk with only what fusion reads (names and text)."""
     return IndexedChunk(cid, path, title, aliases, (), None, headings, 1, 1, text, (), 0, 0, 0, "")
 
 
-def _cand(cid: int, path: str, title: str, text: str = "", *, words: int | None = None,
-          vector: int | None = None, aliases: tuple[str, ...] = (),
-          headings: tuple[str, ...] = ()) -> Candidate:
-    return Candidate(chunk(cid, path, title, aliases, headings, text), words_rank=words,
-                     words_raw=None if words is None else -1.0 / words, vector_rank=vector,
-                     vector_raw=None if vector is None else 0.1 * vector)
+def _cand(
+    cid: int,
+    path: str,
+    title: str,
+    text: str = "",
+    *,
+    words: int | None = None,
+    vector: int | None = None,
+    aliases: tuple[str, ...] = (),
+    headings: tuple[str, ...] = (),
+) -> Candidate:
+    return Candidate(
+        chunk(cid, path, title, aliases, headings, text),
+        words_rank=words,
+        words_raw=None if words is None else -1.0 / words,
+        vector_rank=vector,
+        vector_raw=None if vector is None else 0.1 * vector,
+    )
 
 
 def test_fuse_rankings_points_sum_exactly_to_score() -> None:
-    cands = [_cand(i, f"n{i}.md", f"Note {i}", words=i, vector=8 - i,
-                   aliases=("note",), headings=("Note",)) for i in range(1, 8)]
+    cands = [
+        _cand(
+            i, f"n{i}.md", f"Note {i}", words=i, vector=8 - i, aliases=("note",), headings=("Note",)
+        )
+        for i in range(1, 8)
+    ]
     for scored in fuse_rankings(cands, ["note", "7"]):
         assert round(sum(p for _, p in scored.matched), 4) == scored.score
         assert all(len(str(p).split(".")[-1]) <= 4 for _, p in scored.matched)
@@ -51,8 +73,11 @@ def test_fuse_rankings_rewards_agreement_of_both_rankings() -> None:
 
 
 def test_fuse_rankings_breaks_ties_by_title_then_path() -> None:
-    cands = [_cand(1, "z/b.md", "beta", words=1), _cand(2, "a/b.md", "beta", vector=1),
-             _cand(3, "q.md", "Alpha", vector=1)]
+    cands = [
+        _cand(1, "z/b.md", "beta", words=1),
+        _cand(2, "a/b.md", "beta", vector=1),
+        _cand(3, "q.md", "Alpha", vector=1),
+    ]
     ranked = fuse_rankings(cands, [])
     assert [s.candidate.path for s in ranked] == ["q.md", "a/b.md", "z/b.md"]
 
@@ -62,12 +87,17 @@ def test_fuse_rankings_is_independent_of_input_order() -> None:
     assert fuse_rankings(cands, ["t1"]) == fuse_rankings(list(reversed(cands)), ["t1"])
 
 
-def _scored(cid: int, *, words: float | None = None, vector: float | None = None,
-            title: str = "T") -> Candidate:
+def _scored(
+    cid: int, *, words: float | None = None, vector: float | None = None, title: str = "T"
+) -> Candidate:
     """A candidate with raw channel scores: bm25 (negative, lower is better), cosine distance."""
-    return Candidate(chunk(cid, f"{cid}.md", title), words_rank=None if words is None else 1,
-                     words_raw=words, vector_rank=None if vector is None else 1,
-                     vector_raw=vector)
+    return Candidate(
+        chunk(cid, f"{cid}.md", title),
+        words_rank=None if words is None else 1,
+        words_raw=words,
+        vector_rank=None if vector is None else 1,
+        vector_raw=vector,
+    )
 
 
 def test_min_max_scales_to_zero_one_and_handles_equal_values() -> None:
@@ -77,12 +107,17 @@ def test_min_max_scales_to_zero_one_and_handles_equal_values() -> None:
 
 
 def test_fuse_scores_mixes_scaled_scores_by_the_vector_share() -> None:
-    cands = [_scored(1, words=-10.0, vector=0.2), _scored(2, words=-5.0, vector=0.1),
-             _scored(3, words=-1.0, vector=0.6)]
+    cands = [
+        _scored(1, words=-10.0, vector=0.2),
+        _scored(2, words=-5.0, vector=0.1),
+        _scored(3, words=-1.0, vector=0.6),
+    ]
     by_id = {s.candidate.chunk_id: s for s in fuse_scores(cands, [])}
     # words: 1 -> 1.0, 2 -> 4/9, 3 -> 0; vector similarity: 1 -> 0.8, 2 -> 1.0, 3 -> 0.4
-    assert dict(by_id[1].matched) == {"words": round(1 - VECTOR_SHARE, 4),
-                                      "vector": round(VECTOR_SHARE * 0.8, 4)}
+    assert dict(by_id[1].matched) == {
+        "words": round(1 - VECTOR_SHARE, 4),
+        "vector": round(VECTOR_SHARE * 0.8, 4),
+    }
     assert dict(by_id[2].matched)["vector"] == round(VECTOR_SHARE, 4)
     assert "words" not in dict(by_id[3].matched) and "vector" not in dict(by_id[3].matched)
     assert by_id[3].score == 0.0
@@ -93,9 +128,11 @@ def test_fuse_scores_mixes_scaled_scores_by_the_vector_share() -> None:
 def test_fuse_scores_counts_how_far_ahead_a_hit_is_not_only_its_place() -> None:
     # Rank fusion sees two rankings in which 1 and 2 swap places, a tie it settles by title;
     # scores show that 1 leads the words channel by far and trails the vectors by a hair.
-    cands = [_scored(1, words=-20.0, vector=0.30, title="B"),
-             _scored(2, words=-2.0, vector=0.29, title="A"),
-             _scored(3, words=-1.0, vector=0.9, title="C")]
+    cands = [
+        _scored(1, words=-20.0, vector=0.30, title="B"),
+        _scored(2, words=-2.0, vector=0.29, title="A"),
+        _scored(3, words=-1.0, vector=0.9, title="C"),
+    ]
     assert fuse_scores(cands, [])[0].candidate.chunk_id == 1
 
 
@@ -105,8 +142,9 @@ def test_fuse_scores_gives_nothing_from_a_channel_that_missed_the_chunk() -> Non
     ranked = fuse_scores([only_words, only_vector, _scored(3, words=-1.0, vector=0.5)], [])
     by_id = {s.candidate.chunk_id: dict(s.matched) for s in ranked}
     assert set(by_id[1]) == {"words"} and set(by_id[2]) == {"vector"}
-    assert ranked == fuse_scores(list(reversed([only_words, only_vector,
-                                                _scored(3, words=-1.0, vector=0.5)])), [])
+    assert ranked == fuse_scores(
+        list(reversed([only_words, only_vector, _scored(3, words=-1.0, vector=0.5)])), []
+    )
 
 
 def test_min_max_leaves_out_non_finite_values_and_clamps_to_a_reference() -> None:
@@ -117,9 +155,11 @@ def test_min_max_leaves_out_non_finite_values_and_clamps_to_a_reference() -> Non
 
 
 def test_fuse_scores_gives_no_points_for_a_non_finite_score_and_does_not_fail() -> None:
-    cands = [_scored(1, words=-3.0, vector=float("nan")), _scored(2, words=float("-inf"),
-                                                                  vector=0.2),
-             _scored(3, words=-1.0, vector=0.4)]
+    cands = [
+        _scored(1, words=-3.0, vector=float("nan")),
+        _scored(2, words=float("-inf"), vector=0.2),
+        _scored(3, words=-1.0, vector=0.4),
+    ]
     by_id = {s.candidate.chunk_id: dict(s.matched) for s in fuse_scores(cands, [])}
     assert "vector" not in by_id[1] and "words" in by_id[1]
     assert "words" not in by_id[2] and "vector" in by_id[2]
@@ -127,29 +167,51 @@ def test_fuse_scores_gives_no_points_for_a_non_finite_score_and_does_not_fail() 
 
 def test_fuse_scores_with_a_scale_depth_is_not_moved_by_weaker_extra_candidates() -> None:
     def ranked(cands: list[Candidate]) -> list[Candidate]:
-        return [Candidate(chunk(c.chunk_id, c.path, c.title), words_rank=i + 1,
-                          words_raw=c.words_raw, vector_rank=i + 1, vector_raw=c.vector_raw)
-                for i, c in enumerate(cands)]
-    head = [_scored(1, words=-9.0, vector=0.10), _scored(2, words=-8.0, vector=0.30),
-            _scored(3, words=-2.0, vector=0.12), _scored(4, words=-1.0, vector=0.20)]
+        return [
+            Candidate(
+                chunk(c.chunk_id, c.path, c.title),
+                words_rank=i + 1,
+                words_raw=c.words_raw,
+                vector_rank=i + 1,
+                vector_raw=c.vector_raw,
+            )
+            for i, c in enumerate(cands)
+        ]
+
+    head = [
+        _scored(1, words=-9.0, vector=0.10),
+        _scored(2, words=-8.0, vector=0.30),
+        _scored(3, words=-2.0, vector=0.12),
+        _scored(4, words=-1.0, vector=0.20),
+    ]
     tail = [_scored(10 + i, words=-0.1, vector=1.9) for i in range(6)]
     short = fuse_scores(ranked(head), [], scale_depth=4)
     long = fuse_scores(ranked(head + tail), [], scale_depth=4)
     assert [(s.candidate.chunk_id, s.score) for s in long[:4]] == [
-        (s.candidate.chunk_id, s.score) for s in short]
+        (s.candidate.chunk_id, s.score) for s in short
+    ]
     assert all(s.score == 0.0 for s in long[4:])
 
 
 def test_fuse_scores_explains_raw_rank_and_scaled_values() -> None:
     scored = fuse_scores([_scored(1, words=-4.0, vector=0.2), _scored(2, words=-2.0)], [])[0]
-    assert scored.trace["words"] == {"raw": -4.0, "rank": 1, "scaled": 1.0,
-                                     "points": round(1 - VECTOR_SHARE, 4)}
+    assert scored.trace["words"] == {
+        "raw": -4.0,
+        "rank": 1,
+        "scaled": 1.0,
+        "points": round(1 - VECTOR_SHARE, 4),
+    }
     assert scored.trace["vector"]["scaled"] == 1.0
 
 
 def test_name_bonuses_name_the_channels_that_matched() -> None:
-    cand = _cand(1, "t.md", "Tomato Growing", aliases=("tomatoes",),
-                 headings=("Tomato Growing", "Blossom end rot"))
+    cand = _cand(
+        1,
+        "t.md",
+        "Tomato Growing",
+        aliases=("tomatoes",),
+        headings=("Tomato Growing", "Blossom end rot"),
+    )
     bonuses = name_bonuses(["tomato", "growing"], cand)
     assert set(bonuses) == {"title-phrase", "title-term", "heading"}
     assert "alias" in name_bonuses(["tomatoes", "rot"], cand)
@@ -162,10 +224,13 @@ def test_rank_contribution_gives_full_weight_at_rank_one() -> None:
 
 
 def test_rerank_candidates_lets_exact_terms_win_over_vector_rank() -> None:
-    cands = [_cand(1, "a.md", "A", "general gardening advice", vector=1),
-             _cand(2, "b.md", "B", "blossom end rot comes from uneven watering", vector=2)]
-    cands += [_cand(i, f"{i}.md", "C", "compost and mulch in spring", vector=i)
-              for i in range(3, 7)]
+    cands = [
+        _cand(1, "a.md", "A", "general gardening advice", vector=1),
+        _cand(2, "b.md", "B", "blossom end rot comes from uneven watering", vector=2),
+    ]
+    cands += [
+        _cand(i, f"{i}.md", "C", "compost and mulch in spring", vector=i) for i in range(3, 7)
+    ]
     ranked = rerank_candidates(cands, ["blossom", "rot"])
     assert ranked[0].candidate.chunk_id == 2
     assert dict(ranked[0].matched)["bm25"] == BM25_WEIGHT
@@ -174,21 +239,28 @@ def test_rerank_candidates_lets_exact_terms_win_over_vector_rank() -> None:
 
 
 def test_rerank_candidates_scores_the_tokens_it_is_given() -> None:
-    cands = [_cand(1, "a.md", "A", "effects of drugs", vector=3),
-             _cand(2, "b.md", "B", "nothing relevant", vector=1),
-             _cand(3, "c.md", "C", "other words", vector=2)]
+    cands = [
+        _cand(1, "a.md", "A", "effects of drugs", vector=3),
+        _cand(2, "b.md", "B", "nothing relevant", vector=1),
+        _cand(3, "c.md", "C", "other words", vector=2),
+    ]
     # Stemmed tokens (as the word index makes them) match a query worded differently.
-    ranked = rerank_candidates(cands, ["effect"], tokens=[["effect", "of", "drug"],
-                                                          ["noth", "relev"], ["other", "word"]],
-                               query_tokens=["effect"])
+    ranked = rerank_candidates(
+        cands,
+        ["effect"],
+        tokens=[["effect", "of", "drug"], ["noth", "relev"], ["other", "word"]],
+        query_tokens=["effect"],
+    )
     assert "bm25" in dict(next(s for s in ranked if s.candidate.chunk_id == 1).matched)
     unstemmed = rerank_candidates(cands, ["effect"])
     assert "bm25" not in dict(unstemmed[0].matched)
 
 
 def test_rerank_candidates_uses_corpus_idf_when_given() -> None:
-    cands = [_cand(1, "a.md", "A", "common rare", vector=1),
-             _cand(2, "b.md", "B", "common common", vector=2)]
+    cands = [
+        _cand(1, "a.md", "A", "common rare", vector=1),
+        _cand(2, "b.md", "B", "common common", vector=2),
+    ]
     idf = corpus_idf(1000, {"common": 900, "rare": 1})
     ranked = rerank_candidates(cands, ["common", "rare"], idf=idf)
     assert ranked[0].candidate.chunk_id == 1
@@ -196,8 +268,14 @@ def test_rerank_candidates_uses_corpus_idf_when_given() -> None:
 
 
 def test_collapse_pages_keeps_the_best_chunk_of_each_page() -> None:
-    ranked = fuse_rankings([_cand(1, "a.md", "A", words=1), _cand(2, "a.md", "A", words=3),
-                            _cand(3, "b.md", "B", words=2)], [])
+    ranked = fuse_rankings(
+        [
+            _cand(1, "a.md", "A", words=1),
+            _cand(2, "a.md", "A", words=3),
+            _cand(3, "b.md", "B", words=2),
+        ],
+        [],
+    )
     assert [s.candidate.chunk_id for s in collapse_pages(ranked)] == [1, 3]
 
 
@@ -209,6 +287,8 @@ def test_budget_prefix_stops_at_the_first_item_that_does_not_fit() -> None:
 
 
 def test_context_order_puts_a_title_hit_first_among_equal_scores() -> None:
-    keys = [context_order_key(1.0, False, "A", "a.md", 1),
-            context_order_key(1.0, True, "Z", "z.md", 2)]
+    keys = [
+        context_order_key(1.0, False, "A", "a.md", 1),
+        context_order_key(1.0, True, "Z", "z.md", 2),
+    ]
     assert sorted(keys)[0][3] == "z.md"

@@ -10,15 +10,24 @@ from askvault.core.notices import (
     without_archive_warning,
 )
 
-NOTE = render_answer_note(AnswerNote(question="What is it?", status="answered",
-                                     asked="2026-01-01", answer="It is [[A]].",
-                                     trace=("1 page(s) retrieved", "time: retrieval 3 ms")))
+NOTE = render_answer_note(
+    AnswerNote(
+        question="What is it?",
+        status="answered",
+        asked="2026-01-01",
+        answer="It is [[A]].",
+        trace=("1 page(s) retrieved", "time: retrieval 3 ms"),
+    )
+)
 
 
 def test_archive_warning_goes_after_the_question_and_round_trips() -> None:
     warned = with_archive_warning(NOTE, "Operation not permitted\n(queries/archive)")
-    assert warned.index("> What is it?") < warned.index(ARCHIVE_WARNING_TITLE) < warned.index(
-        "It is [[A]].")
+    assert (
+        warned.index("> What is it?")
+        < warned.index(ARCHIVE_WARNING_TITLE)
+        < warned.index("It is [[A]].")
+    )
     assert "could not archive the question: Operation not permitted (queries/archive)" in warned
     assert without_archive_warning(warned) == NOTE
 

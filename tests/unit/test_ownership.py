@@ -46,11 +46,14 @@ def test_signing_again_replaces_the_marker_and_what_it_says_ignores_it() -> None
     assert what_it_says(once) == what_it_says(NOTE)
 
 
-@pytest.mark.parametrize("edit", [
-    ("An embed shows", "An embed displays"),         # the body
-    ("status: answered", "status: answered\ntags: [mine]"),  # a property added
-    ("\n## Citation report", "\nmy note\n## Citation report"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("An embed shows", "An embed displays"),  # the body
+        ("status: answered", "status: answered\ntags: [mine]"),  # a property added
+        ("\n## Citation report", "\nmy note\n## Citation report"),
+    ],
+)
 def test_an_edit_anywhere_but_the_marker_makes_the_note_the_users(edit: tuple[str, str]) -> None:
     signed = sign_note(NOTE, "Q")
     assert owned_note(signed.replace(*edit), "Q") is None
@@ -58,10 +61,10 @@ def test_an_edit_anywhere_but_the_marker_makes_the_note_the_users(edit: tuple[st
 
 def test_a_marker_is_bound_to_its_question_name() -> None:
     signed = sign_note(NOTE, "Q")
-    assert owned_note(signed, "Q (2)") is not None   # a re-asked question's answer
-    assert owned_note(signed, "Q copy") is None      # copied to another name
+    assert owned_note(signed, "Q (2)") is not None  # a re-asked question's answer
+    assert owned_note(signed, "Q copy") is None  # copied to another name
     assert owned_note(signed, "Other") is None
-    named = sign_note(NOTE, "Q (2)")                 # a question itself named `Q (2)`
+    named = sign_note(NOTE, "Q (2)")  # a question itself named `Q (2)`
     assert owned_note(named, "Q (2)").question_stem == "Q (2)"
     assert question_stems("Q (3)") == ["Q (3)", "Q"] and question_stems("Q") == ["Q"]
 
@@ -77,8 +80,11 @@ def test_made_up_malformed_or_missing_markers_are_not_trusted() -> None:
 
 def test_cited_paths_are_read_from_the_rendered_citation_reports() -> None:
     # The golden answer notes are what answer_note.py renders: the parser must follow them.
-    for name, cited in (("resolved", ("Embeds.md",)), ("heading", ("Embeds.md",)),
-                        ("broken", ("Links.md",))):
+    for name, cited in (
+        ("resolved", ("Embeds.md",)),
+        ("heading", ("Embeds.md",)),
+        ("broken", ("Links.md",)),
+    ):
         body = (GOLDEN / f"answer_{name}.md").read_text(encoding="utf-8")
         assert cited_paths_of(body) == cited, name
     assert cited_paths_of("no report\n") == ()
@@ -94,7 +100,7 @@ def test_obsidian_rewriting_the_yaml_of_the_properties_keeps_the_note_ours() -> 
         "question: How do embeds work?\n"
         "asked: 2026-12-01T10:00:00+01:00\n"
         "sources:\n"
-        "  - \"[[Embeds]]\"\n"
+        '  - "[[Embeds]]"\n'
         f"{marker}\n"
         "---\n" + signed.split("\n---\n", 1)[1]
     )
@@ -115,6 +121,6 @@ def test_only_an_ignored_refresh_property_is_allowed_beside_the_marker() -> None
 
 
 def test_a_yaml_alias_bomb_is_not_expanded() -> None:
-    bomb = "---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\naskvault: \"v1:" + "0" * 64 + "\"\n---\n"
+    bomb = '---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\naskvault: "v1:' + "0" * 64 + '"\n---\n'
     assert owned_note(bomb, "Q") is None
     assert sign_note(bomb, "Q") == bomb

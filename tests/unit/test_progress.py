@@ -51,8 +51,14 @@ def test_no_eta_without_progress_or_total() -> None:
     assert window.rate() is None and window.eta_s(5, 0) is None
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (0.42, "0.4 s"), (23.2, "23 s"), (245, "4 min 05 s"), (7380, "2 h 03 min"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.42, "0.4 s"),
+        (23.2, "23 s"),
+        (245, "4 min 05 s"),
+        (7380, "2 h 03 min"),
+    ],
+)
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text

@@ -17,10 +17,15 @@ from askvault.records import ContextPack, EvidenceChunk, EvidencePage
 def _page(path: str, chunks: list[tuple[str | None, str]]) -> EvidencePage:
     title = path.rsplit("/", 1)[-1].removesuffix(".md")
     return EvidencePage(
-        path=path, title=title, wikilink=f"[[{title}]]", score=1.0, matched=(("fts", 1.0),),
+        path=path,
+        title=title,
+        wikilink=f"[[{title}]]",
+        score=1.0,
+        matched=(("fts", 1.0),),
         chunks=tuple(
-            EvidenceChunk(i, heading, (heading,) if heading else (), (i * 10 + 1, i * 10 + 3),
-                          text, 1.0)
+            EvidenceChunk(
+                i, heading, (heading,) if heading else (), (i * 10 + 1, i * 10 + 3), text, 1.0
+            )
             for i, (heading, text) in enumerate(chunks)
         ),
     )
@@ -31,7 +36,11 @@ def _pack(*pages: EvidencePage) -> ContextPack:
 
 
 def test_build_messages_numbers_and_quotes_excerpts_with_their_wikilink() -> None:
-    pack = _pack(_page("Embeds.md", [("How embeds work", "An embed shows a note inline.\n\nIt uses ![[X]].")]))
+    pack = _pack(
+        _page(
+            "Embeds.md", [("How embeds work", "An embed shows a note inline.\n\nIt uses ![[X]].")]
+        )
+    )
     plan = build_messages("How do embeds work?", pack, num_ctx=8192)
     system, user = plan.messages[0]["content"], plan.messages[1]["content"]
     assert plan.messages[0]["role"] == "system" and plan.messages[1]["role"] == "user"
@@ -46,11 +55,20 @@ def test_build_messages_numbers_and_quotes_excerpts_with_their_wikilink() -> Non
 
 
 def test_excerpts_are_taken_best_chunk_first_across_pages_up_to_the_budget() -> None:
-    low = EvidencePage("A.md", "A", "[[A]]", 1.0, (), (
-        EvidenceChunk(1, None, (), (1, 2), "alpha " * 40, 0.9),
-        EvidenceChunk(2, "Low", ("Low",), (3, 4), "weak " * 200, 0.1)))
-    high = EvidencePage("B.md", "B", "[[B]]", 0.8, (), (
-        EvidenceChunk(3, None, (), (1, 2), "beta " * 40, 0.8),))
+    low = EvidencePage(
+        "A.md",
+        "A",
+        "[[A]]",
+        1.0,
+        (),
+        (
+            EvidenceChunk(1, None, (), (1, 2), "alpha " * 40, 0.9),
+            EvidenceChunk(2, "Low", ("Low",), (3, 4), "weak " * 200, 0.1),
+        ),
+    )
+    high = EvidencePage(
+        "B.md", "B", "[[B]]", 0.8, (), (EvidenceChunk(3, None, (), (1, 2), "beta " * 40, 0.8),)
+    )
     plan = build_messages("q?", _pack(low, high), num_ctx=8192, excerpt_tokens=250)
     assert [e.path for e in plan.excerpts] == ["A.md", "B.md"]
     assert plan.dropped_chunks == 1 and plan.used_tokens <= 250
@@ -61,11 +79,12 @@ def test_numbered_citations_become_the_wikilinks_of_their_excerpts() -> None:
     plan = build_messages("q?", pack, num_ctx=8192)
     reply = "Alpha is first [1]. Beta is second. [2] Both [1, 2]. See [Excerpt 2]."
     assert resolve_numbered_citations(reply, plan.excerpts) == (
-        "Alpha is first [[A#H]]. Beta is second. [[B]] Both [[A#H]] [[B]]. See [[B]].")
+        "Alpha is first [[A#H]]. Beta is second. [[B]] Both [[A#H]] [[B]]. See [[B]]."
+    )
 
 
 def test_the_word_excerpt_before_a_number_goes_with_it() -> None:
-    """"... 7 days. Excerpt [2]" left "Excerpt" behind as a claim of its own, which the
+    """ "... 7 days. Excerpt [2]" left "Excerpt" behind as a claim of its own, which the
     link then cited (and backed nothing): seen 40 times in the 1.5B model's replies."""
     pack = _pack(_page("A.md", [("H", "Alpha.")]), _page("B.md", [(None, "Beta.")]))
     plan = build_messages("q?", pack, num_ctx=8192)
@@ -146,6 +165,9 @@ def test_quote_prefixes_every_line() -> None:
 def test_a_copied_excerpt_header_keeps_only_its_link() -> None:
     pack = _pack(_page("Tags.md", [("Tag format", "Tags need a letter.")]))
     plan = build_messages("q?", pack, num_ctx=8192)
-    reply = "Excerpt [1] from [[Tags#Tag format]]: tags need a letter. The excerpt from [[Tags]] too."
+    reply = (
+        "Excerpt [1] from [[Tags#Tag format]]: tags need a letter. The excerpt from [[Tags]] too."
+    )
     assert resolve_numbered_citations(reply, plan.excerpts) == (
-        "[[Tags#Tag format]]: tags need a letter. [[Tags]] too.")
+        "[[Tags#Tag format]]: tags need a letter. [[Tags]] too."
+    )

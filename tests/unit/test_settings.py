@@ -27,8 +27,9 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
         "timeout_s = 5\n"
     )
     env = {"ASKVAULT_EMBED_MODEL": "env-model", "ASKVAULT_OLLAMA__TIMEOUT_S": "7.5"}
-    settings = load_settings(config, env=env, flags={"ollama.chat_model": "flag-chat",
-                                                       "vault": None})
+    settings = load_settings(
+        config, env=env, flags={"ollama.chat_model": "flag-chat", "vault": None}
+    )
     assert settings.vault == "/from/file"
     assert settings.ollama.embed_model == "env-model"
     assert settings.ollama.chat_model == "flag-chat"
@@ -45,19 +46,28 @@ def test_design_environment_variables_are_honoured() -> None:
     }
     settings = load_settings(None, env=env)
     assert (settings.ollama.host, settings.vault, settings.state_dir) == (
-        "http://127.0.0.1:9999", "/v", "/s")
+        "http://127.0.0.1:9999",
+        "/v",
+        "/s",
+    )
     assert (settings.ollama.embed_model, settings.ollama.chat_model) == ("all-minilm", "qwen")
 
 
 def test_every_invalid_value_is_reported_at_once_with_its_key(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
-    config.write_text("[ollama]\ntimeout_s = -1\nnum_ctx = 'big'\n[daemon]\nwatch_mode = 'x'\n"
-                      "[nope]\na = 1\n")
+    config.write_text(
+        "[ollama]\ntimeout_s = -1\nnum_ctx = 'big'\n[daemon]\nwatch_mode = 'x'\n[nope]\na = 1\n"
+    )
     with pytest.raises(ConfigError) as info:
         load_settings(config, env={"ASKVAULT_INDEX__MAX_NOTE_BYTES": "0"})
     problems = "\n".join(info.value.problems)
-    for key in ("ollama.timeout_s", "ollama.num_ctx", "daemon.watch_mode", "nope",
-                "index.max_note_bytes"):
+    for key in (
+        "ollama.timeout_s",
+        "ollama.num_ctx",
+        "daemon.watch_mode",
+        "nope",
+        "index.max_note_bytes",
+    ):
         assert key in problems
 
 
@@ -71,8 +81,13 @@ def test_bad_toml_and_missing_file_are_config_errors(tmp_path: Path) -> None:
 
 
 def test_booleans_and_lists_from_environment() -> None:
-    settings = load_settings(None, env={"ASKVAULT_OLLAMA__ALLOW_REMOTE_OLLAMA": "yes",
-                                        "ASKVAULT_INDEX__IGNORE_GLOBS": "a/**, *.tmp.md"})
+    settings = load_settings(
+        None,
+        env={
+            "ASKVAULT_OLLAMA__ALLOW_REMOTE_OLLAMA": "yes",
+            "ASKVAULT_INDEX__IGNORE_GLOBS": "a/**, *.tmp.md",
+        },
+    )
     assert settings.ollama.allow_remote_ollama is True
     assert settings.index.ignore_globs == ["a/**", "*.tmp.md"]
     with pytest.raises(ConfigError, match="ollama.allow_remote_ollama"):
@@ -84,8 +99,13 @@ def test_unrelated_askvault_environment_variables_are_ignored() -> None:
 
 
 def test_index_lives_outside_the_vault_under_the_state_dir(tmp_path: Path) -> None:
-    settings = load_settings(None, env={"ASKVAULT_VAULT": str(tmp_path / "My Vault"),
-                                        "ASKVAULT_STATE_DIR": str(tmp_path / "state")})
+    settings = load_settings(
+        None,
+        env={
+            "ASKVAULT_VAULT": str(tmp_path / "My Vault"),
+            "ASKVAULT_STATE_DIR": str(tmp_path / "state"),
+        },
+    )
     assert settings.db_path.parent.parent == tmp_path / "state"
     assert settings.db_path.name == "index.sqlite"
     assert vault_id(tmp_path / "a") != vault_id(tmp_path / "b")

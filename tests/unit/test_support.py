@@ -10,8 +10,10 @@ from askvault.core.support import (
     simple_tokens,
 )
 
-NOTE = ("By default, snapshots are saved a minimum of 5 minutes from each other, and kept "
-        "for 7 days. Obsidian Sync stores remote vaults in Frankfurt when you pick Europe.")
+NOTE = (
+    "By default, snapshots are saved a minimum of 5 minutes from each other, and kept "
+    "for 7 days. Obsidian Sync stores remote vaults in Frankfurt when you pick Europe."
+)
 
 
 def _judge(sentence: str, text: str = NOTE, question: str = "") -> tuple[str, float]:
@@ -26,38 +28,49 @@ def test_a_paraphrase_with_the_same_facts_is_supported() -> None:
 
 
 def test_a_wrong_number_is_unsupported_whatever_the_words() -> None:
-    assert _judge("Snapshots are saved a minimum of 5 minutes apart and kept for 30 days.")[0] \
+    assert (
+        _judge("Snapshots are saved a minimum of 5 minutes apart and kept for 30 days.")[0]
         == "unsupported"
+    )
 
 
 def test_a_missing_name_caps_the_verdict_at_weak() -> None:
     assert _judge("Obsidian Sync stores remote vaults in Paris when you pick Europe.")[0] == "weak"
-    assert _judge("Obsidian Sync stores remote vaults in Frankfurt when you pick Europe.")[0] \
+    assert (
+        _judge("Obsidian Sync stores remote vaults in Frankfurt when you pick Europe.")[0]
         == "supported"
+    )
 
 
 def test_unrelated_sentence_is_unsupported() -> None:
-    assert _judge("The Wi-Fi password of my home network is written on the router.")[0] \
+    assert (
+        _judge("The Wi-Fi password of my home network is written on the router.")[0]
         == "unsupported"
+    )
 
 
 def test_words_of_the_question_claim_nothing_what_the_answer_adds_must_be_found() -> None:
     question = "how long are file recovery snapshots kept"
-    assert _judge("File recovery snapshots are kept for 7 days.", question=question)[0] \
-        == "supported"
-    assert _judge("File recovery snapshots are kept in a cloud bucket.", question=question)[0] \
+    assert (
+        _judge("File recovery snapshots are kept for 7 days.", question=question)[0] == "supported"
+    )
+    assert (
+        _judge("File recovery snapshots are kept in a cloud bucket.", question=question)[0]
         == "unsupported"
+    )
 
 
 def test_an_answer_that_only_echoes_the_question_is_judged_on_all_its_words() -> None:
-    (content,) = content_tokens(["Snapshots are saved."], simple_tokens,
-                                given="are snapshots saved")
+    (content,) = content_tokens(
+        ["Snapshots are saved."], simple_tokens, given="are snapshots saved"
+    )
     assert content == ["snapshots", "saved"]
 
 
 def test_stopwords_and_words_about_the_notes_are_not_content() -> None:
-    (content,) = content_tokens(["According to the notes, it is mentioned that snapshots are "
-                                 "kept."], simple_tokens)
+    (content,) = content_tokens(
+        ["According to the notes, it is mentioned that snapshots are kept."], simple_tokens
+    )
     assert content == ["snapshots", "kept"]
 
 
@@ -78,23 +91,29 @@ def test_stemming_is_the_tokenizer_s() -> None:
 
 def test_the_same_words_with_the_opposite_polarity_are_only_weak() -> None:
     note = "If you forget your encryption password, you cannot recover your remote vault."
-    verdict, _ = _judge("You can recover your remote vault if you forget the encryption password.",
-                        note)
+    verdict, _ = _judge(
+        "You can recover your remote vault if you forget the encryption password.", note
+    )
     assert verdict == "weak"
-    assert _judge("You cannot recover your remote vault if you forget the encryption password.",
-                  note)[0] == "supported"
+    assert (
+        _judge("You cannot recover your remote vault if you forget the encryption password.", note)[
+            0
+        ]
+        == "supported"
+    )
 
 
 def test_a_sentence_that_only_echoes_the_question_is_judged_strictly_on_all_its_words() -> None:
     from askvault.core.support import claim_contents
 
-    ((content, echo),) = claim_contents(["The wifi password is stored in the excerpt."],
-                                        simple_tokens, given="what is my wifi password")
+    ((content, echo),) = claim_contents(
+        ["The wifi password is stored in the excerpt."],
+        simple_tokens,
+        given="what is my wifi password",
+    )
     assert echo and content == ["wifi", "password", "stored"]
-    (evidence,) = prepare_evidence(["The site password is stored in your browser."],
-                                   simple_tokens)
-    assert judge("The wifi password is stored.", content, evidence, lenient=False).verdict \
-        == "weak"
+    (evidence,) = prepare_evidence(["The site password is stored in your browser."], simple_tokens)
+    assert judge("The wifi password is stored.", content, evidence, lenient=False).verdict == "weak"
     assert judge("The wifi password is stored.", content, evidence).verdict == "supported"
 
 
@@ -110,17 +129,31 @@ def test_a_code_span_must_be_found_exactly_and_then_carries_the_claim() -> None:
 def test_a_name_must_be_in_the_page_even_when_the_question_brings_it() -> None:
     question = "how do i add a new lane to a board in the kanban plugin"
     note = "Drag a tab group above or below a current lane group."
-    assert _judge("To add a lane in the Kanban plugin, drag a tab group above a lane group.",
-                  note, question)[0] == "weak"
+    assert (
+        _judge(
+            "To add a lane in the Kanban plugin, drag a tab group above a lane group.",
+            note,
+            question,
+        )[0]
+        == "weak"
+    )
     note = "In the Kanban plugin, drag a tab group above or below a current lane group."
-    assert _judge("To add a lane in the Kanban plugin, drag a tab group above a lane group.",
-                  note, question)[0] == "supported"
+    assert (
+        _judge(
+            "To add a lane in the Kanban plugin, drag a tab group above a lane group.",
+            note,
+            question,
+        )[0]
+        == "supported"
+    )
 
 
 def test_names_are_looked_for_in_every_excerpt_of_the_page() -> None:
     first, second = prepare_evidence(
         ["You need a custom domain first.", "Google Analytics needs a tracking code."],
-        simple_tokens, pages=["Analytics.md", "Analytics.md"])
+        simple_tokens,
+        pages=["Analytics.md", "Analytics.md"],
+    )
     sentence = "You need a custom domain first for Google."
     (content,) = content_tokens([sentence], simple_tokens)
     assert judge(sentence, content, first).verdict == "supported"
@@ -130,5 +163,7 @@ def test_names_are_looked_for_in_every_excerpt_of_the_page() -> None:
 
 def test_a_negation_the_question_brings_is_not_required_of_the_excerpt() -> None:
     question = "how do i find tasks i haven't checked off"
-    assert _judge("Tasks you haven't checked off are found with `task-todo:`.", SEARCH,
-                  question)[0] == "supported"
+    assert (
+        _judge("Tasks you haven't checked off are found with `task-todo:`.", SEARCH, question)[0]
+        == "supported"
+    )

@@ -63,8 +63,15 @@ def put_answer(conn: Connection, row: AnswerRow) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO answers(path, question_path, status, written_sha256, cited,"
         " updated_at, previous_sha256) VALUES (?,?,?,?,?,?,?)",
-        (row.path, row.question_path, row.status, row.written_sha256,
-         json.dumps(list(row.cited), ensure_ascii=False), time.time(), row.previous_sha256),
+        (
+            row.path,
+            row.question_path,
+            row.status,
+            row.written_sha256,
+            json.dumps(list(row.cited), ensure_ascii=False),
+            time.time(),
+            row.previous_sha256,
+        ),
     )
 
 
@@ -86,7 +93,8 @@ _QUESTION_COLUMNS = "path, answer_path, status, content_sha256, asked, log_line"
 
 def get_question(conn: Connection, path: str) -> QuestionRow | None:
     row = conn.execute(
-        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions WHERE path = ?", (path,),
+        f"SELECT {_QUESTION_COLUMNS} FROM inbox_questions WHERE path = ?",
+        (path,),
     ).fetchone()
     return QuestionRow(*row) if row else None
 
@@ -102,7 +110,8 @@ def questions_unfinished(conn: Connection) -> list[QuestionRow]:
 
 
 def _questions_with_status(
-    conn: Connection, statuses: tuple[QuestionStatus, ...],
+    conn: Connection,
+    statuses: tuple[QuestionStatus, ...],
 ) -> list[QuestionRow]:
     marks = ",".join("?" * len(statuses))
     rows = conn.execute(
@@ -113,14 +122,16 @@ def _questions_with_status(
 
 
 def answers_with_status(
-    conn: Connection, statuses: AnswerStatus | tuple[AnswerStatus, ...],
+    conn: Connection,
+    statuses: AnswerStatus | tuple[AnswerStatus, ...],
 ) -> list[AnswerRow]:
     """Answer notes whose recorded status is `statuses` (one, or one of several), by path."""
     statuses = (statuses,) if isinstance(statuses, str) else statuses
     marks = ",".join("?" * len(statuses))
     rows = conn.execute(
         "SELECT path, question_path, status, written_sha256, cited, previous_sha256 FROM answers "
-        f"WHERE status IN ({marks}) ORDER BY path", statuses,
+        f"WHERE status IN ({marks}) ORDER BY path",
+        statuses,
     ).fetchall()
     return [_answer(r) for r in rows]
 
@@ -138,8 +149,15 @@ def put_question(conn: Connection, row: QuestionRow) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO inbox_questions(path, answer_path, status, content_sha256, asked,"
         " updated_at, log_line) VALUES (?,?,?,?,?,?,?)",
-        (row.path, row.answer_path, row.status, row.content_sha256, row.asked, time.time(),
-         row.log_line),
+        (
+            row.path,
+            row.answer_path,
+            row.status,
+            row.content_sha256,
+            row.asked,
+            time.time(),
+            row.log_line,
+        ),
     )
 
 
@@ -166,8 +184,10 @@ def unfinished_answer_of(conn: Connection, question_path: str) -> AnswerRow | No
 
 def record_placeholder(conn: Connection, path: str) -> None:
     """`path` (vault-relative) may become an empty file askvault reserved (see m032)."""
-    conn.execute("INSERT OR REPLACE INTO vault_placeholders(path, created_at) VALUES (?, ?)",
-                 (path, time.time()))
+    conn.execute(
+        "INSERT OR REPLACE INTO vault_placeholders(path, created_at) VALUES (?, ?)",
+        (path, time.time()),
+    )
 
 
 def forget_placeholders(conn: Connection, paths: list[str]) -> None:

@@ -45,7 +45,10 @@ log = logging.getLogger(__name__)
 
 
 def connect(
-    path: Path, *, readonly: bool = False, migrate: bool = True,
+    path: Path,
+    *,
+    readonly: bool = False,
+    migrate: bool = True,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
 ) -> Connection:
     """Open the index, load sqlite-vec, set pragmas, apply pending migrations.
@@ -57,17 +60,22 @@ def connect(
             make_private_folder(path.parent)
         except OSError as exc:
             if is_disk_full(exc):
-                raise DiskFull(f"cannot create the index folder {path.parent}: the disk is "
-                               "full", DISK_FULL_HINT) from exc
-            raise StoreError(f"cannot create the index folder {path.parent}: {exc.strerror}",
-                             "check the permissions of ASKVAULT_STATE_DIR") from exc
+                raise DiskFull(
+                    f"cannot create the index folder {path.parent}: the disk is full",
+                    DISK_FULL_HINT,
+                ) from exc
+            raise StoreError(
+                f"cannot create the index folder {path.parent}: {exc.strerror}",
+                "check the permissions of ASKVAULT_STATE_DIR",
+            ) from exc
     elif not path.exists():
         raise StoreError(f"no index at {path}", "run `askvault index` first")
     conn: Connection | None = None
     try:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
-        conn = sqlean.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                              timeout=busy_timeout_s)
+        conn = sqlean.connect(
+            uri, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
+        )
         if not readonly:
             make_private_files(path)  # before WAL mode makes -wal and -shm from its mode
         conn.enable_load_extension(True)
@@ -95,8 +103,9 @@ def connect(
         if is_disk_full(exc) or _no_room_left(path.parent):
             # A full disk often shows as "disk I/O error" here (the -shm file cannot grow):
             # never advise deleting the index for that.
-            raise DiskFull(f"cannot open the index {path}: the disk is full ({exc})",
-                           DISK_FULL_HINT) from exc
+            raise DiskFull(
+                f"cannot open the index {path}: the disk is full ({exc})", DISK_FULL_HINT
+            ) from exc
         if is_busy(exc):
             raise IndexBusy(f"the index {path} is busy: {exc}", BUSY_HINT) from exc
         raise StoreError(
@@ -107,7 +116,11 @@ def connect(
 
 
 def set_memory_limits(
-    conn: Connection, *, cache_kib: int, mmap_bytes: int, wal_limit_bytes: int,
+    conn: Connection,
+    *,
+    cache_kib: int,
+    mmap_bytes: int,
+    wal_limit_bytes: int,
 ) -> None:
     """Size this connection's page cache and memory-mapped reads, and cap the WAL file
     kept after a checkpoint (SQLite never shrinks it by itself)."""
@@ -134,8 +147,9 @@ def sqlite_vec_path() -> str:
     needs. Same path as `sqlite_vec.loadable_path()`."""
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
-        raise StoreError("the sqlite-vec package is not installed",
-                         "reinstall askvault (pip install askvault)")
+        raise StoreError(
+            "the sqlite-vec package is not installed", "reinstall askvault (pip install askvault)"
+        )
     return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
 
 
@@ -204,8 +218,9 @@ def commit(conn: Connection) -> None:
         raise
 
 
-BUSY_HINT = ("another program writes to the index (an `sqlite3` shell, a backup tool?); "
-             "close it and retry")
+BUSY_HINT = (
+    "another program writes to the index (an `sqlite3` shell, a backup tool?); close it and retry"
+)
 DISK_FULL_HINT = "free some disk space and try again"
 
 
@@ -241,8 +256,9 @@ def apply_migrations(conn: Connection) -> list[str]:
         if name in SLOW_MIGRATIONS and done:
             # Rewrites every row of a table: seconds per 100k chunks, one time, and other
             # openers wait (or report the index busy) until it is done.
-            log.warning("upgrading the index (%s: %s); this happens once",
-                        name, SLOW_MIGRATIONS[name])
+            log.warning(
+                "upgrading the index (%s: %s); this happens once", name, SLOW_MIGRATIONS[name]
+            )
         with write_transaction(conn):
             # Re-check inside the write lock: another process may have migrated meanwhile.
             if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():

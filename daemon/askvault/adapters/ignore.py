@@ -61,8 +61,11 @@ _NAME_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 # One pass instead of fourteen for the names that match none (nearly all): the scan of a
 # 6,571-note vault spent ~40 ms in these searches.
-_ANY_NAME_PATTERN = re.compile("|".join(
-    f"(?i:{p.pattern})" if p.flags & re.I else f"(?:{p.pattern})" for p, _ in _NAME_PATTERNS))
+_ANY_NAME_PATTERN = re.compile(
+    "|".join(
+        f"(?i:{p.pattern})" if p.flags & re.I else f"(?:{p.pattern})" for p, _ in _NAME_PATTERNS
+    )
+)
 
 
 @dataclass(frozen=True)

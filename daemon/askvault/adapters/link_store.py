@@ -44,17 +44,23 @@ def link_rows(
         if lk.target:
             segment = keys[lk.target][0]
             resolved = resolve_link(lk.target, index, source) if index.by_path else None
-        rows.append((note_id, lk.target, lk.heading, lk.block, int(lk.embed), lk.line,
-                     segment, resolved))
+        rows.append(
+            (note_id, lk.target, lk.heading, lk.block, int(lk.embed), lk.line, segment, resolved)
+        )
     return rows
 
 
-INSERT_LINK = ("INSERT INTO links(note_id, target, heading, block, embed, line, target_name,"
-               " target_path) VALUES (?,?,?,?,?,?,?,?)")
+INSERT_LINK = (
+    "INSERT INTO links(note_id, target, heading, block, embed, line, target_name,"
+    " target_path) VALUES (?,?,?,?,?,?,?,?)"
+)
 
 
 def file_note_names(
-    conn: Connection, note_id: int, path: str, aliases: Sequence[str],
+    conn: Connection,
+    note_id: int,
+    path: str,
+    aliases: Sequence[str],
     was: tuple[str, Sequence[str]] | None = None,
 ) -> None:
     """File the note under the keys it can be linked by; when they or its path changed,
@@ -67,24 +73,28 @@ def file_note_names(
     moved = old_path is not None and old_path != path
     if new == old and not moved:
         return
-    conn.executemany("DELETE FROM note_names WHERE key = ? AND note_id = ?",
-                     [(key, note_id) for key in sorted(old - new)])
-    conn.executemany("INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)",
-                     [(key, note_id) for key in sorted(new - old)])
+    conn.executemany(
+        "DELETE FROM note_names WHERE key = ? AND note_id = ?",
+        [(key, note_id) for key in sorted(old - new)],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)",
+        [(key, note_id) for key in sorted(new - old)],
+    )
     resolve_links_named(conn, old | new, former_target=old_path if moved else None)
     if moved:
         # Its own `./` and `../` links are relative to where it is now.
         resolve_links_of(conn, note_id)
 
 
-def forget_note_names(
-    conn: Connection, note_id: int, path: str, aliases: Sequence[str]
-) -> None:
+def forget_note_names(conn: Connection, note_id: int, path: str, aliases: Sequence[str]) -> None:
     """Before a note's row goes: drop its keys and its links, then resolve again the links
     that named it (they now resolve to another note with that name, or to nothing)."""
     old = name_keys(path, aliases)
-    conn.executemany("DELETE FROM note_names WHERE key = ? AND note_id = ?",
-                     [(key, note_id) for key in sorted(old)])
+    conn.executemany(
+        "DELETE FROM note_names WHERE key = ? AND note_id = ?",
+        [(key, note_id) for key in sorted(old)],
+    )
     conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
     resolve_links_named(conn, old, former_target=path)
 
@@ -95,15 +105,20 @@ def resolve_links_named(
     """Resolve again every link whose target ends in the last segment of one of `keys`
     (and every link that resolved to `former_target`)."""
     segments = sorted({key_segment(k) for k in keys} - {""})
-    rows = conn.execute(
-        "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
-        f"JOIN notes n ON n.id = l.note_id WHERE l.target_name IN ({_marks(segments)})",
-        segments,
-    ).fetchall() if segments else []
+    rows = (
+        conn.execute(
+            "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
+            f"JOIN notes n ON n.id = l.note_id WHERE l.target_name IN ({_marks(segments)})",
+            segments,
+        ).fetchall()
+        if segments
+        else []
+    )
     if former_target is not None:
         rows += conn.execute(
             "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
-            "JOIN notes n ON n.id = l.note_id WHERE l.target_path = ?", (former_target,),
+            "JOIN notes n ON n.id = l.note_id WHERE l.target_path = ?",
+            (former_target,),
         ).fetchall()
     _update_targets(conn, rows)
 
@@ -112,7 +127,8 @@ def resolve_links_of(conn: Connection, note_id: int) -> None:
     """Resolve again the links written in one note."""
     rows = conn.execute(
         "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
-        "JOIN notes n ON n.id = l.note_id WHERE l.note_id = ? AND l.target != ''", (note_id,),
+        "JOIN notes n ON n.id = l.note_id WHERE l.note_id = ? AND l.target != ''",
+        (note_id,),
     ).fetchall()
     _update_targets(conn, rows)
 
@@ -143,7 +159,8 @@ def _index_over(conn: Connection, keys: set[str]) -> LinkIndex:
         return LinkIndex()
     rows = conn.execute(
         "SELECT DISTINCT n.path, n.aliases FROM note_names k JOIN notes n ON n.id = k.note_id "
-        f"WHERE k.key IN ({_marks(wanted)})", wanted,
+        f"WHERE k.key IN ({_marks(wanted)})",
+        wanted,
     ).fetchall()
     if not rows:
         return LinkIndex()

@@ -63,13 +63,16 @@ def lock_folder(env: Mapping[str, str] | None = None) -> Path:
     except FileExistsError:
         pass
     except OSError as exc:
-        raise AskvaultError(f"cannot create the lock folder {folder}: {exc.strerror}",
-                            _hint_for(exc)) from exc
+        raise AskvaultError(
+            f"cannot create the lock folder {folder}: {exc.strerror}", _hint_for(exc)
+        ) from exc
     st = os.lstat(folder)
     # In a shared temp dir another user could have made it first: never use theirs.
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise AskvaultError(f"the lock folder {folder} is not a folder of this user",
-                            "remove it, or set XDG_RUNTIME_DIR to a private folder")
+        raise AskvaultError(
+            f"the lock folder {folder} is not a folder of this user",
+            "remove it, or set XDG_RUNTIME_DIR to a private folder",
+        )
     if stat.S_IMODE(st.st_mode) & 0o077:
         os.chmod(folder, 0o700)
     return folder
@@ -80,8 +83,10 @@ def vault_lock_path(vault_root: Path, folder: Path | None = None) -> Path:
     try:
         st = os.stat(vault_root)
     except OSError as exc:
-        raise AskvaultError(f"the vault {vault_root} cannot be read: {exc.strerror}",
-                            "pass --vault PATH to your Obsidian vault") from exc
+        raise AskvaultError(
+            f"the vault {vault_root} cannot be read: {exc.strerror}",
+            "pass --vault PATH to your Obsidian vault",
+        ) from exc
     return (folder or lock_folder()) / f"{st.st_dev}-{st.st_ino}.lock"
 
 
@@ -102,8 +107,9 @@ class VaultLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise AskvaultError(f"cannot open the vault's lock {path}: {exc.strerror}",
-                                _hint_for(exc)) from exc
+            raise AskvaultError(
+                f"cannot open the vault's lock {path}: {exc.strerror}", _hint_for(exc)
+            ) from exc
         for attempt in range(ACQUIRE_TRIES):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -130,21 +136,28 @@ class VaultLock:
     def _refusal(self, holder: LockHolder | None) -> VaultLocked:
         pid = holder.pid if holder else None
         command = holder.command if holder else None
-        who = ", ".join(part for part in (
-            f"pid {pid}" if pid else "", f"`askvault {command}`" if command else "") if part)
+        who = ", ".join(
+            part
+            for part in (f"pid {pid}" if pid else "", f"`askvault {command}`" if command else "")
+            if part
+        )
         # The unit `askvault service install` writes for this vault (docs/how-to).
         unit = service_name(vault_id(self.vault_root))
         stop = f"`systemctl --user stop {unit}`" + (f" or `kill {pid}`" if pid else "")
         if command == "index":
             hint = "wait for that `askvault index` to finish, then try again"
         elif self.command == "index":
-            hint = ("the daemon keeps the index fresh by itself; to run `askvault index`, stop "
-                    f"it first ({stop})")
+            hint = (
+                "the daemon keeps the index fresh by itself; to run `askvault index`, stop "
+                f"it first ({stop})"
+            )
         else:
             hint = f"stop it first ({stop})"
         return VaultLocked(
             f"another askvault process ({who or 'holder unknown'}) is already running on "
-            f"this vault ({self.vault_root})", hint)
+            f"this vault ({self.vault_root})",
+            hint,
+        )
 
     def __enter__(self) -> VaultLock:
         self.acquire()

@@ -61,8 +61,12 @@ def error_text(exc: AskvaultError) -> str:
 
 
 def build_server(
-    name: str, version: str, instructions: str, tools: Sequence[ToolSpec],
-    *, format_unexpected: Callable[[BaseException], AskvaultError | None] = lambda _: None,
+    name: str,
+    version: str,
+    instructions: str,
+    tools: Sequence[ToolSpec],
+    *,
+    format_unexpected: Callable[[BaseException], AskvaultError | None] = lambda _: None,
 ) -> Server[Any, Any]:
     """An MCP server offering `tools`. An AskvaultError raised by a tool (or an exception
     that `format_unexpected` turns into one) is returned as a tool error with the CLI's
@@ -76,11 +80,17 @@ def build_server(
     outputs = {t.name: _validator(t.output_schema) for t in tools}
     listed = [
         types.Tool(
-            name=t.name, title=t.title, description=t.description, inputSchema=t.input_schema,
+            name=t.name,
+            title=t.title,
+            description=t.description,
+            inputSchema=t.input_schema,
             outputSchema=t.output_schema,
             annotations=types.ToolAnnotations(
-                title=t.title, readOnlyHint=t.read_only, destructiveHint=False,
-                idempotentHint=t.read_only, openWorldHint=False,
+                title=t.title,
+                readOnlyHint=t.read_only,
+                destructiveHint=False,
+                idempotentHint=t.read_only,
+                openWorldHint=False,
             ),
         )
         for t in tools
@@ -97,12 +107,15 @@ def build_server(
             return _error_result(f"askvault: no tool {tool_name!r}\nhint: list the tools first")
         invalid = jsonschema.exceptions.best_match(inputs[tool_name].iter_errors(arguments))
         if invalid is not None:
-            return _error_result(f"Input validation error: {invalid.message}\n"
-                                 f"hint: see the input schema of {tool_name}")
+            return _error_result(
+                f"Input validation error: {invalid.message}\n"
+                f"hint: see the input schema of {tool_name}"
+            )
         cancelled = threading.Event()
         try:
             doc = await anyio.to_thread.run_sync(
-                functools.partial(spec.call, arguments, cancelled), abandon_on_cancel=True)
+                functools.partial(spec.call, arguments, cancelled), abandon_on_cancel=True
+            )
         except anyio.get_cancelled_exc_class():
             cancelled.set()  # the thread stops at its next check, before writing anything
             raise
@@ -112,17 +125,25 @@ def build_server(
             known = format_unexpected(exc)
             if known is None:
                 log.exception("tool %s failed", tool_name)
-                return _error_result(f"askvault: {tool_name} failed: {exc}\n"
-                                     "hint: this is a bug; the server is still up")
+                return _error_result(
+                    f"askvault: {tool_name} failed: {exc}\n"
+                    "hint: this is a bug; the server is still up"
+                )
             return _error_result(error_text(known))
         wrong = jsonschema.exceptions.best_match(outputs[tool_name].iter_errors(doc))
         if wrong is not None:  # a bug of ours: never hand an agent what the schema denies
             log.error("tool %s: output does not match its schema: %s", tool_name, wrong.message)
             return _error_result(f"Output validation error: {wrong.message}")
-        text = spec.render(doc) if spec.render else json.dumps(doc, ensure_ascii=False,
-                                                                sort_keys=True, indent=2)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structuredContent=doc, isError=False)
+        text = (
+            spec.render(doc)
+            if spec.render
+            else json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2)
+        )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structuredContent=doc,
+            isError=False,
+        )
 
     return server
 
@@ -145,8 +166,7 @@ class _ASGIEndpoint:
 
 
 def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                isError=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
 
 
 async def serve_stdio(server: Server[Any, Any]) -> None:
@@ -188,13 +208,17 @@ def bind_loopback(host: str, port: int) -> socket.socket:
         sock.listen(64)
     except OSError as exc:
         sock.close()
-        raise AskvaultError(f"cannot listen on {host}:{port}: {exc.strerror}",
-                            "pick another port with --port") from exc
+        raise AskvaultError(
+            f"cannot listen on {host}:{port}: {exc.strerror}", "pick another port with --port"
+        ) from exc
     return sock
 
 
-def serve_http(server: Server[Any, Any], sock: socket.socket,
-               on_ready: Callable[[str], None] = lambda url: None) -> None:
+def serve_http(
+    server: Server[Any, Any],
+    sock: socket.socket,
+    on_ready: Callable[[str], None] = lambda url: None,
+) -> None:
     """Serve streamable HTTP at `http://<host>:<port>/mcp` on the bound socket until
     interrupted; `on_ready(url)` is called once it listens."""
     import uvicorn
@@ -213,8 +237,10 @@ def serve_http(server: Server[Any, Any], sock: socket.socket,
     )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
 
-    app = Starlette(routes=[Route(HTTP_PATH, endpoint=_ASGIEndpoint(manager))],
-                    lifespan=lambda _app: manager.run())
+    app = Starlette(
+        routes=[Route(HTTP_PATH, endpoint=_ASGIEndpoint(manager))],
+        lifespan=lambda _app: manager.run(),
+    )
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn_server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the handler

@@ -28,8 +28,15 @@ VAULT_UNAVAILABLE = "vault_unavailable"
 EMBED_WAITING_REASON = "embed_waiting_reason"
 EMBED_WAITING_FOR = "embed_waiting_for"
 
-KEYS = (CHUNKING, LAST_CHANGE_INDEXED_AT, STALE_ANSWERS_EDITED, VAULT_DEVICE,
-        VAULT_UNAVAILABLE, EMBED_WAITING_REASON, EMBED_WAITING_FOR)
+KEYS = (
+    CHUNKING,
+    LAST_CHANGE_INDEXED_AT,
+    STALE_ANSWERS_EDITED,
+    VAULT_DEVICE,
+    VAULT_UNAVAILABLE,
+    EMBED_WAITING_REASON,
+    EMBED_WAITING_FOR,
+)
 
 
 def get_value(conn: Connection, key: str, default: str | None = None) -> str | None:
@@ -96,8 +103,7 @@ def set_vault_refusal(conn: Connection, reason: str | None) -> None:
 
 def embed_waiting(conn: Connection) -> tuple[str | None, str]:
     """Why embeddings wait (None if they do not) and the host and model it was saved for."""
-    return (get_value(conn, EMBED_WAITING_REASON) or None,
-            get_value(conn, EMBED_WAITING_FOR) or "")
+    return (get_value(conn, EMBED_WAITING_REASON) or None, get_value(conn, EMBED_WAITING_FOR) or "")
 
 
 def set_embed_waiting(conn: Connection, target: str, reason: str | None) -> None:

@@ -215,14 +215,21 @@ M036_REPORT_S = 2.0
 
 
 def _table_exists(conn: Any, name: str) -> bool:
-    return conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone() is not None
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        is not None
+    )
 
 
 def m036_embedding_cache(
-    conn: Any, transaction: Callable[[Any], Any], report: Callable[[str], None],
-    *, batch_rows: int = M036_BATCH_ROWS, stop_after_batches: int | None = None,
+    conn: Any,
+    transaction: Callable[[Any], Any],
+    report: Callable[[str], None],
+    *,
+    batch_rows: int = M036_BATCH_ROWS,
+    stop_after_batches: int | None = None,
 ) -> None:
     """Move `embeddings` into `embedding_cache`, drop the float vec0 tables, VACUUM.
 
@@ -235,15 +242,18 @@ def m036_embedding_cache(
         moved = int(conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0])
         total = left + moved
         if total:
-            report(f"upgrading the index: moving {left:,} cached vectors to the compact "
-                   "embedding cache; this happens once and resumes if interrupted")
+            report(
+                f"upgrading the index: moving {left:,} cached vectors to the compact "
+                "embedding cache; this happens once and resumes if interrupted"
+            )
         batches = 0
         last_report = time.monotonic()
         while True:
             with transaction(conn):
                 last = conn.execute(
                     "SELECT fingerprint_id, text_hash FROM embeddings "
-                    "ORDER BY fingerprint_id, text_hash LIMIT 1 OFFSET ?", (batch_rows - 1,)
+                    "ORDER BY fingerprint_id, text_hash LIMIT 1 OFFSET ?",
+                    (batch_rows - 1,),
                 ).fetchone()
                 bound = "" if last is None else "WHERE (fingerprint_id, text_hash) <= (?, ?)"
                 params = () if last is None else tuple(last)
@@ -251,7 +261,8 @@ def m036_embedding_cache(
                     "INSERT OR IGNORE INTO embedding_cache(fingerprint_id, text_key, vector) "
                     "SELECT fingerprint_id, unhex(text_hash), vector FROM embeddings "
                     f"{bound or 'WHERE 1'} AND unhex(text_hash) IS NOT NULL "
-                    "ORDER BY fingerprint_id, text_hash", params,
+                    "ORDER BY fingerprint_id, text_hash",
+                    params,
                 )
                 conn.execute(f"DELETE FROM embeddings {bound}", params)
                 moved = total - int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
@@ -319,8 +330,12 @@ M037_BATCH_ROWS = 5_000
 
 
 def m037_link_targets(
-    conn: Any, transaction: Callable[[Any], Any], report: Callable[[str], None],
-    *, batch_rows: int = M037_BATCH_ROWS, stop_after_batches: int | None = None,
+    conn: Any,
+    transaction: Callable[[Any], Any],
+    report: Callable[[str], None],
+    *,
+    batch_rows: int = M037_BATCH_ROWS,
+    stop_after_batches: int | None = None,
 ) -> None:
     """Add `note_names` and the resolved targets of `links`, filled for an existing index.
 
@@ -348,28 +363,43 @@ def m037_link_targets(
             raise InterruptedError("stopped after %d batches" % batches)
 
     with transaction(conn):
-        conn.executemany("INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)", [
-            (key, note_id)
-            for note_id, path, aliases in conn.execute("SELECT id, path, aliases FROM notes")
-            for key in sorted(name_keys(path, json.loads(aliases or "[]")))])
+        conn.executemany(
+            "INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)",
+            [
+                (key, note_id)
+                for note_id, path, aliases in conn.execute("SELECT id, path, aliases FROM notes")
+                for key in sorted(name_keys(path, json.loads(aliases or "[]")))
+            ],
+        )
     left = int(conn.execute("SELECT count(*) FROM links WHERE target_name IS NULL").fetchone()[0])
     if not left:
         return
-    report(f"upgrading the index: resolving {left:,} links once, so that backlinks are "
-           "looked up, not computed per question")
+    report(
+        f"upgrading the index: resolving {left:,} links once, so that backlinks are "
+        "looked up, not computed per question"
+    )
     index = build_link_index(
         (path, json.loads(aliases or "[]"))
-        for path, aliases in conn.execute("SELECT path, aliases FROM notes").fetchall())
+        for path, aliases in conn.execute("SELECT path, aliases FROM notes").fetchall()
+    )
     while True:
         with transaction(conn):
             rows = conn.execute(
                 "SELECT l.rowid, l.target, n.path FROM links l JOIN notes n ON n.id = l.note_id"
-                " WHERE l.target_name IS NULL LIMIT ?", (batch_rows,)).fetchall()
+                " WHERE l.target_name IS NULL LIMIT ?",
+                (batch_rows,),
+            ).fetchall()
             conn.executemany(
                 "UPDATE links SET target_name = ?, target_path = ? WHERE rowid = ?",
-                [(target_keys(target)[0] if target else "",
-                  resolve_link(target, index, source) if target else None, rowid)
-                 for rowid, target, source in rows])
+                [
+                    (
+                        target_keys(target)[0] if target else "",
+                        resolve_link(target, index, source) if target else None,
+                        rowid,
+                    )
+                    for rowid, target, source in rows
+                ],
+            )
         if len(rows) < batch_rows:
             break
         step()
@@ -378,11 +408,14 @@ def m037_link_targets(
 
 # What m037 does to the schema, for docs/reference/schema.md (the columns are added only
 # where missing, so they are not part of M037_LINK_TARGETS itself).
-M037_SCHEMA_DOC = M037_LINK_TARGETS + """ALTER TABLE links ADD COLUMN target_name TEXT;
+M037_SCHEMA_DOC = (
+    M037_LINK_TARGETS
+    + """ALTER TABLE links ADD COLUMN target_name TEXT;
 ALTER TABLE links ADD COLUMN target_path TEXT;
 CREATE INDEX IF NOT EXISTS links_target_name ON links(target_name);
 CREATE INDEX IF NOT EXISTS links_target_path ON links(target_path);
 """
+)
 m037_link_targets.schema_sql = M037_SCHEMA_DOC  # type: ignore[attr-defined]
 
 

@@ -187,8 +187,11 @@ class OllamaEmbedder:
                 raise ModelMissing(self.model, self.host)
             with self._errors():
                 info = self._client.show(self.model).modelinfo or {}
-            lengths = [v for k, v in info.items()
-                       if k.endswith(".embedding_length") and isinstance(v, int) and v > 0]
+            lengths = [
+                v
+                for k, v in info.items()
+                if k.endswith(".embedding_length") and isinstance(v, int) and v > 0
+            ]
             dimension = lengths[0] if lengths else self.probe_dimension()
             self._fingerprint = Fingerprint(self.model, digests[found] or "unknown", dimension)
         return self._fingerprint
@@ -233,7 +236,8 @@ class OllamaEmbedder:
         for position, owner in enumerate(owners):
             grouped[owner].append(position)
         return [
-            vectors[ps[0]] if len(ps) == 1
+            vectors[ps[0]]
+            if len(ps) == 1
             else _pool([vectors[p] for p in ps], [len(pieces[p]) for p in ps])
             for ps in grouped
         ]
@@ -339,7 +343,9 @@ def _usage(part: Any) -> ReplyUsage:
     def count(n: Any) -> int | None:
         return n if isinstance(n, int) and n >= 0 else None
 
-    return ReplyUsage(count(part.prompt_eval_count), count(part.eval_count),
-                      seconds(part.prompt_eval_duration), seconds(part.eval_duration))
-
-
+    return ReplyUsage(
+        count(part.prompt_eval_count),
+        count(part.eval_count),
+        seconds(part.prompt_eval_duration),
+        seconds(part.eval_duration),
+    )

@@ -107,7 +107,6 @@ def _is_loopback(host: str) -> bool:
     return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-
 @dataclass(frozen=True)
 class OllamaStatus:
     """What `status` and `doctor` report about Ollama."""
@@ -132,15 +131,28 @@ def probe_ollama(host: str, *, timeout_s: float, allow_remote: bool) -> OllamaSt
     try:
         listing = _get_json(url, "/api/tags", timeout_s)
     except urllib.error.HTTPError as exc:
-        return OllamaStatus(url, False, None, (),
-                            f"Ollama at {url} failed: {exc.reason} (status {exc.code})",
-                            UNAVAILABLE_HINT)
+        return OllamaStatus(
+            url,
+            False,
+            None,
+            (),
+            f"Ollama at {url} failed: {exc.reason} (status {exc.code})",
+            UNAVAILABLE_HINT,
+        )
     except (OSError, ValueError) as exc:
-        return OllamaStatus(url, False, None, (),
-                            f"Ollama is not reachable at {url} ({_reason(exc, timeout_s)})",
-                            UNAVAILABLE_HINT)
-    models = tuple(str(m["model"]) for m in (listing.get("models") or [])
-                   if isinstance(m, dict) and m.get("model"))
+        return OllamaStatus(
+            url,
+            False,
+            None,
+            (),
+            f"Ollama is not reachable at {url} ({_reason(exc, timeout_s)})",
+            UNAVAILABLE_HINT,
+        )
+    models = tuple(
+        str(m["model"])
+        for m in (listing.get("models") or [])
+        if isinstance(m, dict) and m.get("model")
+    )
     try:
         version = _get_json(url, "/api/version", timeout_s).get("version")
     except (OSError, ValueError):
@@ -157,8 +169,11 @@ def model_digest(host: str, model: str, *, timeout_s: float, allow_remote: bool)
         listing = _get_json(url, "/api/tags", timeout_s)
     except (OSError, ValueError, RemoteHostRefused, ConfigError):
         return None
-    digests = {str(m.get("model") or ""): str(m.get("digest") or "")
-               for m in (listing.get("models") or []) if isinstance(m, dict)}
+    digests = {
+        str(m.get("model") or ""): str(m.get("digest") or "")
+        for m in (listing.get("models") or [])
+        if isinstance(m, dict)
+    }
     found = _find_model(list(digests), model)
     return (digests[found] or "unknown") if found is not None else None
 

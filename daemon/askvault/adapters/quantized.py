@@ -34,8 +34,14 @@ IdSource = Callable[[], "list[int] | None"]
 
 
 def search(
-    conn: Connection, bits_table: str, fingerprint_id: int,
-    query: np.ndarray, *, k: int, exclude_ids: IdSource, allow_ids: IdSource,
+    conn: Connection,
+    bits_table: str,
+    fingerprint_id: int,
+    query: np.ndarray,
+    *,
+    k: int,
+    exclude_ids: IdSource,
+    allow_ids: IdSource,
     min_chunks: int = MIN_CHUNKS,
 ) -> list[tuple[int, float]] | None:
     """(chunk id, cosine distance) of the k nearest chunks, best first, ties by id;
@@ -86,8 +92,7 @@ def _read_bits(
     if not rows:
         return None
     for size, validity, rowids, vectors in rows:
-        if (len(validity) * 8 != size or len(rowids) != 8 * size
-                or len(vectors) != width * size):
+        if len(validity) * 8 != size or len(rowids) != 8 * size or len(vectors) != width * size:
             return None
     ids = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.int64)
     valid = np.unpackbits(
@@ -106,18 +111,24 @@ def _hamming(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
 
 
 def _rescore(
-    conn: Connection, fingerprint_id: int, query: np.ndarray, candidates: list[int], k: int,
+    conn: Connection,
+    fingerprint_id: int,
+    query: np.ndarray,
+    candidates: list[int],
+    k: int,
 ) -> list[tuple[int, float]]:
     """Exact cosine distances of the candidates, best k, ties by chunk id."""
     # The embedding cache is a plain table: one indexed lookup per candidate, where a
     # vec0 point lookup costs 15 us (measured). CROSS JOIN fixes the order: left to the
     # planner, it scanned every cached vector of the fingerprint (1 s at 10k chunks).
-    rows = dict(conn.execute(
-        "SELECT c.id, e.vector FROM json_each(?) j CROSS JOIN chunks c ON c.id = j.value "
-        "CROSS JOIN embedding_cache e ON e.fingerprint_id = ? "
-        "AND e.text_key = unhex(c.text_hash)",
-        (json.dumps(candidates), fingerprint_id),
-    ).fetchall())
+    rows = dict(
+        conn.execute(
+            "SELECT c.id, e.vector FROM json_each(?) j CROSS JOIN chunks c ON c.id = j.value "
+            "CROSS JOIN embedding_cache e ON e.fingerprint_id = ? "
+            "AND e.text_key = unhex(c.text_hash)",
+            (json.dumps(candidates), fingerprint_id),
+        ).fetchall()
+    )
     if not rows:
         return []
     found = np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))

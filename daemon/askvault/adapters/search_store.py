@@ -77,7 +77,11 @@ def word_chunks(
 
 
 def trigram_chunks(
-    conn: Connection, match: str | None, short_runs: Sequence[str], *, limit: int,
+    conn: Connection,
+    match: str | None,
+    short_runs: Sequence[str],
+    *,
+    limit: int,
     filters: SearchFilters | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, score) of CJK matches: trigram MATCH, then substring scans for 1-2 character
@@ -104,8 +108,13 @@ def trigram_chunks(
 
 
 def vector_chunks(
-    conn: Connection, fingerprint_id: int, vector: Sequence[float], *, k: int,
-    filters: SearchFilters | None = None, bits_table: str | None = None,
+    conn: Connection,
+    fingerprint_id: int,
+    vector: Sequence[float],
+    *,
+    k: int,
+    filters: SearchFilters | None = None,
+    bits_table: str | None = None,
     min_chunks: int | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine distance) of the k nearest chunks that pass `filters`.
@@ -126,8 +135,12 @@ def vector_chunks(
         from askvault.adapters import quantized
 
         found = quantized.search(
-            conn, bits_table, fingerprint_id, np.asarray(vector, dtype=np.float32),
-            k=k, exclude_ids=lambda: _derived_chunk_ids(conn, filters),
+            conn,
+            bits_table,
+            fingerprint_id,
+            np.asarray(vector, dtype=np.float32),
+            k=k,
+            exclude_ids=lambda: _derived_chunk_ids(conn, filters),
             allow_ids=lambda: _allowed_chunk_ids(conn, filters),
             min_chunks=quantized.MIN_CHUNKS if min_chunks is None else min_chunks,
         )
@@ -137,7 +150,11 @@ def vector_chunks(
 
 
 def exact_vector_chunks(
-    conn: Connection, fingerprint_id: int, vector: Sequence[float], *, k: int,
+    conn: Connection,
+    fingerprint_id: int,
+    vector: Sequence[float],
+    *,
+    k: int,
     filters: SearchFilters | None = None,
 ) -> list[tuple[int, float]]:
     """The exact k nearest chunks passing `filters`: sqlite-vec's distance over every
@@ -157,8 +174,11 @@ def exact_vector_chunks(
             [blob, fingerprint_id, *params, k],
         ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows if math.isfinite(r[1])]
-    total = int(conn.execute("SELECT count(*) FROM embedding_cache WHERE fingerprint_id = ?",
-                             (fingerprint_id,)).fetchone()[0])
+    total = int(
+        conn.execute(
+            "SELECT count(*) FROM embedding_cache WHERE fingerprint_id = ?", (fingerprint_id,)
+        ).fetchone()[0]
+    )
     texts = max(4 * k, 256)
     while True:
         # A zero or NaN vector has no distance (NULL): it cannot be ranked, so it is left out.
@@ -178,9 +198,12 @@ def _derived_chunk_ids(conn: Connection, filters: SearchFilters) -> list[int] | 
     """Chunks of derived notes when the filters leave them out, else None."""
     if filters.include_derived:
         return None
-    return [r[0] for r in conn.execute(
-        "SELECT c.id FROM notes n JOIN chunks c ON c.note_id = n.id WHERE n.derived = 1"
-    )]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT c.id FROM notes n JOIN chunks c ON c.note_id = n.id WHERE n.derived = 1"
+        )
+    ]
 
 
 def _allowed_chunk_ids(conn: Connection, filters: SearchFilters) -> list[int] | None:
@@ -188,9 +211,12 @@ def _allowed_chunk_ids(conn: Connection, filters: SearchFilters) -> list[int] | 
     if not (filters.folders or filters.tags):
         return None
     where, params = _note_filter(filters)
-    return [r[0] for r in conn.execute(
-        f"SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id WHERE {where}", params
-    )]
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id WHERE {where}", params
+        )
+    ]
 
 
 def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, IndexedChunk]:
@@ -206,9 +232,21 @@ def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, IndexedC
     ).fetchall()
     return {
         int(r[0]): IndexedChunk(
-            int(r[0]), r[1], r[2], tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5],
-            tuple(json.loads(r[6])), int(r[7]), int(r[8]), r[9], tuple(json.loads(r[10])),
-            int(r[11]), int(r[12]), int(r[13]), r[14],
+            int(r[0]),
+            r[1],
+            r[2],
+            tuple(json.loads(r[3])),
+            tuple(json.loads(r[4])),
+            r[5],
+            tuple(json.loads(r[6])),
+            int(r[7]),
+            int(r[8]),
+            r[9],
+            tuple(json.loads(r[10])),
+            int(r[11]),
+            int(r[12]),
+            int(r[13]),
+            r[14],
         )
         for r in rows
     }
@@ -238,8 +276,10 @@ def _word_tokens(conn: Connection, texts: Sequence[str]) -> list[list[str]]:
         "USING fts5vocab(temp, scratch_tokens, 'instance')"
     )
     conn.execute("DELETE FROM temp.scratch_tokens")
-    conn.executemany("INSERT INTO temp.scratch_tokens(rowid, t) VALUES (?, ?)",
-                     [(i + 1, text) for i, text in enumerate(texts)])
+    conn.executemany(
+        "INSERT INTO temp.scratch_tokens(rowid, t) VALUES (?, ?)",
+        [(i + 1, text) for i, text in enumerate(texts)],
+    )
     out: list[list[str]] = [[] for _ in texts]
     for term, doc in conn.execute(
         "SELECT term, doc FROM temp.scratch_tokens_vocab ORDER BY doc, offset"
@@ -303,10 +343,13 @@ def outgoing_links(conn: Connection, path: str) -> list[tuple[str, str]]:
     ).fetchone()
     if not row:
         return []
-    out = [("link", t) for (t,) in conn.execute(
-        "SELECT DISTINCT target FROM links WHERE note_id = ? AND target != '' ORDER BY line",
-        (row[0],),
-    )]
+    out = [
+        ("link", t)
+        for (t,) in conn.execute(
+            "SELECT DISTINCT target FROM links WHERE note_id = ? AND target != '' ORDER BY line",
+            (row[0],),
+        )
+    ]
     out += [("related", t) for t in json.loads(row[1])]
     out += [("source", t) for t in json.loads(row[2])]
     children = json.loads(row[3]).get("children") or []
@@ -345,7 +388,9 @@ def fts_integrity_error(conn: Connection, table: str) -> str | None:
 
 def count_word_row_mismatches(conn: Connection) -> int:
     """Chunks without a row in `chunks_fts`, plus `chunks_fts` rows without a chunk."""
-    return int(conn.execute(
-        "SELECT (SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts))"
-        " + (SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks))"
-    ).fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT (SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts))"
+            " + (SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks))"
+        ).fetchone()[0]
+    )

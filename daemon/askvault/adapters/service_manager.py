@@ -31,17 +31,21 @@ class ManagerState:
 
 def _run(args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     if shutil.which(args[0]) is None:
-        raise ServiceError(f"`{args[0]}` is not installed here",
-                           "pass --no-start to only write the service file")
+        raise ServiceError(
+            f"`{args[0]}` is not installed here", "pass --no-start to only write the service file"
+        )
     try:
-        done = subprocess.run(list(args), capture_output=True, text=True,
-                              timeout=CALL_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            list(args), capture_output=True, text=True, timeout=CALL_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ServiceError(f"`{' '.join(args)}` failed: {exc}") from exc
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
-        raise ServiceError(f"`{' '.join(args)}` failed: {said[-1] if said else done.returncode}",
-                           "see `journalctl --user -xe`" if args[0] == "systemctl" else "")
+        raise ServiceError(
+            f"`{' '.join(args)}` failed: {said[-1] if said else done.returncode}",
+            "see `journalctl --user -xe`" if args[0] == "systemctl" else "",
+        )
     return done
 
 
@@ -89,6 +93,12 @@ class Launchd:
         done = _run(["launchctl", "print", f"{self.domain}/{label}"], check=False)
         if done.returncode != 0:
             return ManagerState("not loaded", None)
-        active = next((line.split("=", 1)[1].strip() for line in done.stdout.splitlines()
-                       if line.strip().startswith("state =")), None)
+        active = next(
+            (
+                line.split("=", 1)[1].strip()
+                for line in done.stdout.splitlines()
+                if line.strip().startswith("state =")
+            ),
+            None,
+        )
         return ManagerState("loaded", active)

@@ -63,8 +63,6 @@ def bits_table_name(fingerprint_id: int) -> str:
     return f"vecbits_fp{int(fingerprint_id)}"
 
 
-
-
 def stored_notes(conn: Connection) -> dict[str, StoredNote]:
     """Every indexed note by path, with its stamps and content hash."""
     rows = conn.execute("SELECT id, path, size, mtime_ns, inode, content_hash FROM notes")
@@ -86,8 +84,11 @@ def content_hashes(conn: Connection, paths: Iterable[str]) -> dict[str, str]:
     for start in range(0, len(wanted), 500):
         part = wanted[start : start + 500]
         marks = ",".join("?" * len(part))
-        found.update(conn.execute(
-            f"SELECT path, content_hash FROM notes WHERE path IN ({marks})", part).fetchall())
+        found.update(
+            conn.execute(
+                f"SELECT path, content_hash FROM notes WHERE path IN ({marks})", part
+            ).fetchall()
+        )
     return found
 
 
@@ -121,20 +122,35 @@ def upsert_note(
         (parsed.path,),
     ).fetchone()
     values = (
-        parsed.path, folder, parsed.title, file.stamp.size, file.stamp.mtime_ns,
-        file.stamp.inode, file.content_hash, aliases_json, _json(parsed.tags),
-        parsed.type, _json(parsed.sources), _json(parsed.related),
-        _json([[h.level, h.text, h.line] for h in parsed.headings]), _json(parsed.block_ids),
-        _json(parsed.frontmatter), _json(list(parsed.problems) + list(file.problems)),
-        int(derived), now,
+        parsed.path,
+        folder,
+        parsed.title,
+        file.stamp.size,
+        file.stamp.mtime_ns,
+        file.stamp.inode,
+        file.content_hash,
+        aliases_json,
+        _json(parsed.tags),
+        parsed.type,
+        _json(parsed.sources),
+        _json(parsed.related),
+        _json([[h.level, h.text, h.line] for h in parsed.headings]),
+        _json(parsed.block_ids),
+        _json(parsed.frontmatter),
+        _json(list(parsed.problems) + list(file.problems)),
+        int(derived),
+        now,
     )
     to_insert = list(chunks)
     if existing:
         note_id = existing[0]
         same_words = tuple(existing[2:4]) == (parsed.title, aliases_json)
         kept, to_insert = _match_chunks(conn, note_id, chunks)
-        stale = [cid for (cid,) in conn.execute(
-            "SELECT id FROM chunks WHERE note_id = ?", (note_id,)) if cid not in kept]
+        stale = [
+            cid
+            for (cid,) in conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))
+            if cid not in kept
+        ]
         _delete_chunks(conn, stale)
         conn.executemany(
             "UPDATE chunks SET position = ?, start_line = ?, end_line = ? WHERE id = ?",
@@ -157,16 +173,27 @@ def upsert_note(
             values,
         ).lastrowid
     link_store.file_note_names(
-        conn, int(note_id), parsed.path, parsed.aliases,
-        (parsed.path, json.loads(existing[3])) if existing else None)
+        conn,
+        int(note_id),
+        parsed.path,
+        parsed.aliases,
+        (parsed.path, json.loads(existing[3])) if existing else None,
+    )
     aliases_text = " ".join(parsed.aliases)
     new_ids = []
     for chunk in to_insert:
         chunk_id = conn.execute(
             "INSERT INTO chunks(note_id, position, text_hash, heading_path, start_line, end_line,"
             " text) VALUES (?,?,?,?,?,?,?)",
-            (note_id, chunk.position, chunk.text_hash, _json(chunk.heading_path),
-             chunk.start_line, chunk.end_line, chunk.text),
+            (
+                note_id,
+                chunk.position,
+                chunk.text_hash,
+                _json(chunk.heading_path),
+                chunk.start_line,
+                chunk.end_line,
+                chunk.text,
+            ),
         ).lastrowid
         new_ids.append(chunk_id)
         conn.execute(
@@ -182,8 +209,9 @@ def upsert_note(
             )
     # Each link with the note it resolves to now; links elsewhere that this note's names
     # can change were resolved again by `file_note_names` (adapters/link_store.py).
-    conn.executemany(link_store.INSERT_LINK,
-                     link_store.link_rows(conn, int(note_id), parsed.path, parsed.links))
+    conn.executemany(
+        link_store.INSERT_LINK, link_store.link_rows(conn, int(note_id), parsed.path, parsed.links)
+    )
     if new_ids:
         for fp in live_fingerprints(conn):
             copy_cached_vectors(conn, fp, chunk_ids=new_ids)
@@ -202,8 +230,11 @@ def _rewrite_word_rows(conn: Connection, parsed: ParsedNote, kept: dict[int, Chu
     conn.executemany("DELETE FROM chunks_trigram WHERE rowid = ?", [(cid,) for cid in kept])
     conn.executemany(
         "INSERT INTO chunks_trigram(rowid, body) VALUES (?, ?)",
-        [(cid, parsed.title + "\n" + c.text) for cid, c in kept.items()
-         if has_cjk(c.text) or has_cjk(parsed.title)],
+        [
+            (cid, parsed.title + "\n" + c.text)
+            for cid, c in kept.items()
+            if has_cjk(c.text) or has_cjk(parsed.title)
+        ],
     )
 
 
@@ -213,13 +244,17 @@ def move_note(conn: Connection, old_path: str, new_path: str) -> bool:
     changes. False when `old_path` is not indexed or `new_path` already is."""
     if conn.execute("SELECT 1 FROM notes WHERE path = ?", (new_path,)).fetchone():
         return False
-    moved = conn.execute("UPDATE notes SET path = ?, folder = ? WHERE path = ?",
-                         (new_path, folder_of(new_path), old_path)).rowcount
+    moved = conn.execute(
+        "UPDATE notes SET path = ?, folder = ? WHERE path = ?",
+        (new_path, folder_of(new_path), old_path),
+    ).rowcount
     if moved:
-        note_id, aliases = conn.execute("SELECT id, aliases FROM notes WHERE path = ?",
-                                        (new_path,)).fetchone()
-        link_store.file_note_names(conn, note_id, new_path, json.loads(aliases),
-                                   (old_path, json.loads(aliases)))
+        note_id, aliases = conn.execute(
+            "SELECT id, aliases FROM notes WHERE path = ?", (new_path,)
+        ).fetchone()
+        link_store.file_note_names(
+            conn, note_id, new_path, json.loads(aliases), (old_path, json.loads(aliases))
+        )
     return bool(moved)
 
 
@@ -276,8 +311,9 @@ def delete_notes_under(conn: Connection, folder: str) -> list[str]:
 
 
 def _delete_note_rows(conn: Connection, note_id: int, *, keep_note: bool) -> None:
-    _delete_chunks(conn, [r[0] for r in conn.execute(
-        "SELECT id FROM chunks WHERE note_id = ?", (note_id,))])
+    _delete_chunks(
+        conn, [r[0] for r in conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]
+    )
     conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
     if not keep_note:
         conn.execute("DELETE FROM notes WHERE id = ?", (note_id,))
@@ -320,7 +356,9 @@ def forget_skipped(conn: Connection, paths: Iterable[str]) -> None:
 
 
 def list_skipped(conn: Connection) -> list[Skipped]:
-    return [Skipped(p, r) for p, r in conn.execute("SELECT path, reason FROM skipped ORDER BY path")]
+    return [
+        Skipped(p, r) for p, r in conn.execute("SELECT path, reason FROM skipped ORDER BY path")
+    ]
 
 
 # --- fingerprints and vectors -------------------------------------------------------------
@@ -359,8 +397,14 @@ def ensure_fingerprint(conn: Connection, fingerprint: Fingerprint, now: float) -
         fp_id = conn.execute(
             "INSERT INTO fingerprints(key, model, digest, dimension, state, created_at)"
             " VALUES (?,?,?,?,?,?)",
-            (fingerprint.key, fingerprint.model, fingerprint.digest, fingerprint.dimension,
-             state, now),
+            (
+                fingerprint.key,
+                fingerprint.model,
+                fingerprint.digest,
+                fingerprint.dimension,
+                state,
+                now,
+            ),
         ).lastrowid
     # Any other building fingerprint is abandoned: only one model change at a time.
     conn.execute(
@@ -402,8 +446,9 @@ def _drop_retired(conn: Connection) -> None:
 
 def promote_fingerprint(conn: Connection, fp: FingerprintRow) -> None:
     """Make a fully built fingerprint the active one and retire the previous one."""
-    conn.execute("UPDATE fingerprints SET state = 'retired' WHERE state = 'active' AND id != ?",
-                 (fp.id,))
+    conn.execute(
+        "UPDATE fingerprints SET state = 'retired' WHERE state = 'active' AND id != ?", (fp.id,)
+    )
     conn.execute("UPDATE fingerprints SET state = 'active' WHERE id = ?", (fp.id,))
     _drop_retired(conn)
 
@@ -414,14 +459,21 @@ def text_key(text_hash: str) -> bytes:
 
 
 def copy_cached_vectors(
-    conn: Connection, fp: FingerprintRow, *, note_id: int | None = None,
-    text_hashes: Sequence[str] | None = None, chunk_ids: Sequence[int] | None = None,
+    conn: Connection,
+    fp: FingerprintRow,
+    *,
+    note_id: int | None = None,
+    text_hashes: Sequence[str] | None = None,
+    chunk_ids: Sequence[int] | None = None,
 ) -> int:
     """Fill the sign-bit rows of chunks that lack one from the cache; return rows added
     (0 for a model without a bit table: its chunks read the cache directly)."""
-    if int(fp.fingerprint.dimension) % 8 or not conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fp.bits_table,)
-    ).fetchone():
+    if (
+        int(fp.fingerprint.dimension) % 8
+        or not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fp.bits_table,)
+        ).fetchone()
+    ):
         return 0
     where = ["v.chunk_id IS NULL"]
     params: list[object] = [fp.id]
@@ -469,7 +521,8 @@ def pending_hashes(conn: Connection, fp: FingerprintRow, now: float) -> list[str
         (fp.id,),
     ).fetchall()
     waiting = {
-        h for (h,) in conn.execute(
+        h
+        for (h,) in conn.execute(
             "SELECT text_hash FROM embed_failures WHERE fingerprint_id = ? AND next_try_at > ?",
             (fp.id, now),
         )
@@ -482,10 +535,12 @@ def texts_of(conn: Connection, hashes: Sequence[str]) -> list[tuple[str, str]]:
     in the order given."""
     if not hashes:
         return []
-    found = dict(conn.execute(
-        f"SELECT text_hash, text FROM chunks WHERE text_hash IN ({','.join('?' * len(hashes))})",
-        list(hashes),
-    ).fetchall())
+    found = dict(
+        conn.execute(
+            f"SELECT text_hash, text FROM chunks WHERE text_hash IN ({','.join('?' * len(hashes))})",
+            list(hashes),
+        ).fetchall()
+    )
     return [(h, found[h]) for h in hashes if h in found]
 
 
@@ -537,9 +592,11 @@ def count_extra_vectors(conn: Connection, fp: FingerprintRow) -> int:
     """Sign-bit rows whose chunk is gone (0 for a model without a bit table)."""
     if int(fp.fingerprint.dimension) % 8:
         return 0
-    return int(conn.execute(
-        f"SELECT count(*) FROM {fp.bits_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
-    ).fetchone()[0])
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM {fp.bits_table} WHERE chunk_id NOT IN (SELECT id FROM chunks)"
+        ).fetchone()[0]
+    )
 
 
 def cached_vector(conn: Connection, fp: FingerprintRow, text_hash: str) -> bytes | None:
@@ -568,9 +625,15 @@ def store_vectors(
     if int(fp.fingerprint.dimension) % 8 == 0:
         return copy_cached_vectors(conn, fp, text_hashes=hashes)
     # No bit table: the cache row is the chunk's vector; count the chunks it serves.
-    return sum(int(conn.execute(
-        f"SELECT count(*) FROM chunks WHERE text_hash IN ({','.join('?' * len(part))})", part
-    ).fetchone()[0]) for part in (hashes[i:i + 500] for i in range(0, len(hashes), 500)))
+    return sum(
+        int(
+            conn.execute(
+                f"SELECT count(*) FROM chunks WHERE text_hash IN ({','.join('?' * len(part))})",
+                part,
+            ).fetchone()[0]
+        )
+        for part in (hashes[i : i + 500] for i in range(0, len(hashes), 500))
+    )
 
 
 def record_embed_failure(
@@ -602,8 +665,10 @@ def list_embed_failures(
         "ORDER BY f.next_try_at, f.text_hash LIMIT ?",
         (fp.id, limit),
     ).fetchall()
-    return [{"file": path, "reason": error, "attempts": int(attempts)}
-            for _hash, error, attempts, path in rows]
+    return [
+        {"file": path, "reason": error, "attempts": int(attempts)}
+        for _hash, error, attempts, path in rows
+    ]
 
 
 def counts(conn: Connection) -> dict[str, int]:

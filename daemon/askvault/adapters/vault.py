@@ -423,22 +423,32 @@ def append_line(root: Path, rel_path: str, line: str, *, unless_last: bool = Fal
         raise FileNotFoundError(errno.ENOENT, "the vault folder is gone", str(root))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    flags = (os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = (
+        os.O_RDWR
+        | os.O_APPEND
+        | os.O_CREAT
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as exc:
         if os.path.islink(path):
-            raise VaultError(f"{rel_path} is a symlink; askvault appends only to a regular file"
-                             " (remove the link to let askvault keep its log)") from exc
+            raise VaultError(
+                f"{rel_path} is a symlink; askvault appends only to a regular file"
+                " (remove the link to let askvault keep its log)"
+            ) from exc
         raise
     try:
         st = os.fstat(fd)
         if not stat_mod.S_ISREG(st.st_mode):
             raise VaultError(f"{rel_path} is not a regular file; nothing appended")
         if st.st_nlink > 1:
-            raise VaultError(f"{rel_path} has another hard link (another note shares its"
-                             " bytes); nothing appended")
+            raise VaultError(
+                f"{rel_path} has another hard link (another note shares its"
+                " bytes); nothing appended"
+            )
         data = line.encode("utf-8")
         if st.st_size > 0:
             tail = os.pread(fd, len(data) + 1, max(0, st.st_size - len(data) - 1))
@@ -449,7 +459,7 @@ def append_line(root: Path, rel_path: str, line: str, *, unless_last: bool = Fal
                 data = b"\n" + data
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
     return True

@@ -63,8 +63,13 @@ def write_atomic(
 
 def _holds_ours(path: Path, still_ours: Callable[[bytes], bool]) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(
+            path,
+            os.O_RDONLY
+            | getattr(os, "O_NOFOLLOW", 0)
+            | getattr(os, "O_NONBLOCK", 0)
+            | getattr(os, "O_CLOEXEC", 0),
+        )
     except OSError:
         return False  # vanished, or replaced by a symlink or something else: not ours
     try:
@@ -80,9 +85,7 @@ def _holds_ours(path: Path, still_ours: Callable[[bytes], bool]) -> bool:
     return still_ours(b"".join(chunks))
 
 
-def write_new_file(
-    path: Path, data: bytes, claim: Callable[[Path], None] | None = None
-) -> Path:
+def write_new_file(path: Path, data: bytes, claim: Callable[[Path], None] | None = None) -> Path:
     """Write `data` to `path`, or `<stem> (2)<suffix>`, `(3)`, ... if taken; return the path used.
 
     Never overwrites: the finished temp file is hard-linked to the free name,
@@ -180,7 +183,8 @@ def cleanup_temp_files(folder: Path, *, now: float | None = None) -> int:
         with os.scandir(folder) as it:
             for entry in it:
                 if not entry.name.startswith(TEMP_PREFIX) or not entry.is_file(
-                        follow_symlinks=False):
+                    follow_symlinks=False
+                ):
                     continue
                 if _abandoned_temp(entry.name, entry.stat(follow_symlinks=False).st_mtime, now):
                     _unlink_quietly(Path(entry.path))

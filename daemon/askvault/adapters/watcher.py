@@ -35,10 +35,28 @@ MIN_MAX_WAIT_S = 1.0
 OBSERVER_JOIN_S = 2.0
 # Filesystems whose changes made elsewhere (another machine, the host of a VM)
 # never reach inotify: network shares, FUSE mounts, VM shared folders.
-POLLING_FSTYPES = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "ceph", "glusterfs", "lustre",
-    "9p", "vboxsf", "vmhgfs", "prl_fs", "davfs", "fuse", "fuseblk", "drvfs",
-})
+POLLING_FSTYPES = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "ncpfs",
+        "afs",
+        "ceph",
+        "glusterfs",
+        "lustre",
+        "9p",
+        "vboxsf",
+        "vmhgfs",
+        "prl_fs",
+        "davfs",
+        "fuse",
+        "fuseblk",
+        "drvfs",
+    }
+)
 _OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
 
 
@@ -116,8 +134,7 @@ class Debouncer:
             if now - self._first < self.max_wait_s:
                 return None
             quiet = lambda d: [k for k, t in d.items() if now - t >= self.debounce_s]  # noqa: E731
-            batch = WatchBatch(sorted(quiet(self._paths)), sorted(quiet(self._folders)),
-                               self._lost)
+            batch = WatchBatch(sorted(quiet(self._paths)), sorted(quiet(self._folders)), self._lost)
             for key in batch.changed:
                 del self._paths[key]
             for key in batch.dropped_folders:
@@ -131,8 +148,9 @@ class Debouncer:
 class EventRouter(FileSystemEventHandler):
     """Turns watchdog events into Debouncer entries of vault-relative POSIX paths."""
 
-    def __init__(self, root: Path, debouncer: Debouncer,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, root: Path, debouncer: Debouncer, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.root = os.path.realpath(root)
         self.debouncer = debouncer
         self.clock = clock
@@ -173,7 +191,7 @@ class EventRouter(FileSystemEventHandler):
                 # A note below the old folder missed by this walk is settled by the next
                 # reconcile; dropping the old folder here would lose the rename pairing.
                 for rel in self._notes_below(dest):
-                    self.debouncer.add_path(src + rel[len(dest):], now)
+                    self.debouncer.add_path(src + rel[len(dest) :], now)
                     self.debouncer.add_path(rel, now)
             elif src:
                 self.debouncer.add_dropped_folder(src, now)
@@ -286,15 +304,16 @@ class VaultWatcher:
                 raise
             log.warning(
                 "cannot watch the vault with inotify (%s): falling back to polling every %.1f s; "
-                "raise fs.inotify.max_user_watches to get events again", exc, self.poll_interval_s,
+                "raise fs.inotify.max_user_watches to get events again",
+                exc,
+                self.poll_interval_s,
             )
             self.mode = "polling"
             self._observer = self._start_observer("polling")
             self._events_lost()
         for name in _OVERFLOW_LOGGERS:
             logging.getLogger(name).addHandler(self._listener)
-        self._thread = threading.Thread(target=self._flush_loop, name="askvault-watch",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._flush_loop, name="askvault-watch", daemon=True)
         self._thread.start()
 
     def _start_observer(self, mode: str) -> BaseObserver:

@@ -50,7 +50,9 @@ class OllamaClients:
 
         ollama = self.settings.ollama
         return OllamaGenerator(
-            ollama.host, timeout_s=ollama.timeout_s, silence_s=ollama.reply_silence_s,
+            ollama.host,
+            timeout_s=ollama.timeout_s,
+            silence_s=ollama.reply_silence_s,
             allow_remote=ollama.allow_remote_ollama,
             options={"temperature": ollama.temperature, "num_predict": ollama.num_predict},
         )
@@ -60,8 +62,11 @@ class OllamaClients:
 
         ollama = self.settings.ollama
         return OllamaEmbedder(
-            ollama.host, ollama.embed_model, timeout_s=timeout_s,
-            batch_size=ollama.embed_batch_size, max_input_tokens=ollama.embed_max_tokens,
+            ollama.host,
+            ollama.embed_model,
+            timeout_s=timeout_s,
+            batch_size=ollama.embed_batch_size,
+            max_input_tokens=ollama.embed_max_tokens,
             allow_remote=ollama.allow_remote_ollama,
         )
 

@@ -61,13 +61,16 @@ class Worker(Protocol):
 
 
 def default_workers(
-    settings: Settings, *, clients: ModelClients | None = None,
+    settings: Settings,
+    *,
+    clients: ModelClients | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
 ) -> list[Worker]:
     """The workers `askvault run` starts: the question inbox (its clients from `clients`,
     by default the composition root's)."""
-    return [InboxWorker(settings, clients or OllamaClients(settings),
-                        busy_timeout_s=busy_timeout_s)]
+    return [
+        InboxWorker(settings, clients or OllamaClients(settings), busy_timeout_s=busy_timeout_s)
+    ]
 
 
 class Daemon:
@@ -75,8 +78,12 @@ class Daemon:
     embedding thread's clients come from `clients`, by default the composition root's."""
 
     def __init__(
-        self, settings: Settings, workers: Sequence[Worker] = (), *,
-        clients: ModelClients | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S,
+        self,
+        settings: Settings,
+        workers: Sequence[Worker] = (),
+        *,
+        clients: ModelClients | None = None,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
         self.workers = list(workers)
@@ -86,8 +93,9 @@ class Daemon:
         # thread running (what a test, or a readiness notice, waits for).
         self.started = threading.Event()
         self.work = WorkQueue()
-        self.embed = EmbedLoop(settings, clients or OllamaClients(settings),
-                               busy_timeout_s=busy_timeout_s)
+        self.embed = EmbedLoop(
+            settings, clients or OllamaClients(settings), busy_timeout_s=busy_timeout_s
+        )
         self.failure: BaseException | None = None
         self._threads: list[threading.Thread] = []
         self._watcher: VaultWatcher | None = None
@@ -112,8 +120,9 @@ class Daemon:
         restore: Callable[[], None] = _nothing_to_restore
         try:
             if threading.current_thread() is threading.main_thread():
-                restore = install_signal_handlers(self._on_stop_signal,
-                                                  lambda: self.request_reconcile("SIGHUP"))
+                restore = install_signal_handlers(
+                    self._on_stop_signal, lambda: self.request_reconcile("SIGHUP")
+                )
             try:
                 self.start()
             except BaseException:
@@ -137,8 +146,10 @@ class Daemon:
         # Watch before the start-up reconcile scans: a file saved between its scan and a
         # later watch was seen by neither until the periodic reconcile (an e2e test saw it).
         self._watcher = VaultWatcher(
-            self.settings.vault_path, self._on_batch,
-            debounce_s=self.settings.daemon.debounce_s, mode=mode,
+            self.settings.vault_path,
+            self._on_batch,
+            debounce_s=self.settings.daemon.debounce_s,
+            mode=mode,
             poll_interval_s=self.settings.daemon.poll_interval_s,
         )
         self._watcher.start()
@@ -146,18 +157,25 @@ class Daemon:
         self._spawn("askvault-index", self._index_loop)
         self._spawn("askvault-embed", partial(self.embed.run, self.stop_event))
         for i, worker in enumerate(self.workers):
-            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event),
-                        fatal=False)
+            self._spawn(f"askvault-worker-{i}", partial(worker.run, self.stop_event), fatal=False)
         self._scheduler = BackgroundScheduler(daemon=True)
         self._scheduler.add_job(
-            self.request_reconcile, "interval", args=["periodic"],
+            self.request_reconcile,
+            "interval",
+            args=["periodic"],
             seconds=self.settings.daemon.reconcile_interval_s,
-            coalesce=True, max_instances=1, id="reconcile",
+            coalesce=True,
+            max_instances=1,
+            id="reconcile",
         )
         self._scheduler.start()
-        log.info("askvault daemon started (pid %d): vault %s, index %s, watching by %s",
-                 os.getpid(), self.settings.vault_path, self.settings.db_path,
-                 self._watcher.mode)
+        log.info(
+            "askvault daemon started (pid %d): vault %s, index %s, watching by %s",
+            os.getpid(),
+            self.settings.vault_path,
+            self.settings.db_path,
+            self._watcher.mode,
+        )
         self.started.set()
 
     def stop(self) -> None:
@@ -217,8 +235,7 @@ class Daemon:
                 try:
                     worker.notice(inbox)
                 except Exception:
-                    log.exception("worker %r failed to take notice of %d paths", worker,
-                                  len(inbox))
+                    log.exception("worker %r failed to take notice of %d paths", worker, len(inbox))
         self.work.add_paths(batch.changed, batch.dropped_folders)
         if batch.events_lost:
             self.request_reconcile("events lost")
@@ -226,8 +243,12 @@ class Daemon:
     # -- the indexing thread ----------------------------------------------------------------
 
     def _index_loop(self) -> None:
-        conn = connect_for_daemon(self.settings.db_path, self.stop_event,
-                                  busy_timeout_s=self.busy_timeout_s, what="indexing")
+        conn = connect_for_daemon(
+            self.settings.db_path,
+            self.stop_event,
+            busy_timeout_s=self.busy_timeout_s,
+            what="indexing",
+        )
         if conn is None:
             return
         try:
@@ -245,8 +266,7 @@ class Daemon:
         report = IndexReport()
         try:
             if work.reconcile:
-                reconcile(conn, self.settings, should_stop=self.stop_event.is_set,
-                          report=report)
+                reconcile(conn, self.settings, should_stop=self.stop_event.is_set, report=report)
                 self.embed.forget_fingerprint()
                 _log_report(f"reconciled ({work.reconcile})", report, always=True)
             else:
@@ -302,8 +322,7 @@ class Daemon:
                     break
                 part = IndexReport()
                 try:
-                    index_paths(conn, self.settings, work.paths[i:i + INDEX_SLICE],
-                                report=part)
+                    index_paths(conn, self.settings, work.paths[i : i + INDEX_SLICE], report=part)
                 finally:
                     _merge(total, part)
         finally:
@@ -325,11 +344,18 @@ def _merge(total: IndexReport, part: IndexReport) -> None:
 def _log_report(what: str, report: IndexReport, *, always: bool = False) -> None:
     level = logging.INFO if (always or report.changes or report.renamed) else logging.DEBUG
     log.log(
-        level, "%s: %d added, %d changed, %d deleted, %d renamed, %d unchanged, %d skipped; "
-        "%d chunks written in %.2f s", what, len(report.added), len(report.changed),
-        len(report.deleted), len(report.renamed),
+        level,
+        "%s: %d added, %d changed, %d deleted, %d renamed, %d unchanged, %d skipped; "
+        "%d chunks written in %.2f s",
+        what,
+        len(report.added),
+        len(report.changed),
+        len(report.deleted),
+        len(report.renamed),
         report.unchanged + report.touched + report.rechunked,
-        len(report.skipped), report.chunks_written, report.seconds,
+        len(report.skipped),
+        report.chunks_written,
+        report.seconds,
     )
 
 

@@ -31,14 +31,23 @@ DAEMON_WAL_LIMIT_BYTES = 16 * 1024 * 1024
 
 def tune_for_daemon(conn: Connection) -> Connection:
     """Shrink the page cache, turn off memory-mapped reads, cap the idle WAL; return `conn`."""
-    set_memory_limits(conn, cache_kib=DAEMON_CACHE_KIB, mmap_bytes=DAEMON_MMAP_BYTES,
-                      wal_limit_bytes=DAEMON_WAL_LIMIT_BYTES)
+    set_memory_limits(
+        conn,
+        cache_kib=DAEMON_CACHE_KIB,
+        mmap_bytes=DAEMON_MMAP_BYTES,
+        wal_limit_bytes=DAEMON_WAL_LIMIT_BYTES,
+    )
     return conn
 
 
 def connect_for_daemon(
-    path: Path, stop: threading.Event, *, busy_timeout_s: float = BUSY_TIMEOUT_S,
-    backoff: Backoff | None = None, what: str = "the daemon", tune: bool = True,
+    path: Path,
+    stop: threading.Event,
+    *,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+    backoff: Backoff | None = None,
+    what: str = "the daemon",
+    tune: bool = True,
 ) -> Connection | None:
     """A connection (tuned unless `tune` is off: the inbox's reads are searches), waiting
     with backoff while another writer holds a migration out or the disk is full; None if

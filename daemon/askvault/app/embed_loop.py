@@ -68,8 +68,9 @@ class EmbedLoop:
 
     def run(self, stop: threading.Event) -> None:
         """Drain whenever woken (and every `idle_check_s`) until `stop` is set."""
-        conn = connect_for_daemon(Path(self.settings.db_path), stop,
-                                  busy_timeout_s=self.busy_timeout_s, what="embedding")
+        conn = connect_for_daemon(
+            Path(self.settings.db_path), stop, busy_timeout_s=self.busy_timeout_s, what="embedding"
+        )
         if conn is None:
             return
         try:
@@ -112,15 +113,19 @@ class EmbedLoop:
                 texts += count
                 if time.monotonic() - last_log >= PROGRESS_LOG_S:
                     last_log = time.monotonic()
-                    log.info("embedding: %d texts so far, %d chunks waiting", texts,
-                             self._pending(conn))
+                    log.info(
+                        "embedding: %d texts so far, %d chunks waiting", texts, self._pending(conn)
+                    )
 
             # One drain per wake-up: it reads the backlog once and rescans only when it
             # has emptied it, so a one-note edit costs one embed call and two scans.
             report = drain_backlog(
-                conn, embedder, fp,
+                conn,
+                embedder,
+                fp,
                 batch_size=self.settings.ollama.embed_batch_size,
-                should_stop=stop.is_set, progress=on_stored,
+                should_stop=stop.is_set,
+                progress=on_stored,
             )
             texts, batches = report.texts_embedded, report.batches
             if report.promoted:
@@ -148,8 +153,13 @@ class EmbedLoop:
                 return None  # cleared on the next drain
             log.info("embedding resumed: Ollama answers again")
         if texts:
-            log.info("embedded %d texts in %d batches in %.2f s; %d chunks waiting", texts,
-                     batches, time.monotonic() - started, self._pending(conn))
+            log.info(
+                "embedded %d texts in %d batches in %.2f s; %d chunks waiting",
+                texts,
+                batches,
+                time.monotonic() - started,
+                self._pending(conn),
+            )
         return None
 
     def _failed(self, conn: Connection, exc: OllamaError, texts: int) -> float:
@@ -157,8 +167,12 @@ class EmbedLoop:
         self._fp = None
         reason = exc.message + (f" ({exc.hint})" if exc.hint else "")
         if reason != self._reason:
-            log.warning("embedding waits: %s; words are still searchable; retrying with backoff "
-                        "(1 s doubling to %.0f s)", reason, self.backoff.max_s)
+            log.warning(
+                "embedding waits: %s; words are still searchable; retrying with backoff "
+                "(1 s doubling to %.0f s)",
+                reason,
+                self.backoff.max_s,
+            )
             try:
                 self._set_reason(conn, reason)
             except IndexBusy:

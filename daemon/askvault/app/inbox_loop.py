@@ -38,13 +38,18 @@ class InboxWorker:
     Worker protocol); `inbox` does the answering, this the listing, settling and waking."""
 
     def __init__(
-        self, settings: Settings, clients: ModelClients, *,
-        backoff_first_s: float = BACKOFF_FIRST_S, backoff_max_s: float = BACKOFF_MAX_S,
+        self,
+        settings: Settings,
+        clients: ModelClients,
+        *,
+        backoff_first_s: float = BACKOFF_FIRST_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.settings = settings
-        self.inbox = Inbox(settings, clients, backoff_first_s=backoff_first_s,
-                           backoff_max_s=backoff_max_s)
+        self.inbox = Inbox(
+            settings, clients, backoff_first_s=backoff_first_s, backoff_max_s=backoff_max_s
+        )
         self.busy_timeout_s = busy_timeout_s
         self.backoff_first_s = backoff_first_s
         self.backoff_max_s = backoff_max_s
@@ -71,8 +76,13 @@ class InboxWorker:
     def run(self, stop_event: threading.Event) -> None:
         """Answer questions until `stop_event` is set; returns promptly after it is."""
         conn = connect_for_daemon(
-            self.settings.db_path, stop_event, busy_timeout_s=self.busy_timeout_s,
-            backoff=self._backoff(), what="the inbox", tune=False)
+            self.settings.db_path,
+            stop_event,
+            busy_timeout_s=self.busy_timeout_s,
+            backoff=self._backoff(),
+            what="the inbox",
+            tune=False,
+        )
         if conn is None:
             return
         inbox = self.inbox
@@ -140,8 +150,9 @@ class InboxWorker:
                 # version of the file, then left alone; the other questions go on.
                 if not schedule.is_skipped(rel, sig):
                     schedule.skip(rel, sig)
-                    log.warning("question %s is not answered: %s; rename it", bad_name.path,
-                                bad_name.reason)
+                    log.warning(
+                        "question %s is not answered: %s; rename it", bad_name.path, bad_name.reason
+                    )
                 continue
             seen = self._first_seen.get(rel)
             if seen is None or seen[0] != sig:
@@ -152,8 +163,9 @@ class InboxWorker:
             if not schedule.is_due(rel, now_mono):
                 continue
             due.append((st.st_mtime_ns, name, QuestionFile(rel, Path(entry.path), sig)))
-        for rel in [r for r in self._first_seen
-                    if r not in present and not schedule.is_finishing(r)]:
+        for rel in [
+            r for r in self._first_seen if r not in present and not schedule.is_finishing(r)
+        ]:
             del self._first_seen[rel]
         schedule.forget_absent(present)
         return min(due)[2] if due else None

@@ -23,8 +23,12 @@ SYSLOG_PRIORITY = {
     logging.INFO: 6,
     logging.DEBUG: 7,
 }
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-          "error": logging.ERROR}
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(message)s"
 
 

@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 
 def make_server(session: WarmSession) -> Any:
     """The MCP server of `session`'s vault (the SDK's Server)."""
-    return mcp_server.build_server("askvault", __version__, INSTRUCTIONS, tool_specs(session),
-                                   format_unexpected=_known_error)
+    return mcp_server.build_server(
+        "askvault", __version__, INSTRUCTIONS, tool_specs(session), format_unexpected=_known_error
+    )
 
 
 def _known_error(exc: BaseException) -> AskvaultError | None:
@@ -39,7 +40,11 @@ def _known_error(exc: BaseException) -> AskvaultError | None:
 
 
 def serve_mcp(
-    settings: Settings, *, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
+    settings: Settings,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
     on_ready: Callable[[str], None] = lambda where: None,
 ) -> None:
     """Serve until the client goes away (stdio) or until interrupted (HTTP)."""

@@ -23,13 +23,20 @@ def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
     from askvault.services.ask import ask_question
 
     settings = build_settings(**opts)
-    outcome = ask_question(settings, OllamaClients(settings), question,
-                           on_token=None if as_json else render.echo_token, save=save)
+    outcome = ask_question(
+        settings,
+        OllamaClients(settings),
+        question,
+        on_token=None if as_json else render.echo_token,
+        save=save,
+    )
     result = outcome.result
     if as_json:
         print_json({**result.as_json(), "saved": outcome.saved, "logged": outcome.logged})
     else:
         render.show_answer(outcome)
     if result.status in ("waiting", "failed"):
-        raise AskvaultError(f"no answer ({result.status}): {result.reason}",
-                            "try `askvault doctor`" if result.status == "waiting" else "")
+        raise AskvaultError(
+            f"no answer ({result.status}): {result.reason}",
+            "try `askvault doctor`" if result.status == "waiting" else "",
+        )

@@ -11,8 +11,11 @@ from askvault.settings import render_example_toml
 
 
 @cli.command("config-example")
-@click.option("--write", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to this file instead of stdout (never over an existing file).")
+@click.option(
+    "--write",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to this file instead of stdout (never over an existing file).",
+)
 @click.option("--force", is_flag=True, help="With --write: replace an existing file.")
 @handle_errors
 def config_example(write: Path | None, force: bool) -> None:

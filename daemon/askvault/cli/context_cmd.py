@@ -16,15 +16,24 @@ from askvault.settings import DEFAULT_BUDGET_TOKENS
 
 @cli.command("context")
 @click.argument("prompt")
-@click.option("--budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET_TOKENS,
-              show_default=True, help="Token budget of the evidence.")
-@click.option("--include-sources", is_flag=True,
-              help="Add raw text windows from the vault's sources/ and raw/ folders.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUDGET_TOKENS,
+    show_default=True,
+    help="Token budget of the evidence.",
+)
+@click.option(
+    "--include-sources",
+    is_flag=True,
+    help="Add raw text windows from the vault's sources/ and raw/ folders.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @common_options
 @handle_errors
-def context_command(prompt: str, budget: int, include_sources: bool, as_json: bool,
-                    **opts: Any) -> None:
+def context_command(
+    prompt: str, budget: int, include_sources: bool, as_json: bool, **opts: Any
+) -> None:
     """The evidence pack for PROMPT, without an answer."""
     from askvault.app.clients import OllamaClients
     from askvault.services.context import build_context, context_pack_to_json
@@ -32,8 +41,14 @@ def context_command(prompt: str, budget: int, include_sources: bool, as_json: bo
 
     settings = build_settings(**opts)
     with open_search(settings, OllamaClients(settings)) as (conn, embedder):
-        pack = build_context(conn, settings, prompt, budget_tokens=budget, embedder=embedder,
-                             include_sources=include_sources)
+        pack = build_context(
+            conn,
+            settings,
+            prompt,
+            budget_tokens=budget,
+            embedder=embedder,
+            include_sources=include_sources,
+        )
     render.warn_degraded(pack.degraded)
     doc = context_pack_to_json(pack)
     if as_json:

@@ -15,9 +15,12 @@ from askvault.errors import AskvaultError
 @cli.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--allow-empty", is_flag=True,
-              help="Let the reconcile delete every note of a vault that now holds none "
-                   "(refused by default: it looks like an unmounted drive).")
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Let the reconcile delete every note of a vault that now holds none "
+    "(refused by default: it looks like an unmounted drive).",
+)
 @handle_errors
 def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
     """Reconcile the vault with the index and embed what is new, then exit.
@@ -29,10 +32,17 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
 
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json
-    with render.ProgressLine("scanning", "notes", show) as scan_bar, \
-            render.ProgressLine("embedding", "texts", show) as embed_bar:
-        report = index_vault(settings, OllamaClients(settings), on_scan=scan_bar.update,
-                             on_embed=embed_bar.update, allow_empty=allow_empty)
+    with (
+        render.ProgressLine("scanning", "notes", show) as scan_bar,
+        render.ProgressLine("embedding", "texts", show) as embed_bar,
+    ):
+        report = index_vault(
+            settings,
+            OllamaClients(settings),
+            on_scan=scan_bar.update,
+            on_embed=embed_bar.update,
+            allow_empty=allow_empty,
+        )
     doc = report.as_dict()
     if as_json:
         print_json(doc)
@@ -40,7 +50,8 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
         click.echo(render.index_summary(doc))
     if report.embeddings_refused and report.embed_error is not None:
         raise AskvaultError(
-            f"the word index is complete, but embeddings are refused: "
-            f"{report.embed_error.message}", report.embed_error.hint)
+            f"the word index is complete, but embeddings are refused: {report.embed_error.message}",
+            report.embed_error.hint,
+        )
     if report.embed_error is not None and not as_json:
         render.show_embeddings_wait(report.embed_error.message, report.embed_error.hint)

@@ -23,10 +23,17 @@ from askvault.settings import Settings, load_settings
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--vault, --config, --embed-model, --chat-model on every command."""
     options = [
-        click.option("--vault", type=click.Path(file_okay=False, path_type=Path),
-                     help="The vault folder (or ASKVAULT_VAULT, or `vault =` in the config)."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-                     help="A TOML config file (default: $XDG_CONFIG_HOME/askvault/config.toml)."),
+        click.option(
+            "--vault",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="The vault folder (or ASKVAULT_VAULT, or `vault =` in the config).",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="A TOML config file (default: $XDG_CONFIG_HOME/askvault/config.toml).",
+        ),
         click.option("--embed-model", help="Embedding model (or ASKVAULT_EMBED_MODEL)."),
         click.option("--chat-model", help="Chat model (or ASKVAULT_CHAT_MODEL)."),
     ]
@@ -36,8 +43,13 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def build_settings(
-    vault: Path | None, config_file: Path | None, embed_model: str | None,
-    chat_model: str | None, *, need_vault: bool = True, **extra: Any,
+    vault: Path | None,
+    config_file: Path | None,
+    embed_model: str | None,
+    chat_model: str | None,
+    *,
+    need_vault: bool = True,
+    **extra: Any,
 ) -> Settings:
     """Settings from defaults, file, environment and these flags; a vault is required."""
     flags: dict[str, Any] = {
@@ -50,8 +62,10 @@ def build_settings(
     if need_vault and not settings.vault:
         raise AskvaultError("no vault given", "pass --vault PATH or set ASKVAULT_VAULT")
     if need_vault and not settings.vault_path.is_dir():
-        raise AskvaultError(f"the vault {settings.vault_path} is not a folder",
-                            "pass --vault PATH to your Obsidian vault")
+        raise AskvaultError(
+            f"the vault {settings.vault_path} is not a folder",
+            "pass --vault PATH to your Obsidian vault",
+        )
     return settings
 
 
@@ -92,6 +106,7 @@ def is_disk_full_error(exc: BaseException) -> bool:
 def print_json(doc: Any) -> None:
     """One JSON document on stdout, stable key order, nothing else."""
     import json
+
     click.echo(json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2))
 
 

@@ -11,12 +11,25 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 
 @cli.command()
 @common_options
-@click.option("--http", "use_http", is_flag=True,
-              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Loopback address to listen on with --http (anything else is refused).")
-@click.option("--port", type=click.IntRange(min=0, max=65535), default=8765, show_default=True,
-              help="Port to listen on with --http (0: a free one, printed on stderr).")
+@click.option(
+    "--http",
+    "use_http",
+    is_flag=True,
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Loopback address to listen on with --http (anything else is refused).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(min=0, max=65535),
+    default=8765,
+    show_default=True,
+    help="Port to listen on with --http (0: a free one, printed on stderr).",
+)
 @handle_errors
 def mcp(use_http: bool, host: str, port: int, **opts: Any) -> None:
     """Serve the vault to agents over MCP: search, get_context_pack, read_note, ask, status."""

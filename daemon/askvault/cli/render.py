@@ -36,14 +36,16 @@ def echo_lines(lines: Iterable[str]) -> None:
 def index_summary(doc: dict[str, Any]) -> str:
     """The closing line of `askvault index`: the whole command, scan and embedding."""
     unchanged = doc["unchanged"] + doc["touched"] + doc["rechunked"]
-    line = (f"{doc['added']} added, {doc['changed']} changed, {doc['deleted']} deleted, "
-            f"{doc['renamed']} renamed, {unchanged} unchanged"
-            f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
-            f"{doc['skipped']} skipped (scan {format_duration(doc['seconds'])}); "
-            f"{doc['texts_embedded']} of {doc['texts_to_embed']} texts embedded "
-            f"({format_duration(doc['embed_wall_seconds'])}); "
-            f"{doc['pending_embeddings']} chunks waiting for a vector; "
-            f"{format_duration(doc['total_seconds'])} in all")
+    line = (
+        f"{doc['added']} added, {doc['changed']} changed, {doc['deleted']} deleted, "
+        f"{doc['renamed']} renamed, {unchanged} unchanged"
+        f"{' (' + str(doc['rechunked']) + ' cut anew)' if doc['rechunked'] else ''}, "
+        f"{doc['skipped']} skipped (scan {format_duration(doc['seconds'])}); "
+        f"{doc['texts_embedded']} of {doc['texts_to_embed']} texts embedded "
+        f"({format_duration(doc['embed_wall_seconds'])}); "
+        f"{doc['pending_embeddings']} chunks waiting for a vector; "
+        f"{format_duration(doc['total_seconds'])} in all"
+    )
     if doc["texts_failed"]:
         line += f" ({doc['texts_failed']} texts got an unusable vector, retried later)"
     return line
@@ -52,9 +54,12 @@ def index_summary(doc: dict[str, Any]) -> str:
 def show_embeddings_wait(message: str, hint: str) -> None:
     """On stderr: the word index is complete, the embeddings wait for Ollama."""
     hint = f" ({hint})" if hint else ""
-    click.echo(f"askvault: embeddings wait: {message}{hint}. The word "
-               "index is complete and search works by words meanwhile; `askvault run` "
-               "(or the next `askvault index`) embeds them once Ollama answers.", err=True)
+    click.echo(
+        f"askvault: embeddings wait: {message}{hint}. The word "
+        "index is complete and search works by words meanwhile; `askvault run` "
+        "(or the next `askvault index`) embeds them once Ollama answers.",
+        err=True,
+    )
 
 
 class ProgressLine:
@@ -64,8 +69,9 @@ class ProgressLine:
     REDRAW_S = 0.1
     WIDTH = 24
 
-    def __init__(self, label: str, unit: str, show: bool,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, label: str, unit: str, show: bool, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.label, self.unit, self.show, self.clock = label, unit, show, clock
         self.window = RateWindow()
         self.started: float | None = None
@@ -126,16 +132,25 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     if doc.get("vault_unavailable"):
         out.append(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
     out.append(f"index        {doc['index']}")
-    out.append(f"notes        {doc['notes']} ({doc['chunks']} chunks, "
-               f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
-               f"{embedding['model']})")
+    out.append(
+        f"notes        {doc['notes']} ({doc['chunks']} chunks, "
+        f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
+        f"{embedding['model']})"
+    )
     for failure in doc.get("embed_failures", [])[:5]:
-        out.append(f"not embedded {failure['file']}: {failure['reason']} "
-                   f"(tried {failure['attempts']}x, retried later; searchable by words)")
-    if (embedding.get("index_model") and not embedding.get("fingerprint")
-            and embedding["index_model"] != embedding["model"]):
-        out.append(f"embedding    the index's vectors are of {embedding['index_model']}; "
-                   f"{embedding['model']} has none yet (`askvault index` builds them)")
+        out.append(
+            f"not embedded {failure['file']}: {failure['reason']} "
+            f"(tried {failure['attempts']}x, retried later; searchable by words)"
+        )
+    if (
+        embedding.get("index_model")
+        and not embedding.get("fingerprint")
+        and embedding["index_model"] != embedding["model"]
+    ):
+        out.append(
+            f"embedding    the index's vectors are of {embedding['index_model']}; "
+            f"{embedding['model']} has none yet (`askvault index` builds them)"
+        )
     if embedding.get("waiting"):
         out.append(f"embedding    waiting: {embedding['waiting']}")
     out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
@@ -143,21 +158,33 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
         out.append(f"ollama       REFUSED: {ollama['error']}")
         out.append(f"             {ollama['hint']}")
     else:
-        reach = ("not probed" if ollama["reachable"] is None
-                 else "reachable" if ollama["reachable"] else "NOT reachable")
-        out.append(f"ollama       {ollama['url']} ({reach}; "
-                   f"embed {ollama['embed_model']}, chat {ollama['chat_model']})")
+        reach = (
+            "not probed"
+            if ollama["reachable"] is None
+            else "reachable"
+            if ollama["reachable"]
+            else "NOT reachable"
+        )
+        out.append(
+            f"ollama       {ollama['url']} ({reach}; "
+            f"embed {ollama['embed_model']}, chat {ollama['chat_model']})"
+        )
     out.extend(_question_lines(doc["questions"]))
     for item in doc["stale_answers"]:
-        how = ("marked stale" if item["marked"]
-               else "edited by you, so not marked: check its cited pages")
+        how = (
+            "marked stale"
+            if item["marked"]
+            else "edited by you, so not marked: check its cited pages"
+        )
         out.append(f"stale        {item['path']} ({how})")
     writer = doc.get("writer")
     if doc["daemon"]:
         out.append(f"daemon       pid {doc['daemon']}")
     elif writer:
-        out.append(f"daemon       not running; `askvault {writer['command'] or '?'}` "
-                   f"(pid {writer['pid'] or '?'}) writes the index")
+        out.append(
+            f"daemon       not running; `askvault {writer['command'] or '?'}` "
+            f"(pid {writer['pid'] or '?'}) writes the index"
+        )
     else:
         out.append("daemon       not running")
     for item in doc["skipped"][:20]:
@@ -170,17 +197,25 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
 def _question_lines(questions: dict[str, list[str]]) -> list[str]:
     counts = {state: len(paths) for state, paths in questions.items()}
     to_answer = counts["new"] + counts["answering"] + counts["waiting"]
-    detail = ", ".join(f"{counts[s]} {label}" for s, label in (
-        ("new", "new"), ("answering", "being answered"), ("waiting", "waiting for Ollama"))
-        if counts[s])
+    detail = ", ".join(
+        f"{counts[s]} {label}"
+        for s, label in (
+            ("new", "new"),
+            ("answering", "being answered"),
+            ("waiting", "waiting for Ollama"),
+        )
+        if counts[s]
+    )
     parts = [f"{to_answer} to answer" + (f" ({detail})" if detail else "")]
     if counts["filing"]:
         parts.append(f"{counts['filing']} answered, being archived")
     parts.append(f"{counts['draft']} draft{'' if counts['draft'] == 1 else 's'}")
     parts.append(f"{counts['failed']} failed")
     out = [f"questions    {', '.join(parts)}"]
-    out.extend(f"failed       {path} (its answer note says why; edit the question to retry)"
-               for path in questions["failed"])
+    out.extend(
+        f"failed       {path} (its answer note says why; edit the question to retry)"
+        for path in questions["failed"]
+    )
     return out
 
 
@@ -217,14 +252,18 @@ def search_lines(doc: dict[str, Any], explain: bool) -> list[str]:
     """`askvault search` as text: score, link, place and snippet per hit."""
     out = []
     for hit in doc["hits"]:
-        out.append(f"{hit['score']:.4f}  {hit['wikilink']}  {hit['file']}:{hit['lines'][0]}-"
-                   f"{hit['lines'][1]}")
+        out.append(
+            f"{hit['score']:.4f}  {hit['wikilink']}  {hit['file']}:{hit['lines'][0]}-"
+            f"{hit['lines'][1]}"
+        )
         out.append(f"        {hit['snippet']}")
         if explain:
             for channel, info in hit["explain"].items():
                 scaled = f" scaled={info['scaled']}" if "scaled" in info else ""
-                out.append(f"        {channel:<13} raw={info.get('raw')} rank={info.get('rank')}"
-                           f"{scaled} points={info.get('points')}")
+                out.append(
+                    f"        {channel:<13} raw={info.get('raw')} rank={info.get('rank')}"
+                    f"{scaled} points={info.get('points')}"
+                )
     if not doc["hits"]:
         out.append("no hits")
     return out
@@ -281,8 +320,9 @@ def show_answer(outcome: AskOutcome) -> None:
     if result.status == "waiting" and result.note.passages:
         click.echo("\nBest passages found (extractive, not an answer):")
         for passage in result.note.passages:
-            click.echo(f"- {passage.wikilink}" + (f" — {passage.heading}"
-                                                   if passage.heading else ""))
+            click.echo(
+                f"- {passage.wikilink}" + (f" — {passage.heading}" if passage.heading else "")
+            )
             click.echo("  > " + " ".join(passage.text.split())[:200])
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -295,8 +335,9 @@ def show_answer(outcome: AskOutcome) -> None:
 # -- service ---------------------------------------------------------------------------------
 
 
-def service_install_lines(target: ServiceFile, report: ServiceReport, *,
-                          started: bool) -> list[str]:
+def service_install_lines(
+    target: ServiceFile, report: ServiceReport, *, started: bool
+) -> list[str]:
     """`askvault service install`: the file written, how it was (or is to be) started, logs."""
     out = [f"{'wrote' if report.changed else 'unchanged'} {target.path}"]
     if not started:
@@ -312,9 +353,13 @@ def service_status_lines(target: ServiceFile, report: ServiceReport) -> list[str
     """`askvault service status` as text: installed or not, up to date, its state."""
     if not report.exists:
         return [f"not installed ({target.path}); `askvault service install` installs it"]
-    fresh = ("up to date" if report.up_to_date else
-             "differs from what install writes now: run `askvault service install`"
-             if report.ours else "not written by askvault")
+    fresh = (
+        "up to date"
+        if report.up_to_date
+        else "differs from what install writes now: run `askvault service install`"
+        if report.ours
+        else "not written by askvault"
+    )
     out = [f"installed    {target.path} ({fresh})"]
     if report.state is not None:
         out.append(f"service      {target.handle}{_state_text(report)}")
@@ -330,6 +375,5 @@ def _state_text(report: ServiceReport) -> str:
 
 def _start_commands(target: ServiceFile) -> list[str]:
     if target.platform == "linux":
-        return ["systemctl --user daemon-reload",
-                f"systemctl --user enable --now {target.handle}"]
+        return ["systemctl --user daemon-reload", f"systemctl --user enable --now {target.handle}"]
     return [f"launchctl bootstrap gui/$(id -u) '{target.path}'"]

@@ -12,10 +12,18 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 
 @cli.command()
 @common_options
-@click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
-              help="Log lines as text (journald-friendly under systemd) or JSON.")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default=None, help="Least important level logged (default info).")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="Log lines as text (journald-friendly under systemd) or JSON.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default=None,
+    help="Least important level logged (default info).",
+)
 @handle_errors
 def run(log_format: str | None, log_level: str | None, **opts: Any) -> None:
     """Keep the index fresh and answer inbox questions until SIGTERM/SIGINT (SIGHUP: reconcile)."""
@@ -26,5 +34,6 @@ def run(log_format: str | None, log_level: str | None, **opts: Any) -> None:
     settings = build_settings(**opts, **extra)
     configure_logging(settings.daemon.log_format, settings.daemon.log_level)
     busy = settings.daemon.busy_timeout_s
-    sys.exit(Daemon(settings, default_workers(settings, busy_timeout_s=busy),
-                    busy_timeout_s=busy).run())
+    sys.exit(
+        Daemon(settings, default_workers(settings, busy_timeout_s=busy), busy_timeout_s=busy).run()
+    )

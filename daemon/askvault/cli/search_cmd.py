@@ -17,8 +17,11 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), help="Number of hits (default: search.limit).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--explain", is_flag=True,
-              help="Show each channel's raw score, rank, scaled score (convex) and points.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show each channel's raw score, rank, scaled score (convex) and points.",
+)
 @common_options
 @handle_errors
 def search_command(

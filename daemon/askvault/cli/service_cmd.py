@@ -22,14 +22,24 @@ PLATFORMS = ("linux", "macos")
 def service_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--unit-dir, --no-start and the hidden --platform of every service command."""
     options = [
-        click.option("--unit-dir", type=click.Path(file_okay=False, path_type=Path),
-                     envvar="ASKVAULT_SERVICE_DIR",
-                     help="Folder of the service file (default: ~/.config/systemd/user, or "
-                          "~/Library/LaunchAgents on macOS; or ASKVAULT_SERVICE_DIR)."),
-        click.option("--no-start", is_flag=True,
-                     help="Only write or read the file: do not call systemctl / launchctl."),
-        click.option("--platform", type=click.Choice(PLATFORMS), hidden=True,
-                     help="linux or macos (default: this system)."),
+        click.option(
+            "--unit-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            envvar="ASKVAULT_SERVICE_DIR",
+            help="Folder of the service file (default: ~/.config/systemd/user, or "
+            "~/Library/LaunchAgents on macOS; or ASKVAULT_SERVICE_DIR).",
+        ),
+        click.option(
+            "--no-start",
+            is_flag=True,
+            help="Only write or read the file: do not call systemctl / launchctl.",
+        ),
+        click.option(
+            "--platform",
+            type=click.Choice(PLATFORMS),
+            hidden=True,
+            help="linux or macos (default: this system).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -42,8 +52,9 @@ def _target(opts: dict[str, Any]) -> tuple[ServiceFile, Any]:
     unit_dir, no_start = opts.pop("unit_dir"), opts.pop("no_start")
     platform = opts.pop("platform") or current_platform()
     settings = build_settings(**opts)
-    target = service_file(settings, platform=platform, unit_dir=unit_dir,
-                          config_file=opts.get("config_file"))
+    target = service_file(
+        settings, platform=platform, unit_dir=unit_dir, config_file=opts.get("config_file")
+    )
     return target, None if no_start else default_manager(platform)
 
 
@@ -77,8 +88,11 @@ def uninstall(force: bool, **opts: Any) -> None:
 
     target, manager = _target(opts)
     report = uninstall_service(target, manager, force=force)
-    click.echo(f"removed {target.path}" if report.changed
-               else f"no service file at {target.path}: nothing to remove")
+    click.echo(
+        f"removed {target.path}"
+        if report.changed
+        else f"no service file at {target.path}: nothing to remove"
+    )
 
 
 @service.command("status")

@@ -90,8 +90,10 @@ def render_answer_note(note: AnswerNote) -> str:
     if note.options:
         parts.append("> [!note] Question options\n" + "\n".join(f"> {o}" for o in note.options))
     if note.status == "answering":
-        parts.append("> [!info] Answering\n> askvault is writing the answer; this note will be "
-                     "replaced when it is ready.")
+        parts.append(
+            "> [!info] Answering\n> askvault is writing the answer; this note will be "
+            "replaced when it is ready."
+        )
     elif note.status == "waiting":
         parts.append(_waiting_body(note))
     elif note.status == "failed":
@@ -107,8 +109,10 @@ def render_answer_note(note: AnswerNote) -> str:
         if note.status == "no-answer" and note.passages:
             parts.append(_passages_section(note, "Closest passages found (not an answer)"))
         if note.supporting:
-            parts.append("### Supporting pages\n" + "\n".join(
-                f"- {p.wikilink} — {p.why}" for p in note.supporting))
+            parts.append(
+                "### Supporting pages\n"
+                + "\n".join(f"- {p.wikilink} — {p.why}" for p in note.supporting)
+            )
         if note.caveats:
             parts.append("### Caveats\n" + "\n".join(f"- {c}" for c in note.caveats))
         parts.append(render_sources(note.ledger))
@@ -195,8 +199,11 @@ def render_citation_report(report: CitationReport | None) -> str:
         lines.append("")
         lines += [citation_line(c) for c in model]
     if report.claims:
-        lines += ["", f"Sentences checked against the excerpts the model saw: "
-                  f"{report.supported_claims} of {len(report.claims)} supported."]
+        lines += [
+            "",
+            f"Sentences checked against the excerpts the model saw: "
+            f"{report.supported_claims} of {len(report.claims)} supported.",
+        ]
         lines += [""] + [claim_line(c) for c in report.claims]
     return "\n".join(lines)
 
@@ -207,38 +214,51 @@ def claim_line(check: ClaimCheck) -> str:
     if check.verdict == "supported":
         by = f"`{check.source}`" if check.source else "an excerpt"
         added = " — link added by askvault" if check.added else ""
-        line = f"- **supported** by {by} ({share}){added}: \"{_one_line(check.sentence, 200)}\""
+        line = f'- **supported** by {by} ({share}){added}: "{_one_line(check.sentence, 200)}"'
     else:
-        line = (f"- {FLAG_MARKER} **{check.verdict}** ({share}; {check.reason}): "
-                f"\"{_one_line(check.sentence, 200)}\"")
+        line = (
+            f"- {FLAG_MARKER} **{check.verdict}** ({share}; {check.reason}): "
+            f'"{_one_line(check.sentence, 200)}"'
+        )
     if check.span:
-        line += f"\n  - excerpt: \"{_one_line(check.span, 160)}\""
+        line += f'\n  - excerpt: "{_one_line(check.span, 160)}"'
     return line
 
 
 def render_flagged_callout(flagged: Sequence[ClaimCheck]) -> str:
     """The warning listing the sentences nothing the model saw supports (marked in the body)."""
-    lines = ["> [!warning] Not found in your notes",
-             f"> The sentences marked {FLAG_MARKER} are not supported by the excerpts the model "
-             "was given; check them before relying on them:"]
-    lines += [f"> - \"{_one_line(c.sentence, 200)}\" ({c.verdict}: {c.reason})" for c in flagged]
+    lines = [
+        "> [!warning] Not found in your notes",
+        f"> The sentences marked {FLAG_MARKER} are not supported by the excerpts the model "
+        "was given; check them before relying on them:",
+    ]
+    lines += [f'> - "{_one_line(c.sentence, 200)}" ({c.verdict}: {c.reason})' for c in flagged]
     return "\n".join(lines)
 
 
 def _unverified_callout(note: AnswerNote) -> str:
     """A no-answer whose reply said something: shown folded, flagged, never as the answer."""
     reply = note.answer.strip() or "(empty)"
-    refused = note.report is not None and note.report.supported_claims == 0 and not any(
-        c.verdict == "weak" for c in note.report.claims)
+    refused = (
+        note.report is not None
+        and note.report.supported_claims == 0
+        and not any(c.verdict == "weak" for c in note.report.claims)
+    )
     if note.reason:
-        return ("> [!failure] No answer in your notes\n" + _quoted(note.reason)
-                + "\n\n> [!quote]- The model's unverified reply\n" + _quoted(reply))
-    head = ("> [!failure] No answer in your notes\n> None of the model's sentences is supported "
-            "by the excerpts it was given, so this is not published as an answer."
-            if refused or note.report is None else
-            "> [!failure] No answer in your notes\n> None of the model's sentences is supported "
-            "by the excerpts it was given (some only partly), so this is not published as an "
-            "answer.")
+        return (
+            "> [!failure] No answer in your notes\n"
+            + _quoted(note.reason)
+            + "\n\n> [!quote]- The model's unverified reply\n"
+            + _quoted(reply)
+        )
+    head = (
+        "> [!failure] No answer in your notes\n> None of the model's sentences is supported "
+        "by the excerpts it was given, so this is not published as an answer."
+        if refused or note.report is None
+        else "> [!failure] No answer in your notes\n> None of the model's sentences is supported "
+        "by the excerpts it was given (some only partly), so this is not published as an "
+        "answer."
+    )
     return head + "\n\n> [!quote]- The model's unverified reply\n" + _quoted(reply)
 
 
@@ -261,8 +281,10 @@ def citation_line(citation: Citation) -> str:
     if citation.reason and citation.state == "resolved":
         line += f" ({citation.reason})"
     for support in citation.supports:
-        line += (f"\n  - {support.verdict} ({support.coverage:.0%} of its words): "
-                 f"\"{_one_line(support.sentence, 200)}\"")
+        line += (
+            f"\n  - {support.verdict} ({support.coverage:.0%} of its words): "
+            f'"{_one_line(support.sentence, 200)}"'
+        )
     return line
 
 
@@ -298,7 +320,7 @@ def mark_stale(note_text: str, pages: Sequence[str]) -> str:
     callout = render_stale_callout(pages)
     match = re.search(r"^> \[!question\]\n(?:>.*\n)*", body, re.MULTILINE)
     if match:
-        body = body[: match.end()] + "\n" + callout + "\n" + body[match.end():]
+        body = body[: match.end()] + "\n" + callout + "\n" + body[match.end() :]
     else:
         body = callout + "\n\n" + body
     body = re.sub(r"\n{3,}", "\n\n", body)

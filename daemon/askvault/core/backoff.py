@@ -13,14 +13,15 @@ BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 
 
-def delay_after(failures: int, first_s: float = BACKOFF_FIRST_S,
-                max_s: float = BACKOFF_MAX_S) -> float:
+def delay_after(
+    failures: int, first_s: float = BACKOFF_FIRST_S, max_s: float = BACKOFF_MAX_S
+) -> float:
     """The wait after `failures` failures in a row (1 or more): `first_s`, doubling, capped
     at `max_s`. The exponent stops at the cap, so a long outage never overflows it."""
     if failures < 1 or first_s <= 0 or max_s < first_s:
         raise ValueError("backoff needs failures >= 1 and 0 < first_s <= max_s")
     doublings = min(failures - 1, math.ceil(math.log2(max_s / first_s)))
-    return min(max_s, first_s * 2 ** doublings)
+    return min(max_s, first_s * 2**doublings)
 
 
 class Backoff:

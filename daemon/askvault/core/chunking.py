@@ -425,6 +425,7 @@ def _longest_fitting(classes: str, begin: int, max_tokens: int, wide: bool, gues
     steps of 16, 32, 64... characters, then bisects, and counts only the characters between
     two probes (`_Counts` add up exactly): each character is counted about twice.
     """
+
     def count(start: int, end: int) -> _Counts:
         return _Counts.of(classes, start, end, wide)
 
@@ -480,26 +481,38 @@ class _Counts:
     @classmethod
     def of(cls, classes: str, start: int, end: int, wide: bool) -> _Counts:
         """The counts of the non-empty span classes[start:end]."""
-        runs = (classes.count(" a", start, end) + classes.count(".a", start, end)
-                + (classes[start] == "a"))
+        runs = (
+            classes.count(" a", start, end)
+            + classes.count(".a", start, end)
+            + (classes[start] == "a")
+        )
         cjk = hangul = 0
         if wide:
             cjk, hangul = classes.count("c", start, end), classes.count("h", start, end)
             runs += classes.count("ca", start, end) + classes.count("ha", start, end)
-        return cls(runs, classes.count("a", start, end), classes.count(".", start, end),
-                   cjk, hangul)
+        return cls(
+            runs, classes.count("a", start, end), classes.count(".", start, end), cjk, hangul
+        )
 
     def joined(self, right: _Counts, classes: str, seam: int) -> _Counts:
         """This span followed by the non-empty span `right`, which starts at `seam`."""
-        return _Counts(self.runs + right.runs - _run_across(classes, seam),
-                       self.letters + right.letters, self.punct + right.punct,
-                       self.cjk + right.cjk, self.hangul + right.hangul)
+        return _Counts(
+            self.runs + right.runs - _run_across(classes, seam),
+            self.letters + right.letters,
+            self.punct + right.punct,
+            self.cjk + right.cjk,
+            self.hangul + right.hangul,
+        )
 
     def without(self, tail: _Counts, classes: str, seam: int) -> _Counts:
         """This span less its tail `tail`, which starts at `seam` (both parts non-empty)."""
-        return _Counts(self.runs - tail.runs + _run_across(classes, seam),
-                       self.letters - tail.letters, self.punct - tail.punct,
-                       self.cjk - tail.cjk, self.hangul - tail.hangul)
+        return _Counts(
+            self.runs - tail.runs + _run_across(classes, seam),
+            self.letters - tail.letters,
+            self.punct - tail.punct,
+            self.cjk - tail.cjk,
+            self.hangul - tail.hangul,
+        )
 
     def tokens(self) -> float:
         """`_estimate_classes` from the counts: the same float operations in the same order."""

@@ -44,9 +44,20 @@ from askvault.core.support import (
 from askvault.records import CitationState, Link, ParsedNote, SupportVerdict
 
 __all__ = [
-    "Citation", "CitationReport", "ClaimCheck", "Excerpt", "Support", "annotate_answer",
-    "check_citations", "check_support", "link_spans", "link_target_text",
-    "render_broken_as_text", "section_text", "slug", "strip_links",
+    "Citation",
+    "CitationReport",
+    "ClaimCheck",
+    "Excerpt",
+    "Support",
+    "annotate_answer",
+    "check_citations",
+    "check_support",
+    "link_spans",
+    "link_target_text",
+    "render_broken_as_text",
+    "section_text",
+    "slug",
+    "strip_links",
 ]
 
 _SLUG = re.compile(r"[^\w]+")
@@ -97,8 +108,9 @@ class Citation:
         nothing is shown as plain text, so the answer adds no false edge to the graph."""
         if self.state == "pending":
             return True
-        return self.state == "resolved" and (self.added or (
-            self.grounded and self.support == "supported"))
+        return self.state == "resolved" and (
+            self.added or (self.grounded and self.support == "supported")
+        )
 
 
 @dataclass(frozen=True)
@@ -199,20 +211,24 @@ def check_citations(
     sizes = [len(c) for c in content_tokens([c.judged for c in claims], tokenize)]
     shown = list(excerpts or ())
     evidence = prepare_evidence(
-        [e.text for e in shown], tokenize, [_header(e.title, e.heading) for e in shown],
+        [e.text for e in shown],
+        tokenize,
+        [_header(e.title, e.heading) for e in shown],
         [e.path for e in shown],
     )
     resolved: dict[tuple[str, str | None, str | None], Citation] = {}
     link_evidence: dict[tuple[str, str | None, str | None], list[Evidence]] = {}
     for link in unique_targets(c.link for claim in claims for c in claim.links):
-        citation, texts = _resolve(link, index, notes, pending_slugs, shown, evidence, tokenize,
-                                   excerpts is None)
+        citation, texts = _resolve(
+            link, index, notes, pending_slugs, shown, evidence, tokenize, excerpts is None
+        )
         resolved[_key(link)] = citation
         link_evidence[_key(link)] = texts
     for span in link_spans(answer):  # links in no claim (a heading, a table header) too
         if not span.link.embed and _key(span.link) not in resolved:
-            citation, texts = _resolve(span.link, index, notes, pending_slugs, shown, evidence,
-                                       tokenize, excerpts is None)
+            citation, texts = _resolve(
+                span.link, index, notes, pending_slugs, shown, evidence, tokenize, excerpts is None
+            )
             resolved[_key(span.link)] = citation
             link_evidence[_key(span.link)] = texts
     supports: dict[tuple[str, str | None, str | None], list[Support]] = {k: [] for k in resolved}
@@ -226,13 +242,15 @@ def check_citations(
             continue
         if not is_claim(claim.judged, ["_"] * size):
             continue
-        check = _judge_claim(claim, content, not echo, question, resolved, link_evidence,
-                             supports, shown, evidence)
+        check = _judge_claim(
+            claim, content, not echo, question, resolved, link_evidence, supports, shown, evidence
+        )
         if check.added:
             if check.added not in added:
                 added[check.added] = _added_citation(check.added, index, shown)
             added_supports.setdefault(check.added, []).append(
-                Support(check.sentence, check.verdict, check.coverage, check.span))
+                Support(check.sentence, check.verdict, check.coverage, check.span)
+            )
         checks.append(check)
     ordered = [_with_supports(c, supports[_key(c.link)]) for c in _in_order(answer, resolved)]
     ordered += [_with_supports(c, added_supports[t]) for t, c in added.items()]
@@ -259,62 +277,98 @@ def _in_order(
 
 def _with_supports(citation: Citation, supports: list[Support]) -> Citation:
     unique = list({s.sentence: s for s in supports}.values())
-    return Citation(citation.link, citation.state, citation.path, citation.heading,
-                    citation.reason, tuple(unique), citation.added, citation.grounded)
+    return Citation(
+        citation.link,
+        citation.state,
+        citation.path,
+        citation.heading,
+        citation.reason,
+        tuple(unique),
+        citation.added,
+        citation.grounded,
+    )
 
 
 def _resolve(
-    link: Link, index: LinkIndex, notes: Mapping[str, ParsedNote], pending_slugs: Collection[str],
-    shown: Sequence[Excerpt], evidence: Sequence[Evidence], tokenize: Tokenizer,
+    link: Link,
+    index: LinkIndex,
+    notes: Mapping[str, ParsedNote],
+    pending_slugs: Collection[str],
+    shown: Sequence[Excerpt],
+    evidence: Sequence[Evidence],
+    tokenize: Tokenizer,
     use_note_text: bool,
 ) -> tuple[Citation, list[Evidence]]:
     """The link's state, and the texts its claims are judged against."""
     path = resolve_link(link.target, index) if link.target else None
     if path is None:
         if link.target and slug(link.target) in set(pending_slugs):
-            return Citation(link, "pending", reason="a review candidate in queries/ has this name",
-                            grounded=False), []
+            return Citation(
+                link,
+                "pending",
+                reason="a review candidate in queries/ has this name",
+                grounded=False,
+            ), []
         why = "same-note link: an answer has no headings" if not link.target else "no such note"
         return Citation(link, "broken", reason=why, grounded=False), []
     note = notes.get(path)
     if note is None:
-        return Citation(link, "broken", path=path, reason=f"{path} could not be read",
-                        grounded=False), []
+        return Citation(
+            link, "broken", path=path, reason=f"{path} could not be read", grounded=False
+        ), []
     heading_text: str | None = None
     section = note.body
     if link.heading:
         found = heading_matches(link.heading, note.headings)
         if found is None:
-            return Citation(link, "broken", path=path,
-                            reason=f"no heading {link.heading!r} in {path}", grounded=False), []
+            return Citation(
+                link,
+                "broken",
+                path=path,
+                reason=f"no heading {link.heading!r} in {path}",
+                grounded=False,
+            ), []
         heading_text = found.text
         section = section_text(note, found.line)
     if link.block and link.block.casefold() not in {b.casefold() for b in note.block_ids}:
-        return Citation(link, "broken", path=path, reason=f"no block ^{link.block} in {path}",
-                        grounded=False), []
+        return Citation(
+            link, "broken", path=path, reason=f"no block ^{link.block} in {path}", grounded=False
+        ), []
     if use_note_text:
         text = section if section.strip() else note.body
-        return (Citation(link, "resolved", path=path, heading=heading_text),
-                prepare_evidence([text], tokenize, [_header(note.title, heading_text)]))
+        return (
+            Citation(link, "resolved", path=path, heading=heading_text),
+            prepare_evidence([text], tokenize, [_header(note.title, heading_text)]),
+        )
     mine = [i for i, e in enumerate(shown) if e.path == path]
     if heading_text:
         wanted = normalize_name(heading_text)
-        under = [i for i in mine
-                 if (h := shown[i].heading) is not None and normalize_name(h) == wanted]
+        under = [
+            i for i in mine if (h := shown[i].heading) is not None and normalize_name(h) == wanted
+        ]
         mine = under or mine
     if not mine:
-        return Citation(link, "resolved", path=path, heading=heading_text,
-                        reason="its text was not among the excerpts given to the model",
-                        grounded=False), []
+        return Citation(
+            link,
+            "resolved",
+            path=path,
+            heading=heading_text,
+            reason="its text was not among the excerpts given to the model",
+            grounded=False,
+        ), []
     return Citation(link, "resolved", path=path, heading=heading_text), [evidence[i] for i in mine]
 
 
 def _judge_claim(
-    claim: Claim, content: list[str], lenient: bool, question: str,
+    claim: Claim,
+    content: list[str],
+    lenient: bool,
+    question: str,
     resolved: Mapping[tuple[str, str | None, str | None], Citation],
     link_evidence: Mapping[tuple[str, str | None, str | None], list[Evidence]],
     supports: dict[tuple[str, str | None, str | None], list[Support]],
-    shown: Sequence[Excerpt], evidence: Sequence[Evidence],
+    shown: Sequence[Excerpt],
+    evidence: Sequence[Evidence],
 ) -> ClaimCheck:
     """The claim against its cited excerpts; else against every excerpt (a link is added)."""
     sentence = claim.judged
@@ -323,32 +377,52 @@ def _judge_claim(
     source = None
     for cl in claim.links:
         key = _key(cl.link)
-        found = best_judgement(sentence, content, link_evidence.get(key, []), lenient=lenient,
-                               question=question)
+        found = best_judgement(
+            sentence, content, link_evidence.get(key, []), lenient=lenient, question=question
+        )
         citation = resolved[key]
-        support = found[1] if found else Support(
-            sentence, "unsupported", 0.0,
-            missing=(), span=None)
+        support = (
+            found[1] if found else Support(sentence, "unsupported", 0.0, missing=(), span=None)
+        )
         supports[key].append(support)
         if best is None or (_RANK[support.verdict], support.coverage) > (
-            _RANK[best.verdict], best.coverage
+            _RANK[best.verdict],
+            best.coverage,
         ):
             best, source = support, link_target_text(citation.link)
     if best is not None and best.verdict == "supported":
-        return ClaimCheck(sentence, "supported", best.coverage, cited, source, None, best.span,
-                          anchor=claim.anchor)
+        return ClaimCheck(
+            sentence,
+            "supported",
+            best.coverage,
+            cited,
+            source,
+            None,
+            best.span,
+            anchor=claim.anchor,
+        )
     other = best_judgement(sentence, content, evidence, lenient=lenient, question=question)
     if other is not None and other[1].verdict == "supported":
         excerpt = shown[other[0]]
         link = excerpt.cite_as[2:-2]
-        return ClaimCheck(sentence, "supported", other[1].coverage, cited, link, link,
-                          other[1].span, reason=_added_reason(cited), anchor=claim.anchor)
+        return ClaimCheck(
+            sentence,
+            "supported",
+            other[1].coverage,
+            cited,
+            link,
+            link,
+            other[1].span,
+            reason=_added_reason(cited),
+            anchor=claim.anchor,
+        )
     if best is None:
         best = other[1] if other else Support(sentence, "unsupported", 0.0)
         source = shown[other[0]].cite_as[2:-2] if other and best.verdict != "unsupported" else None
     reason = _flag_reason(claim, resolved, best)
-    return ClaimCheck(sentence, best.verdict, best.coverage, cited, source, None, best.span,
-                      reason, claim.anchor)
+    return ClaimCheck(
+        sentence, best.verdict, best.coverage, cited, source, None, best.span, reason, claim.anchor
+    )
 
 
 def _added_reason(cited: tuple[str, ...]) -> str:
@@ -358,7 +432,8 @@ def _added_reason(cited: tuple[str, ...]) -> str:
 
 
 def _flag_reason(
-    claim: Claim, resolved: Mapping[tuple[str, str | None, str | None], Citation],
+    claim: Claim,
+    resolved: Mapping[tuple[str, str | None, str | None], Citation],
     best: Support,
 ) -> str:
     states = [resolved[_key(c.link)] for c in claim.links]
@@ -366,8 +441,11 @@ def _flag_reason(
     if best.opposite:
         missing = " (the excerpt seems to say the opposite)"
     if states and all(not c.grounded for c in states):
-        return "the cited page's text was not given to the model" if any(
-            c.state == "resolved" for c in states) else "the cited link is broken"
+        return (
+            "the cited page's text was not given to the model"
+            if any(c.state == "resolved" for c in states)
+            else "the cited link is broken"
+        )
     if best.verdict == "weak":
         return "only partly found in the excerpts" + missing
     return "no excerpt given to the model says this" + missing
@@ -380,9 +458,7 @@ def _added_citation(target: str, index: LinkIndex, shown: Sequence[Excerpt]) -> 
     return Citation(link, "resolved", path=excerpt.path, heading=excerpt.heading, added=True)
 
 
-def check_support(
-    sentence: str, note_text: str, tokenize: Tokenizer = simple_tokens
-) -> Support:
+def check_support(sentence: str, note_text: str, tokenize: Tokenizer = simple_tokens) -> Support:
     """Compare one sentence with one text: supported, weak or unsupported, with the span."""
     (content,) = content_tokens([sentence], tokenize)
     found = best_judgement(sentence, content, prepare_evidence([note_text], tokenize))
@@ -416,7 +492,11 @@ def _as_text(span: CitedLink) -> str:
 
 
 def annotate_answer(
-    answer: str, report: CitationReport, *, add_links: bool = True, flag: bool = True,
+    answer: str,
+    report: CitationReport,
+    *,
+    add_links: bool = True,
+    flag: bool = True,
     keep_links: bool = True,
 ) -> str:
     """The answer as published: links that are not `published` as plain text, embeds as

@@ -132,8 +132,10 @@ def split_claims(answer: str) -> list[Claim]:
         if _HEADING.match(text) or _is_separator(text):
             block, previous = _Line(), _Line()
             continue
-        if _TABLE_ROW.match(text) and row + 1 < len(lines) and _is_separator(
-            masked[slice(*lines[row + 1])]
+        if (
+            _TABLE_ROW.match(text)
+            and row + 1 < len(lines)
+            and _is_separator(masked[slice(*lines[row + 1])])
         ):
             block, previous = _Line(), _Line()  # a header row names columns, it claims nothing
             continue
@@ -147,8 +149,12 @@ def split_claims(answer: str) -> list[Claim]:
             _cut_sentence(answer, plain, spans, s0, s1, line_links, line, claims)
         block.claims.extend(line.claims)
     # A marker or an added link goes after the links that already close the claim.
-    return [replace(c, anchor=max([c.anchor] + [span.end for span in c.links if span.start >= c.anchor]))
-            for c in claims]
+    return [
+        replace(
+            c, anchor=max([c.anchor] + [span.end for span in c.links if span.start >= c.anchor])
+        )
+        for c in claims
+    ]
 
 
 def _line_spans(text: str) -> list[tuple[int, int]]:
@@ -184,8 +190,14 @@ def _sentences(answer: str, plain: str, start: int, end: int) -> list[tuple[int,
 
 
 def _cut_sentence(
-    answer: str, plain: str, spans: list[CitedLink], s0: int, s1: int,
-    line_links: list[CitedLink], line: _Line, claims: list[Claim],
+    answer: str,
+    plain: str,
+    spans: list[CitedLink],
+    s0: int,
+    s1: int,
+    line_links: list[CitedLink],
+    line: _Line,
+    claims: list[Claim],
 ) -> None:
     """Cut one sentence into claims at its links; append them to `claims` and `line`."""
     groups = _groups(answer, [s for s in line_links if s0 <= s.start < s1])
@@ -212,8 +224,9 @@ def _cut_sentence(
         elif words < MIN_CLAIM_WORDS and not own:
             pending += group  # `According to [[A]], X.`: the link cites the sentence
         else:
-            own.append(_claim(answer, plain, spans, seg_start, group[0].start, s0, s1,
-                              pending + group))
+            own.append(
+                _claim(answer, plain, spans, seg_start, group[0].start, s0, s1, pending + group)
+            )
             pending = []
             seg_start = group[-1].end
     tail = _words(plain, seg_start, s1)
@@ -248,13 +261,24 @@ def _words(plain: str, start: int, end: int) -> int:
 
 
 def _claim(
-    answer: str, plain: str, spans: list[CitedLink], start: int, end: int, s0: int, s1: int,
+    answer: str,
+    plain: str,
+    spans: list[CitedLink],
+    start: int,
+    end: int,
+    s0: int,
+    s1: int,
     links: list[CitedLink],
 ) -> Claim:
     return Claim(
-        start=start, end=end, text=_text_without_links(answer, spans, start, end),
-        sentence=_text_without_links(answer, spans, s0, s1), links=tuple(links),
-        anchor=_anchor(answer, plain, start, end), sentence_start=s0, sentence_end=s1,
+        start=start,
+        end=end,
+        text=_text_without_links(answer, spans, start, end),
+        sentence=_text_without_links(answer, spans, s0, s1),
+        links=tuple(links),
+        anchor=_anchor(answer, plain, start, end),
+        sentence_start=s0,
+        sentence_end=s1,
         words=_words(plain, start, end),
     )
 

@@ -142,7 +142,10 @@ def order_key(scored: Scored) -> tuple[float, str, str, int]:
 
 
 def fuse_rankings(
-    candidates: Sequence[Candidate], terms: Sequence[str], *, k: int | None = None,
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    *,
+    k: int | None = None,
     bonuses: bool = True,
 ) -> list[Scored]:
     """Reciprocal rank fusion of the word and vector rankings, plus name bonuses (off for
@@ -164,26 +167,29 @@ def fuse_rankings(
     return sorted(results, key=order_key)
 
 
-def min_max(values: Mapping[int, float], reference: Sequence[float] | None = None
-            ) -> dict[int, float]:
+def min_max(
+    values: Mapping[int, float], reference: Sequence[float] | None = None
+) -> dict[int, float]:
     """Each finite value scaled to 0..1 between the smallest and the largest of
     `reference` (default: the values themselves), clamped; all 1.0 when those are equal.
     Non-finite values (NaN, inf) are left out."""
     finite = {key: value for key, value in values.items() if math.isfinite(value)}
-    bounds = [v for v in (finite.values() if reference is None else reference)
-              if math.isfinite(v)]
+    bounds = [v for v in (finite.values() if reference is None else reference) if math.isfinite(v)]
     if not finite or not bounds:
         return {}
     low, high = min(bounds), max(bounds)
     if high <= low:
         return {key: 1.0 for key in finite}
-    return {key: min(1.0, max(0.0, (value - low) / (high - low)))
-            for key, value in finite.items()}
+    return {key: min(1.0, max(0.0, (value - low) / (high - low))) for key, value in finite.items()}
 
 
 def fuse_scores(
-    candidates: Sequence[Candidate], terms: Sequence[str], *, vector_share: float | None = None,
-    bonuses: bool = True, scale_depth: int | None = None,
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    *,
+    vector_share: float | None = None,
+    bonuses: bool = True,
+    scale_depth: int | None = None,
 ) -> list[Scored]:
     """Convex combination of the channels' min-max scaled scores, plus name bonuses.
 
@@ -195,23 +201,27 @@ def fuse_scores(
     """
     share = VECTOR_SHARE if vector_share is None else vector_share
     words_raw = {c.chunk_id: -c.words_raw for c in candidates if c.words_raw is not None}
-    vector_raw = {c.chunk_id: 1.0 - c.vector_raw for c in candidates
-                  if c.vector_raw is not None}
+    vector_raw = {c.chunk_id: 1.0 - c.vector_raw for c in candidates if c.vector_raw is not None}
     words = min_max(words_raw, _top(candidates, words_raw, lambda c: c.words_rank, scale_depth))
-    vector = min_max(vector_raw,
-                     _top(candidates, vector_raw, lambda c: c.vector_rank, scale_depth))
+    vector = min_max(vector_raw, _top(candidates, vector_raw, lambda c: c.vector_rank, scale_depth))
     results = []
     for c in candidates:
         points: dict[str, float] = {}
         trace: Trace = {}
         if c.chunk_id in words:
             points["words"] = (1.0 - share) * words[c.chunk_id]
-            trace["words"] = {"raw": c.words_raw, "rank": c.words_rank,
-                              "scaled": round(words[c.chunk_id], 6)}
+            trace["words"] = {
+                "raw": c.words_raw,
+                "rank": c.words_rank,
+                "scaled": round(words[c.chunk_id], 6),
+            }
         if c.chunk_id in vector:
             points["vector"] = share * vector[c.chunk_id]
-            trace["vector"] = {"raw": c.vector_raw, "rank": c.vector_rank,
-                               "scaled": round(vector[c.chunk_id], 6)}
+            trace["vector"] = {
+                "raw": c.vector_raw,
+                "rank": c.vector_rank,
+                "scaled": round(vector[c.chunk_id], 6),
+            }
         for name, value in (name_bonuses(terms, c) if bonuses else {}).items():
             points[name] = value
             trace[name] = {"raw": value, "rank": None}
@@ -219,17 +229,25 @@ def fuse_scores(
     return sorted(results, key=order_key)
 
 
-def _top(candidates: Sequence[Candidate], values: Mapping[int, float],
-         rank: Callable[[Candidate], int | None], depth: int | None) -> list[float] | None:
+def _top(
+    candidates: Sequence[Candidate],
+    values: Mapping[int, float],
+    rank: Callable[[Candidate], int | None],
+    depth: int | None,
+) -> list[float] | None:
     """The values of the candidates a channel ranked within `depth` (None: all of them)."""
     if depth is None:
         return None
-    return [values[c.chunk_id] for c in candidates
-            if c.chunk_id in values and (rank(c) or depth + 1) <= depth]
+    return [
+        values[c.chunk_id]
+        for c in candidates
+        if c.chunk_id in values and (rank(c) or depth + 1) <= depth
+    ]
 
 
 def bm25_scores(
-    documents: Sequence[Sequence[str]], query: Sequence[str],
+    documents: Sequence[Sequence[str]],
+    query: Sequence[str],
     idf: Mapping[str, float] | None = None,
 ) -> list[float]:
     """Okapi BM25 (rank-bm25) of each tokenized document for the query tokens.
@@ -258,8 +276,14 @@ def corpus_idf(document_count: int, frequencies: Mapping[str, int]) -> dict[str,
 
 def rerank_text(candidate: Candidate) -> str:
     """What BM25 reads of a candidate: its names, then its text."""
-    return "\n".join([candidate.title, " ".join(candidate.aliases),
-                      " ".join(candidate.heading_path), candidate.text])
+    return "\n".join(
+        [
+            candidate.title,
+            " ".join(candidate.aliases),
+            " ".join(candidate.heading_path),
+            candidate.text,
+        ]
+    )
 
 
 def rerank_candidates(
@@ -322,8 +346,9 @@ def budget_prefix(costs: Sequence[int], budget: int) -> int:
     return len(costs)
 
 
-def context_order_key(scored_score: float, has_title: bool, title: str, path: str,
-                      chunk_id: int) -> tuple[float, bool, str, str, int]:
+def context_order_key(
+    scored_score: float, has_title: bool, title: str, path: str, chunk_id: int
+) -> tuple[float, bool, str, str, int]:
     """Evidence order: score, then a hit with a title channel first (it wins a tie at the
     budget boundary), then title and path."""
     return (-scored_score, not has_title, fold(title), path, chunk_id)

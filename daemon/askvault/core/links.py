@@ -37,14 +37,14 @@ _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.IGNORECASE | re.DOTALL)
 
 
-
 def strip_md_suffix(name: str) -> str:
     """`Note.md` -> `Note` (any letter case); other names unchanged."""
     return _MD_SUFFIX.sub("", name)
 
 
-def page_link(path: str, heading: str | None = None,
-              duplicate_basenames: Iterable[str] = ()) -> str:
+def page_link(
+    path: str, heading: str | None = None, duplicate_basenames: Iterable[str] = ()
+) -> str:
     """The wikilink askvault writes for a vault path: `[[Name]]` / `[[Name#Heading]]`, or
     `[[folder/Name]]` when another note has the same file name (`duplicate_basenames`:
     lower-cased file names with `.md`, as `search_store.duplicate_basenames` gives them)."""
@@ -52,6 +52,7 @@ def page_link(path: str, heading: str | None = None,
     if path.rsplit("/", 1)[-1].lower() not in set(duplicate_basenames):
         name = name.rsplit("/", 1)[-1]
     return f"[[{name}#{heading}]]" if heading else f"[[{name}]]"
+
 
 def fenced_blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
     """The fenced code blocks of `lines` as (first, last) 0-based rows, fences included.

@@ -37,7 +37,7 @@ def with_archive_warning(note_text: str, reason: str) -> str:
     match = _QUESTION_CALLOUT.search(body)
     if match is None:
         return body.rstrip("\n") + "\n\n" + callout + "\n"
-    return body[: match.end()] + "\n" + callout + "\n" + body[match.end():]
+    return body[: match.end()] + "\n" + callout + "\n" + body[match.end() :]
 
 
 def without_archive_warning(note_text: str) -> str:
@@ -61,7 +61,7 @@ def render_write_problem(folder: str, reason: str, since: str) -> str:
     return (
         "---\n"
         "status: problem\n"
-        f"since: \"{since}\"\n"
+        f'since: "{since}"\n'
         "---\n"
         "> [!failure] askvault cannot write answer notes\n"
         f"> Writing to `{folder}/` fails: {flat}.\n"

@@ -37,8 +37,9 @@ _MARKER_LINE = re.compile(r'^askvault: "?(v1:[0-9a-f]{64})"?[ \t]*\r?\n', re.MUL
 _ANY_MARKER_LINE = re.compile(r"^askvault:.*\r?\n", re.MULTILINE)
 _COPY_SUFFIX = re.compile(r"^(.*) \((\d+)\)$")
 _STATUS = re.compile(r"^status: *([a-z-]+)[ \t]*\r?$", re.MULTILINE)
-_REPORT = re.compile(r"^## Citation report[ \t]*\n(.*?)(?=^## |^> \[!info\]- |\Z)",
-                     re.MULTILINE | re.DOTALL)
+_REPORT = re.compile(
+    r"^## Citation report[ \t]*\n(.*?)(?=^## |^> \[!info\]- |\Z)", re.MULTILINE | re.DOTALL
+)
 _RESOLVED = re.compile(r"^- `[^`\n]*` — \*\*resolved\*\* → `([^`\n]+)`(.*)$", re.MULTILINE)
 PLAIN_TEXT_NOTE = "shown as plain text"
 
@@ -113,8 +114,9 @@ def cited_paths_of(body: str) -> tuple[str, ...]:
     report = _REPORT.search(body)
     if report is None:
         return ()
-    paths = [m.group(1) for m in _RESOLVED.finditer(report.group(1))
-             if PLAIN_TEXT_NOTE not in m.group(2)]
+    paths = [
+        m.group(1) for m in _RESOLVED.finditer(report.group(1)) if PLAIN_TEXT_NOTE not in m.group(2)
+    ]
     return tuple(dict.fromkeys(paths))
 
 
@@ -126,7 +128,7 @@ def _split(text: str) -> tuple[str | None, str]:
     end = text.find("\n---\n", 3)
     if end < 0:
         return None, text
-    return text[: end + 1], text[end + 1:]
+    return text[: end + 1], text[end + 1 :]
 
 
 def _digest(question_stem: str, canonical: str) -> str:

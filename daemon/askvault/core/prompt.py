@@ -37,7 +37,8 @@ _LINK_UNSAFE = re.compile(r"[\[\]|#^]")
 _NUMBERED = re.compile(
     r"(?:\b(?:the\s+)?excerpts?\s+(?=\[\d))?"
     r"(?<!\[)\[(?:excerpts?\s*)?(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?![\[(\]])",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 SYSTEM_PROMPT = """\
 Answer the question from the numbered excerpts of the user's notes, in 1 to 3 short \
@@ -105,7 +106,11 @@ def quote(text: str) -> str:
 
 
 def build_messages(
-    question: str, pack: ContextPack, *, num_ctx: int, language: str | None = None,
+    question: str,
+    pack: ContextPack,
+    *,
+    num_ctx: int,
+    language: str | None = None,
     excerpt_tokens: int | None = None,
 ) -> PromptPlan:
     """The system and user messages for `question`, with the excerpts that fit the budget.
@@ -145,7 +150,8 @@ def build_messages(
 # Small models copy the excerpt header: "Excerpt [2] from [[Page]]: ..." - the link is
 # the citation, the rest is noise.
 _COPIED_HEADER = re.compile(
-    r"\b(?:the\s+)?excerpts?\s*(?:\[\d{1,3}\]\s*)?(?:from\s+)(?=!?\[\[)", re.IGNORECASE)
+    r"\b(?:the\s+)?excerpts?\s*(?:\[\d{1,3}\]\s*)?(?:from\s+)(?=!?\[\[)", re.IGNORECASE
+)
 
 
 def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str:

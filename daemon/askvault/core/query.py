@@ -27,7 +27,6 @@ def _cjk_or_rest() -> re.Pattern[str]:
     return re.compile(_CJK.pattern[:-1] + "|" + "[^" + _CJK.pattern[1:-2] + "]+")
 
 
-
 MAX_QUERY_TERMS = 32
 
 # Function words that match nearly every note; dropped unless nothing else is left.
@@ -87,7 +86,7 @@ def cjk_grams(text: str) -> tuple[list[str], list[str]]:
         if len(run) < 3:
             short.append(run)
             continue
-        trigrams.extend(run[i:i + 3] for i in range(len(run) - 2))
+        trigrams.extend(run[i : i + 3] for i in range(len(run) - 2))
     return list(dict.fromkeys(trigrams))[:MAX_QUERY_TERMS], list(dict.fromkeys(short))
 
 
@@ -106,10 +105,15 @@ def snippet(text: str, terms: list[str], width: int = 200) -> str:
     folded = fold(flat)
     # fold() can change lengths (ligatures); positions are only a hint, so clamp them.
     # The word index stems, so a hit may hold another form of the word: look for its root.
-    hits = [pos for term in terms if term
-            for pos in (folded.find(term), folded.find(_root(term))) if pos >= 0]
+    hits = [
+        pos
+        for term in terms
+        if term
+        for pos in (folded.find(term), folded.find(_root(term)))
+        if pos >= 0
+    ]
     start = max(0, min(min(hits) - width // 4, len(flat) - width)) if hits else 0
-    piece = flat[start:start + width].strip()
+    piece = flat[start : start + width].strip()
     return ("…" if start > 0 else "") + piece + ("…" if start + width < len(flat) else "")
 
 

@@ -109,7 +109,7 @@ def render_launchd_plist(spec: ServiceSpec) -> bytes:
     agent = {
         "Label": launchd_label(spec.name),
         "Comment": f"{MARKER} for the vault {spec.vault} (state in {spec.state_dir}); "
-                   f"documentation: {spec.documentation}",
+        f"documentation: {spec.documentation}",
         "ProgramArguments": list(spec.command),
         "EnvironmentVariables": dict(sorted(spec.environment.items())),
         "RunAtLoad": True,

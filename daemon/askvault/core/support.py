@@ -80,7 +80,9 @@ _EVIDENCE_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s)|\n|$)")
 
 
 def prepare_evidence(
-    texts: Sequence[str], tokenize: Tokenizer, headers: Sequence[str] | None = None,
+    texts: Sequence[str],
+    tokenize: Tokenizer,
+    headers: Sequence[str] | None = None,
     pages: Sequence[str] | None = None,
 ) -> list[Evidence]:
     """Tokenize each text's sentences once (one tokenizer call for all of them).
@@ -90,11 +92,13 @@ def prepare_evidence(
     entry of `pages` (all the excerpts of one page the model saw).
     """
     headers = list(headers) if headers is not None else [""] * len(texts)
-    sentences = [[m.group(0).strip() for m in _EVIDENCE_SENTENCE.finditer(t)
-                  if m.group(0).strip()] or [t] for t in texts]
+    sentences = [
+        [m.group(0).strip() for m in _EVIDENCE_SENTENCE.finditer(t) if m.group(0).strip()] or [t]
+        for t in texts
+    ]
     flat = [h for h in headers] + [x for group in sentences for x in group]
     tokens = tokenize(flat) if flat else []
-    header_tokens, rest = tokens[: len(headers)], tokens[len(headers):]
+    header_tokens, rest = tokens[: len(headers)], tokens[len(headers) :]
     out = []
     cursor = 0
     for text, header, head_tokens, group in zip(texts, headers, header_tokens, sentences):
@@ -106,9 +110,12 @@ def prepare_evidence(
             part = " ".join(shown or group[i : i + WINDOW_SENTENCES])
             words = frozenset(t for ts in own[i : i + WINDOW_SENTENCES] for t in ts)
             raw = " ".join(group[i : i + WINDOW_SENTENCES])
-            windows.append(Window(part, words | frozenset(head_tokens), _numbers(raw),
-                                  _compact(raw)))
-        out.append(Evidence(text, tuple(windows), frozenset(_WORD.findall(fold(text + " " + header)))))
+            windows.append(
+                Window(part, words | frozenset(head_tokens), _numbers(raw), _compact(raw))
+            )
+        out.append(
+            Evidence(text, tuple(windows), frozenset(_WORD.findall(fold(text + " " + header))))
+        )
     if pages is not None:
         by_page: dict[str, set[str]] = {}
         for page, ev in zip(pages, out):
@@ -152,7 +159,11 @@ def claim_contents(
 
 
 def judge(
-    sentence: str, content: Sequence[str], evidence: Evidence, *, lenient: bool = True,
+    sentence: str,
+    content: Sequence[str],
+    evidence: Evidence,
+    *,
+    lenient: bool = True,
     question: str = "",
 ) -> Support:
     """Compare one sentence (with its content tokens) with one evidence text: the verdict
@@ -171,15 +182,19 @@ def judge(
     if not content and not exact:
         return Support(sentence, "unsupported", 0.0)
     missing_names = tuple(
-        n for n in _names(sentence)
-        if not all(p in evidence.folded_words for p in _WORD.findall(fold(n))))
+        n
+        for n in _names(sentence)
+        if not all(p in evidence.folded_words for p in _WORD.findall(fold(n)))
+    )
     check_polarity = not _negated(question)
     best: Support | None = None
     for window in evidence.windows:
-        support = _judge_window(sentence, content, exact, missing_names, window, lenient,
-                                check_polarity)
+        support = _judge_window(
+            sentence, content, exact, missing_names, window, lenient, check_polarity
+        )
         if best is None or (_RANK[support.verdict], support.coverage) > (
-            _RANK[best.verdict], best.coverage
+            _RANK[best.verdict],
+            best.coverage,
         ):
             best = support
     return best or Support(sentence, "unsupported", 0.0)
@@ -188,9 +203,15 @@ def judge(
 _RANK = {"supported": 2, "weak": 1, "unsupported": 0}
 
 
-def _judge_window(sentence: str, content: Sequence[str], exact: tuple[str, ...],
-                  missing_names: tuple[str, ...], window: Window, lenient: bool,
-                  check_polarity: bool) -> Support:
+def _judge_window(
+    sentence: str,
+    content: Sequence[str],
+    exact: tuple[str, ...],
+    missing_names: tuple[str, ...],
+    window: Window,
+    lenient: bool,
+    check_polarity: bool,
+) -> Support:
     found = [t for t in content if t in window.tokens]
     missing_exact = tuple(x for x in exact if not _exact_found(x, window))
     items = len(content) + len(exact)
@@ -199,21 +220,31 @@ def _judge_window(sentence: str, content: Sequence[str], exact: tuple[str, ...],
     verdict: SupportVerdict
     if missing_exact or share < WEAK_MIN_SHARE:
         verdict = "unsupported"
-    elif (share >= SUPPORTED_MIN_SHARE or lenient and items >= 3 and items - hits <= 1
-          or exact and share >= EXACT_MIN_SHARE) and not missing_names:
+    elif (
+        share >= SUPPORTED_MIN_SHARE
+        or lenient
+        and items >= 3
+        and items - hits <= 1
+        or exact
+        and share >= EXACT_MIN_SHARE
+    ) and not missing_names:
         verdict = "supported"
     else:
         verdict = "weak"
     span = window.text if verdict != "unsupported" else None
     opposite = False
-    if span is not None and verdict == "supported" and check_polarity and (
-        _negates(sentence, found) != _negates(span, found)
+    if (
+        span is not None
+        and verdict == "supported"
+        and check_polarity
+        and (_negates(sentence, found) != _negates(span, found))
     ):
         # "You can recover the password" against "you cannot recover it": same words,
         # opposite claim.
         verdict, opposite = "weak", True
-    return Support(sentence, verdict, round(share, 3), span, missing_exact + missing_names,
-                   opposite)
+    return Support(
+        sentence, verdict, round(share, 3), span, missing_exact + missing_names, opposite
+    )
 
 
 EXACT_MIN_SHARE = 0.5
@@ -237,14 +268,21 @@ def _compact(text: str) -> str:
     return "".join(text.casefold().split())
 
 
-def best_judgement(sentence: str, content: Sequence[str], evidence: Sequence[Evidence], *,
-                   lenient: bool = True, question: str = "") -> tuple[int, Support] | None:
+def best_judgement(
+    sentence: str,
+    content: Sequence[str],
+    evidence: Sequence[Evidence],
+    *,
+    lenient: bool = True,
+    question: str = "",
+) -> tuple[int, Support] | None:
     """The evidence text that backs the sentence best, and how; None without evidence."""
     best: tuple[int, Support] | None = None
     for i, ev in enumerate(evidence):
         support = judge(sentence, content, ev, lenient=lenient, question=question)
         if best is None or (_RANK[support.verdict], support.coverage) > (
-            _RANK[best[1].verdict], best[1].coverage
+            _RANK[best[1].verdict],
+            best[1].coverage,
         ):
             best = (i, support)
     return best

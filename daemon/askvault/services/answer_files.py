@@ -90,13 +90,16 @@ class AnswerFiles:
             raise VaultUnavailable(
                 f"the vault's {self.settings.queries.folder}/ folder is gone from {self.root} "
                 "(the vault moved away or unmounted?)",
-                "put the vault back; askvault finishes its notes then")
+                "put the vault back; askvault finishes its notes then",
+            )
         folder = resolve_inside(self.root, rel)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except FileExistsError as exc:
-            raise VaultError(f"{rel} is not a folder (a file has its name)",
-                             f"rename or remove that file so askvault can use {rel}/") from exc
+            raise VaultError(
+                f"{rel} is not a folder (a file has its name)",
+                f"rename or remove that file so askvault can use {rel}/",
+            ) from exc
         return folder
 
     def adopt_own_note(self, conn: Connection, rel: str) -> AnswerRow | None:
@@ -116,10 +119,10 @@ class AnswerFiles:
         status = answer_status(owned.status) if owned else None
         if owned is None or status is None:
             return None  # not askvault's, or a status askvault does not write
-        question = f"{self.settings.queries.folder}/{self.settings.queries.inbox}/" \
-                   f"{owned.question_stem}.md"
-        row = AnswerRow(rel, question, status, hashlib.sha256(data).hexdigest(),
-                        owned.cited)
+        question = (
+            f"{self.settings.queries.folder}/{self.settings.queries.inbox}/{owned.question_stem}.md"
+        )
+        row = AnswerRow(rel, question, status, hashlib.sha256(data).hexdigest(), owned.cited)
         with write_transaction(conn):
             if answer_store.get_answer(conn, rel) is not None:
                 return None  # recorded meanwhile (not by this thread: nothing to adopt)
@@ -132,8 +135,11 @@ class AnswerFiles:
         start-up after an index was deleted and rebuilt)."""
         try:
             folder = resolve_inside(self.root, self.answers_rel)
-            names = sorted(e.name for e in os.scandir(folder)
-                           if e.name.lower().endswith(".md") and not e.name.startswith("."))
+            names = sorted(
+                e.name
+                for e in os.scandir(folder)
+                if e.name.lower().endswith(".md") and not e.name.startswith(".")
+            )
         except (OSError, AskvaultError):
             return []
         adopted = []
@@ -144,8 +150,7 @@ class AnswerFiles:
                 if row is not None:
                     adopted.append(row)
         if adopted:
-            log.info("%d answer note(s) recognised as askvault's own by their marker",
-                     len(adopted))
+            log.info("%d answer note(s) recognised as askvault's own by their marker", len(adopted))
         return adopted
 
     def signed(self, text: str, rel: str, old_text: str) -> bytes:
@@ -164,23 +169,31 @@ class AnswerFiles:
         """
         old = answer_store.get_answer(conn, row.path)
         with write_transaction(conn):
-            answer_store.put_answer(conn, replace(
-                row, previous_sha256=old.written_sha256 if old else ""))
+            answer_store.put_answer(
+                conn, replace(row, previous_sha256=old.written_sha256 if old else "")
+            )
         still_ours = old.holds if old is not None else (lambda _data: False)
         if not write_atomic(path, data, still_ours=still_ours):
             with write_transaction(conn):
                 if old is not None:
                     answer_store.put_answer(conn, old)
-            log.warning("%s changed while askvault was rewriting it; the user's bytes are kept",
-                        row.path)
+            log.warning(
+                "%s changed while askvault was rewriting it; the user's bytes are kept", row.path
+            )
             return False
         with write_transaction(conn):
             answer_store.put_answer(conn, replace(row, previous_sha256=""))
         return True
 
     def write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: AnswerStatus,
-        cited: tuple[str, ...], stem: str,
+        self,
+        conn: Connection,
+        own_path: str | None,
+        text: str,
+        question_rel: str,
+        status: AnswerStatus,
+        cited: tuple[str, ...],
+        stem: str,
     ) -> str:
         """Rewrite our own note `own_path`, or write a new `<stem>.md` / `<stem> (2).md`.
 
@@ -202,8 +215,11 @@ class AnswerFiles:
         """Keep `queries/Answers cannot be written.md` saying why (issue 15, 16b): written
         when the reason first appears or changes, at most once a minute, never over a note
         that is not askvault's own; the user's question notes are never touched."""
-        reason = exc.message if isinstance(exc, AskvaultError) else (
-            exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        reason = (
+            exc.message
+            if isinstance(exc, AskvaultError)
+            else (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        )
         now = time.monotonic() if now is None else now
         if self._problem is not None and self._problem[0] == reason:
             return
@@ -211,8 +227,7 @@ class AnswerFiles:
             return
         since = self._problem[1] if self._problem else local_iso(time.time())
         log.warning("answer notes cannot be written to %s: %s", self.answers_rel, reason)
-        text = sign_note(render_write_problem(self.answers_rel, reason, since),
-                         WRITE_PROBLEM_STEM)
+        text = sign_note(render_write_problem(self.answers_rel, reason, since), WRITE_PROBLEM_STEM)
         try:
             if not self._replace_problem_note(text.encode("utf-8")):
                 return
@@ -257,12 +272,23 @@ class AnswerFiles:
         if not self._is_own_problem_note(path):
             log.warning("%s is not askvault's note; not written", self.problem_rel)
             return False
-        return write_atomic(path, data, still_ours=lambda old: owned_note(
-            old.decode("utf-8", "replace"), WRITE_PROBLEM_STEM) is not None)
+        return write_atomic(
+            path,
+            data,
+            still_ours=lambda old: (
+                owned_note(old.decode("utf-8", "replace"), WRITE_PROBLEM_STEM) is not None
+            ),
+        )
 
     def _write_answer(
-        self, conn: Connection, own_path: str | None, text: str, question_rel: str, status: AnswerStatus,
-        cited: tuple[str, ...], stem: str,
+        self,
+        conn: Connection,
+        own_path: str | None,
+        text: str,
+        question_rel: str,
+        status: AnswerStatus,
+        cited: tuple[str, ...],
+        stem: str,
     ) -> str:
         text = sign_note(text, stem)
         data = text.encode("utf-8")
@@ -272,11 +298,15 @@ class AnswerFiles:
             path = resolve_inside(self.root, own_path)
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 current = answer_store.get_answer(conn, own_path)
-                if (current is not None and current.status == status
-                        and what_it_says(path.read_bytes().decode("utf-8")) == what_it_says(text)):
+                if (
+                    current is not None
+                    and current.status == status
+                    and what_it_says(path.read_bytes().decode("utf-8")) == what_it_says(text)
+                ):
                     return own_path
-            if self._rewrite_own(conn, path, data,
-                                 AnswerRow(own_path, question_rel, status, digest, cited)):
+            if self._rewrite_own(
+                conn, path, data, AnswerRow(own_path, question_rel, status, digest, cited)
+            ):
                 return own_path
         claimed: list[str] = []
 
@@ -288,8 +318,9 @@ class AnswerFiles:
                 for previous in claimed:
                     answer_store.delete_answer(conn, previous)
                 claimed[:] = [f"{self.answers_rel}/{candidate.name}"]
-                answer_store.put_answer(conn, AnswerRow(
-                    claimed[0], question_rel, status, digest, cited))
+                answer_store.put_answer(
+                    conn, AnswerRow(claimed[0], question_rel, status, digest, cited)
+                )
                 answer_store.record_placeholder(conn, claimed[0])
 
         try:
@@ -386,8 +417,14 @@ class AnswerFiles:
             new = with_archive_warning(text, reason) if reason else without_archive_warning(text)
             if new != text:
                 data = self.signed(new, own, text)
-                self._rewrite_own(conn, path, data, replace(
-                    row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
+                self._rewrite_own(
+                    conn,
+                    path,
+                    data,
+                    replace(
+                        row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""
+                    ),
+                )
         except (OSError, UnicodeDecodeError, AskvaultError) as exc:
             log.warning("could not update %s about its question's archive: %s", own, exc)
 

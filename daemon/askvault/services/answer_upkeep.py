@@ -60,8 +60,9 @@ class AnswerUpkeep(AnswerFiles):
 
     def note_refreshable(self, conn: Connection) -> None:
         """At start-up: every finished answer, for a refresh set while the daemon was off."""
-        self.note_answers_touched({r.path for r in answer_store.answers_with_status(
-            conn, REFRESH_STATUSES)})
+        self.note_answers_touched(
+            {r.path for r in answer_store.answers_with_status(conn, REFRESH_STATUSES)}
+        )
 
     def vault_present(self) -> bool:
         """Is the vault there? Its root must be a folder and be the one the worker started
@@ -70,16 +71,23 @@ class AnswerUpkeep(AnswerFiles):
         root_id = _identity(self.root)
         present = root_id is not None and (
             root_id == self._root_id
-            or os.path.isdir(os.path.join(self.root, self.settings.queries.folder)))
+            or os.path.isdir(os.path.join(self.root, self.settings.queries.folder))
+        )
         if present and self._root_id is None:
             self._root_id = root_id
         if not present and self._gone_since is None:
             self._gone_since = time.monotonic()
-            log.warning("the vault %s is gone (moved away or unmounted?): questions and answer"
-                        " notes wait until it is back", self.root)
+            log.warning(
+                "the vault %s is gone (moved away or unmounted?): questions and answer"
+                " notes wait until it is back",
+                self.root,
+            )
         elif present and self._gone_since is not None:
-            log.info("the vault %s is back after %.0f s; unfinished answers are finished",
-                     self.root, time.monotonic() - self._gone_since)
+            log.info(
+                "the vault %s is back after %.0f s; unfinished answers are finished",
+                self.root,
+                time.monotonic() - self._gone_since,
+            )
             self._gone_since = None
             self._root_id = root_id
         return present
@@ -110,9 +118,12 @@ class AnswerUpkeep(AnswerFiles):
             asked = {r.answer_path for r in answer_store.questions_unfinished(conn)}
             for answer in answer_store.answers_unfinished(conn):
                 q = answer.question_path
-                if (answer.path not in asked and q.startswith(self.inbox_rel + "/")
-                        and "/" not in q[len(self.inbox_rel) + 1:]
-                        and not os.path.lexists(inbox / q.rsplit("/", 1)[-1])):
+                if (
+                    answer.path not in asked
+                    and q.startswith(self.inbox_rel + "/")
+                    and "/" not in q[len(self.inbox_rel) + 1 :]
+                    and not os.path.lexists(inbox / q.rsplit("/", 1)[-1])
+                ):
                     gone.append((q, answer.path))
         for question_rel, answer_path in gone:
             own = self._own_answer(conn, answer_path) if answer_path else None
@@ -159,8 +170,11 @@ class AnswerUpkeep(AnswerFiles):
             return
         owned = owned_note(text, stem_of(rel), ignore=(REFRESH_KEY,))
         if owned is None:
-            log.warning("%s asks for a refresh but was edited; it is the user's note now "
-                        "(drop a question in the inbox to ask again)", rel)
+            log.warning(
+                "%s asks for a refresh but was edited; it is the user's note now "
+                "(drop a question in the inbox to ask again)",
+                rel,
+            )
             return
         question = self._question_bytes(row, properties_of(text).get("question"))
         if question is None:
@@ -171,16 +185,26 @@ class AnswerUpkeep(AnswerFiles):
         kept = sign_note(without_property(text, REFRESH_KEY), owned.question_stem)
         new = kept.encode("utf-8")
         with write_transaction(conn):
-            answer_store.put_answer(conn, replace(
-                row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""))
-        if not self._rewrite_own(conn, path, new, replace(
-                row, written_sha256=hashlib.sha256(new).hexdigest(), previous_sha256="")):
+            answer_store.put_answer(
+                conn,
+                replace(row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""),
+            )
+        if not self._rewrite_own(
+            conn,
+            path,
+            new,
+            replace(row, written_sha256=hashlib.sha256(new).hexdigest(), previous_sha256=""),
+        ):
             return
         inbox = resolve_inside(self.root, self.inbox_rel)
         inbox.mkdir(parents=True, exist_ok=True)
         asked = write_new_file(inbox / f"{owned.question_stem}.md", question)
-        log.info("%s: refresh asked; the question is asked again as %s/%s", rel,
-                 self.inbox_rel, asked.name)
+        log.info(
+            "%s: refresh asked; the question is asked again as %s/%s",
+            rel,
+            self.inbox_rel,
+            asked.name,
+        )
 
     def _question_bytes(self, row: AnswerRow, question: Any) -> bytes | None:
         """The archived question note of `row` (options and all), else its question text."""
@@ -206,9 +230,12 @@ class AnswerUpkeep(AnswerFiles):
         stem = stem_of(question_rel)
         try:
             folder = resolve_inside(self.root, self.answers_rel)
-            names = sorted(e.name for e in os.scandir(folder)
-                           if e.name == f"{stem}.md" or (e.name.startswith(f"{stem} (")
-                                                          and e.name.endswith(").md")))
+            names = sorted(
+                e.name
+                for e in os.scandir(folder)
+                if e.name == f"{stem}.md"
+                or (e.name.startswith(f"{stem} (") and e.name.endswith(").md"))
+            )
         except (OSError, AskvaultError):
             return None
         for name in names:
@@ -216,8 +243,11 @@ class AnswerUpkeep(AnswerFiles):
             if answer_store.get_answer(conn, rel) is not None:
                 continue
             row = self.adopt_own_note(conn, rel)
-            if (row is not None and row.question_path == question_rel
-                    and row.status in UNFINISHED_STATUSES):
+            if (
+                row is not None
+                and row.question_path == question_rel
+                and row.status in UNFINISHED_STATUSES
+            ):
                 return row
         return None
 

@@ -102,15 +102,28 @@ class AnswerResult:
         """The `askvault ask --json` document."""
         citations = []
         for c in self.report.citations if self.report else ():
-            citations.append({
-                "target": c.target, "state": c.state, "path": c.path, "heading": c.heading,
-                "block": c.link.block, "reason": c.reason or None, "support": c.support,
-                "added_by_askvault": c.added, "grounded": c.grounded,
-                "sentences": [
-                    {"sentence": s.sentence, "verdict": s.verdict, "coverage": s.coverage,
-                     "span": s.span} for s in c.supports
-                ],
-            })
+            citations.append(
+                {
+                    "target": c.target,
+                    "state": c.state,
+                    "path": c.path,
+                    "heading": c.heading,
+                    "block": c.link.block,
+                    "reason": c.reason or None,
+                    "support": c.support,
+                    "added_by_askvault": c.added,
+                    "grounded": c.grounded,
+                    "sentences": [
+                        {
+                            "sentence": s.sentence,
+                            "verdict": s.verdict,
+                            "coverage": s.coverage,
+                            "span": s.span,
+                        }
+                        for s in c.supports
+                    ],
+                }
+            )
         return {
             "question": self.question,
             "status": self.status,
@@ -119,9 +132,16 @@ class AnswerResult:
             "citations": citations,
             "citations_error": self.report.error if self.report else None,
             "sentences": [
-                {"sentence": c.sentence, "verdict": c.verdict, "coverage": c.coverage,
-                 "cited": list(c.cited), "source": c.source, "added": c.added,
-                 "reason": c.reason or None, "span": c.span}
+                {
+                    "sentence": c.sentence,
+                    "verdict": c.verdict,
+                    "coverage": c.coverage,
+                    "cited": list(c.cited),
+                    "source": c.source,
+                    "added": c.added,
+                    "reason": c.reason or None,
+                    "span": c.span,
+                }
                 for c in (self.report.claims if self.report else ())
             ],
             "sources": [{"page": e.wikilink, "raw": list(e.raw_paths)} for e in self.note.ledger],
@@ -159,33 +179,44 @@ def answer_question(
 
     question = question.strip()
     base = AnswerNote(
-        question=question, status="failed", asked=asked or iso_now(),
+        question=question,
+        status="failed",
+        asked=asked or iso_now(),
         model=options.model or settings.ollama.chat_model,
-        embed_model=settings.ollama.embed_model, index_as_of=meta.last_change_indexed_at(conn),
+        embed_model=settings.ollama.embed_model,
+        index_as_of=meta.last_change_indexed_at(conn),
     )
     if not question:
         reason = "the question note is empty: write the question in its body"
-        return AnswerResult(question, "failed", dataclasses.replace(base, reason=reason),
-                            reason=reason)
+        return AnswerResult(
+            question, "failed", dataclasses.replace(base, reason=reason), reason=reason
+        )
     timings: dict[str, float] = {}
     started = time.monotonic()
     num_ctx = settings.ollama.num_ctx
     excerpt_tokens = settings.queries.excerpt_tokens
     max_sources = options.max_sources or settings.queries.max_sources
     filters = SearchFilters(folders=options.folders, tags=options.tags)
-    budget = context_budget(num_ctx, question, language=options.language,
-                            excerpt_tokens=excerpt_tokens)
+    budget = context_budget(
+        num_ctx, question, language=options.language, excerpt_tokens=excerpt_tokens
+    )
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
     pack = build_context(
-        conn, settings, question,
+        conn,
+        settings,
+        question,
         # Headers and quoting cost tokens the pack does not count: leave them room.
         budget_tokens=int(budget * PACK_SHARE_OF_BUDGET),
-        embedder=embedder, filters=filters, include_sources=False, notes=notes,
+        embedder=embedder,
+        filters=filters,
+        include_sources=False,
+        notes=notes,
     )
     pack = dataclasses.replace(pack, pages=pack.pages[:max_sources])
     pack, warnings = _readable_pages(notes, pack)
-    plan = build_messages(question, pack, num_ctx=num_ctx, language=options.language,
-                          excerpt_tokens=excerpt_tokens)
+    plan = build_messages(
+        question, pack, num_ctx=num_ctx, language=options.language, excerpt_tokens=excerpt_tokens
+    )
     timings["retrieval_s"] = time.monotonic() - started
     grounding = list(plan.grounding)
 
@@ -194,17 +225,27 @@ def answer_question(
     except OllamaError as exc:
         reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
         note = dataclasses.replace(
-            base, status="waiting", reason=reason, passages=_passages(pack),
+            base,
+            status="waiting",
+            reason=reason,
+            passages=_passages(pack),
             trace=_trace(pack, plan, timings, generator),
         )
-        return AnswerResult(question, "waiting", note, grounding=grounding, warnings=warnings,
-                            timings=timings, reason=reason, excerpts=plan.excerpts,
-                            prompt_tokens=plan.prompt_tokens)
+        return AnswerResult(
+            question,
+            "waiting",
+            note,
+            grounding=grounding,
+            warnings=warnings,
+            timings=timings,
+            reason=reason,
+            excerpts=plan.excerpts,
+            prompt_tokens=plan.prompt_tokens,
+        )
 
     started = time.monotonic()
     linked = resolve_numbered_citations(reply, plan.excerpts)
-    report, cited_notes = _collect_citations(conn, settings, notes, linked, plan.excerpts,
-                                             question)
+    report, cited_notes = _collect_citations(conn, settings, notes, linked, plan.excerpts, question)
     timings["checks_s"] = time.monotonic() - started
     status = _status(reply, report)
     reason = ""
@@ -212,9 +253,11 @@ def answer_question(
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     if status == "answered" and too_far(nearest, cutoff):
         status = "no-answer"
-        reason = (f"Nothing in your notes is close to the question: the nearest passage is at "
-                  f"cosine distance {nearest:.2f}, beyond the {cutoff:.2f} of "
-                  "`queries.max_distance`, so the reply is not published as an answer.")
+        reason = (
+            f"Nothing in your notes is close to the question: the nearest passage is at "
+            f"cosine distance {nearest:.2f}, beyond the {cutoff:.2f} of "
+            "`queries.max_distance`, so the reply is not published as an answer."
+        )
     answer = annotate_answer(linked, report, keep_links=not reason)
     cited = _cited_paths(report) if not reason else []
     duplicates = search_store.duplicate_basenames(conn, cited) if cited else set()
@@ -229,14 +272,27 @@ def answer_question(
         supporting=_supporting(pack, report, grounding, duplicates) if not reason else (),
         caveats=tuple(_caveats(pack, report, warnings, grounding, status)),
         ledger=_ledger(settings, report, cited_notes, notes, pack, duplicates)
-        if not reason else (),
+        if not reason
+        else (),
         passages=_passages(pack) if status == "no-answer" else (),
         trace=_trace(pack, plan, timings, generator),
     )
-    return AnswerResult(question, status, note, answer=answer, reply=reply, report=report,
-                        grounding=grounding, cited_paths=cited, warnings=warnings,
-                        timings=timings, excerpts=plan.excerpts, prompt_tokens=plan.prompt_tokens,
-                        reason=reason, nearest_distance=nearest)
+    return AnswerResult(
+        question,
+        status,
+        note,
+        answer=answer,
+        reply=reply,
+        report=report,
+        grounding=grounding,
+        cited_paths=cited,
+        warnings=warnings,
+        timings=timings,
+        excerpts=plan.excerpts,
+        prompt_tokens=plan.prompt_tokens,
+        reason=reason,
+        nearest_distance=nearest,
+    )
 
 
 def _status(reply: str, report: CitationReport) -> AnswerOutcome:
@@ -254,8 +310,13 @@ def _status(reply: str, report: CitationReport) -> AnswerOutcome:
 
 
 def _generate(
-    generator: Generator, plan: PromptPlan, model: str, num_ctx: int,
-    on_token: TokenSink | None, should_stop: Callable[[], bool], timings: dict[str, float],
+    generator: Generator,
+    plan: PromptPlan,
+    model: str,
+    num_ctx: int,
+    on_token: TokenSink | None,
+    should_stop: Callable[[], bool],
+    timings: dict[str, float],
 ) -> str:
     """The whole reply; `timings` gets the wait for its first piece (the model reading the
     prompt) and the rest (writing)."""
@@ -314,16 +375,21 @@ def review_candidate_slugs(settings: Settings) -> set[str]:
 
 
 def _collect_citations(
-    conn: Connection, settings: Settings, reads: NoteReads, reply: str,
-    excerpts: tuple[Excerpt, ...], question: str,
+    conn: Connection,
+    settings: Settings,
+    reads: NoteReads,
+    reply: str,
+    excerpts: tuple[Excerpt, ...],
+    question: str,
 ) -> tuple[CitationReport, dict[str, ParsedNote]]:
     notes: dict[str, ParsedNote] = {}
     try:
         # The reply's links resolved over the notes they can name, as the index is now
         # (after generation), not over a table of the whole vault.
         index = link_store.candidate_index(
-            conn, [lk.target for lk in extract_links(reply)]
-            + [s.link.target for s in link_spans(reply)])
+            conn,
+            [lk.target for lk in extract_links(reply)] + [s.link.target for s in link_spans(reply)],
+        )
         for link in extract_links(reply):
             path = resolve_link(link.target, index) if link.target else None
             if path is not None and path not in notes:
@@ -331,8 +397,13 @@ def _collect_citations(
                 if parsed is not None:
                     notes[path] = parsed
         report = check_citations(
-            reply, index, notes, review_candidate_slugs(settings), excerpts=excerpts,
-            tokenize=lambda texts: word_tokens(conn, texts), question=question,
+            reply,
+            index,
+            notes,
+            review_candidate_slugs(settings),
+            excerpts=excerpts,
+            tokenize=lambda texts: word_tokens(conn, texts),
+            question=question,
         )
         for citation in report.citations:  # links askvault added: their notes for the ledger
             if citation.added and citation.path and citation.path not in notes:
@@ -345,8 +416,11 @@ def _collect_citations(
 
 
 def _cited_paths(report: CitationReport) -> list[str]:
-    return list(dict.fromkeys(c.path for c in report.citations
-                              if c.state == "resolved" and c.published and c.path))
+    return list(
+        dict.fromkeys(
+            c.path for c in report.citations if c.state == "resolved" and c.published and c.path
+        )
+    )
 
 
 def _wikilink(pack: ContextPack, path: str, duplicates: set[str]) -> str:
@@ -381,7 +455,10 @@ def _supporting(
 
 
 def _caveats(
-    pack: ContextPack, report: CitationReport, warnings: list[str], grounding: list[str],
+    pack: ContextPack,
+    report: CitationReport,
+    warnings: list[str],
+    grounding: list[str],
     status: str,
 ) -> list[str]:
     caveats = list(warnings)
@@ -393,23 +470,32 @@ def _caveats(
         if c.state == "broken":
             caveats.append(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text.")
         elif c.state == "resolved" and not c.grounded:
-            caveats.append(f"`{c.target}` was cited but its text was not given to the model; "
-                           "shown as plain text.")
+            caveats.append(
+                f"`{c.target}` was cited but its text was not given to the model; "
+                "shown as plain text."
+            )
         elif c.state == "resolved" and c.support != "supported" and not c.added:
-            caveats.append(f"`{c.target}` does not say what the sentence citing it says; "
-                           "shown as plain text.")
+            caveats.append(
+                f"`{c.target}` does not say what the sentence citing it says; shown as plain text."
+            )
     added = [c for c in report.claims if c.added]
     if added:
-        caveats.append(f"askvault added {len(added)} citation(s) the model left out "
-                       "(marked in the citation report).")
+        caveats.append(
+            f"askvault added {len(added)} citation(s) the model left out "
+            "(marked in the citation report)."
+        )
     if status == "answered" and not report.error and not report.citations:
         caveats.append("The answer cites no page: treat it with care.")
     return list(dict.fromkeys(caveats))
 
 
 def _ledger(
-    settings: Settings, report: CitationReport, notes: Mapping[str, ParsedNote],
-    reads: NoteReads, pack: ContextPack, duplicates: set[str],
+    settings: Settings,
+    report: CitationReport,
+    notes: Mapping[str, ParsedNote],
+    reads: NoteReads,
+    pack: ContextPack,
+    duplicates: set[str],
 ) -> tuple[LedgerEntry, ...]:
     entries = []
     for path in _cited_paths(report):
@@ -435,8 +521,11 @@ def resolve_raw_sources(
             if "_sources" in path.split("/")[:-1] and path.lower().endswith(".md"):
                 summary = reads.parsed(path)
                 for inner in summary.sources if summary else ():
-                    found += [p for p in _source_targets(settings, inner)
-                              if "_sources" not in p.split("/")]
+                    found += [
+                        p
+                        for p in _source_targets(settings, inner)
+                        if "_sources" not in p.split("/")
+                    ]
             else:
                 found.append(path)
     return list(dict.fromkeys(found))
@@ -478,15 +567,21 @@ def _passages(pack: ContextPack) -> tuple[Passage, ...]:
 
 
 def _trace(
-    pack: ContextPack, plan: PromptPlan, timings: Mapping[str, float], generator: Any = None,
+    pack: ContextPack,
+    plan: PromptPlan,
+    timings: Mapping[str, float],
+    generator: Any = None,
 ) -> tuple[str, ...]:
     usage = getattr(generator, "usage", None)
     counted = getattr(usage, "prompt_tokens", None)
     prompt = f"prompt ~{plan.prompt_tokens} tokens" + (
-        f" ({counted} counted by the model)" if counted else "")
-    lines = [f"{len(pack.pages)} page(s) retrieved; {len(plan.grounding)} sent to the model in "
-             f"{len(plan.excerpts)} excerpt(s) (~{plan.used_tokens} of {plan.budget_tokens} "
-             f"excerpt tokens, {plan.dropped_chunks} more left out); {prompt}"]
+        f" ({counted} counted by the model)" if counted else ""
+    )
+    lines = [
+        f"{len(pack.pages)} page(s) retrieved; {len(plan.grounding)} sent to the model in "
+        f"{len(plan.excerpts)} excerpt(s) (~{plan.used_tokens} of {plan.budget_tokens} "
+        f"excerpt tokens, {plan.dropped_chunks} more left out); {prompt}"
+    ]
     if pack.degraded:
         lines.append(f"degraded: {pack.degraded}")
     nearest = pack.trace.get("nearest_distance")
@@ -496,10 +591,13 @@ def _trace(
         channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)
         sent = "" if page.path in plan.grounding else " (not sent)"
         # Plain names, not links: retrieved pages that were not cited add no graph edges.
-        lines.append(f"{i}. {page.wikilink[2:-2] if page.wikilink.startswith('[[') else page.title}"
-                     f"{sent} score {page.score:.4f}" + (f" ({channels})" if channels else ""))
-    stages = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v * 1000:.0f} ms"
-                       for k, v in timings.items())
+        lines.append(
+            f"{i}. {page.wikilink[2:-2] if page.wikilink.startswith('[[') else page.title}"
+            f"{sent} score {page.score:.4f}" + (f" ({channels})" if channels else "")
+        )
+    stages = ", ".join(
+        f"{k.removesuffix('_s').replace('_', ' ')} {v * 1000:.0f} ms" for k, v in timings.items()
+    )
     if stages:
         lines.append(f"time: {stages}")
     return tuple(lines)

@@ -32,10 +32,18 @@ class AskOutcome:
 
 
 def ask_question(
-    settings: Settings, clients: ModelClients, question: str, *,
-    on_token: Callable[[str], None] | None = None, save: bool = False, options: QuestionOptions | None = None, log: bool = True,
-    conn: Connection | None = None, embedder: Embedder | None = None,
-    generator: Generator | None = None, should_stop: Callable[[], bool] = lambda: False,
+    settings: Settings,
+    clients: ModelClients,
+    question: str,
+    *,
+    on_token: Callable[[str], None] | None = None,
+    save: bool = False,
+    options: QuestionOptions | None = None,
+    log: bool = True,
+    conn: Connection | None = None,
+    embedder: Embedder | None = None,
+    generator: Generator | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> AskOutcome:
     """The inbox pipeline for one question from the terminal (`askvault ask`) or an agent.
 
@@ -56,9 +64,16 @@ def ask_question(
                 embedder = clients.embedder()
                 made.append(embedder)
         try:
-            result = answer_question(conn, settings, question, options or QuestionOptions(),
-                                     embedder=embedder, generator=generator, on_token=on_token,
-                                     should_stop=should_stop)
+            result = answer_question(
+                conn,
+                settings,
+                question,
+                options or QuestionOptions(),
+                embedder=embedder,
+                generator=generator,
+                on_token=on_token,
+                should_stop=should_stop,
+            )
         finally:
             for client in made:
                 client.close()
@@ -67,8 +82,15 @@ def ask_question(
         saved = None
         if save:
             stem = _safe_stem(question)
-            saved = files.write_answer(conn, None, render_answer_note(result.note), "",
-                                       result.status, tuple(result.cited_paths), stem)
+            saved = files.write_answer(
+                conn,
+                None,
+                render_answer_note(result.note),
+                "",
+                result.status,
+                tuple(result.cited_paths),
+                stem,
+            )
         logged = None
         if log and result.status in ("answered", "no-answer") and files.append_log(question, saved):
             logged = f"query | {question_summary(question)}"

@@ -20,14 +20,18 @@ def write_config_example(path: Path, text: str, *, force: bool = False) -> None:
     path = path.expanduser()
     data = text.encode("utf-8")
     if not path.parent.is_dir():
-        raise AskvaultError(f"cannot write {path}: the folder {path.parent} does not exist",
-                            f"create it first (mkdir -p {path.parent})")
+        raise AskvaultError(
+            f"cannot write {path}: the folder {path.parent} does not exist",
+            f"create it first (mkdir -p {path.parent})",
+        )
     if force:
         write_atomic(path, data)
         return
     if os.path.lexists(path):
-        raise AskvaultError(f"{path} exists; not overwriting it",
-                            "pass --force to replace it, or choose another file")
+        raise AskvaultError(
+            f"{path} exists; not overwriting it",
+            "pass --force to replace it, or choose another file",
+        )
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "xb") as handle:
@@ -37,8 +41,10 @@ def write_config_example(path: Path, text: str, *, force: bool = False) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            raise AskvaultError(f"{path} exists; not overwriting it",
-                                "pass --force to replace it, or choose another file") from None
+            raise AskvaultError(
+                f"{path} exists; not overwriting it",
+                "pass --force to replace it, or choose another file",
+            ) from None
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
                 raise
@@ -47,8 +53,10 @@ def write_config_example(path: Path, text: str, *, force: bool = False) -> None:
             with open(path, "xb") as handle:
                 handle.write(data)
     except FileExistsError:
-        raise AskvaultError(f"{path} exists; not overwriting it",
-                            "pass --force to replace it, or choose another file") from None
+        raise AskvaultError(
+            f"{path} exists; not overwriting it",
+            "pass --force to replace it, or choose another file",
+        ) from None
     except OSError as exc:
         raise AskvaultError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:

@@ -57,15 +57,26 @@ def build_context(
     `notes` are the reads of this answer when the caller goes on to check citations
     against the same texts (made here when not given)."""
     result = search(
-        conn, settings, prompt, limit=settings.search.candidates, embedder=embedder,
-        filters=filters, per_page=False,
+        conn,
+        settings,
+        prompt,
+        limit=settings.search.candidates,
+        embedder=embedder,
+        filters=filters,
+        per_page=False,
     )
     hits = list(result.hits)
     top = hits[0].score if hits else 0.0
     kept = [h for h in hits if h.score >= MIN_SHARE_OF_TOP * top]
-    kept.sort(key=lambda h: fusion.context_order_key(
-        h.score, any(c in fusion.TITLE_CHANNELS for c, _ in h.matched), h.title, h.note_path,
-        h.chunk_id))
+    kept.sort(
+        key=lambda h: fusion.context_order_key(
+            h.score,
+            any(c in fusion.TITLE_CHANNELS for c, _ in h.matched),
+            h.title,
+            h.note_path,
+            h.chunk_id,
+        )
+    )
     costs = [estimate_tokens(h.text) for h in kept]
     taken = fusion.budget_prefix(costs, budget_tokens)
     chosen = kept[:taken]
@@ -87,27 +98,46 @@ def build_context(
     windows: list[SourceWindow] = []
     if include_sources and pages:
         windows, used, source_warnings = source_windows(
-            conn, vault, pages, query_terms(prompt), budget_tokens=budget_tokens, used=used,
+            conn,
+            vault,
+            pages,
+            query_terms(prompt),
+            budget_tokens=budget_tokens,
+            used=used,
             max_bytes=settings.index.max_note_bytes,
         )
         warnings.extend(source_warnings)
-    actions = _actions(result.degraded, pages, kept[taken:], costs[taken:], used, neighbours,
-                       include_sources)
+    actions = _actions(
+        result.degraded, pages, kept[taken:], costs[taken:], used, neighbours, include_sources
+    )
     return ContextPack(
-        prompt=prompt, pages=tuple(pages), neighbours=tuple(neighbours),
-        degraded=result.degraded, warnings=tuple(warnings), budget_tokens=budget_tokens,
-        used_tokens=used, trace={"fusion": result.fusion, "candidates": len(hits),
-                                 "kept": len(kept), "taken": taken,
-                                 "nearest_distance": _nearest_distance(result.trace)},
-        actions=tuple(actions), source_windows=tuple(windows),
+        prompt=prompt,
+        pages=tuple(pages),
+        neighbours=tuple(neighbours),
+        degraded=result.degraded,
+        warnings=tuple(warnings),
+        budget_tokens=budget_tokens,
+        used_tokens=used,
+        trace={
+            "fusion": result.fusion,
+            "candidates": len(hits),
+            "kept": len(kept),
+            "taken": taken,
+            "nearest_distance": _nearest_distance(result.trace),
+        },
+        actions=tuple(actions),
+        source_windows=tuple(windows),
     )
 
 
 def _nearest_distance(trace: dict[int, dict[str, Any]]) -> float | None:
     """The cosine distance of the nearest chunk found by the vector channel, or None when
     no vector ranked (words-only search)."""
-    distances = [t["vector"]["raw"] for t in trace.values()
-                 if isinstance(t.get("vector"), dict) and t["vector"].get("raw") is not None]
+    distances = [
+        t["vector"]["raw"]
+        for t in trace.values()
+        if isinstance(t.get("vector"), dict) and t["vector"].get("raw") is not None
+    ]
     return min(distances) if distances else None
 
 
@@ -117,15 +147,23 @@ def _group_pages(chosen: list[Hit], duplicates: set[str]) -> list[EvidencePage]:
     for hit in chosen:
         row = hit.chunk
         chunk = EvidenceChunk(
-            chunk_id=hit.chunk_id, heading=hit.heading, heading_path=row.heading_path,
-            lines=hit.lines, text=hit.text, score=hit.score,
+            chunk_id=hit.chunk_id,
+            heading=hit.heading,
+            heading_path=row.heading_path,
+            lines=hit.lines,
+            text=hit.text,
+            score=hit.score,
         )
         page = pages.get(hit.note_path)
         if page is None:
             pages[hit.note_path] = EvidencePage(
-                path=hit.note_path, title=hit.title,
+                path=hit.note_path,
+                title=hit.title,
                 wikilink=page_link(hit.note_path, None, duplicates),
-                score=hit.score, matched=hit.matched, chunks=(chunk,), type=hit.type,
+                score=hit.score,
+                matched=hit.matched,
+                chunks=(chunk,),
+                type=hit.type,
                 sources=row.sources,
             )
         else:
@@ -134,7 +172,10 @@ def _group_pages(chosen: list[Hit], duplicates: set[str]) -> list[EvidencePage]:
 
 
 def _check_freshness(
-    page: EvidencePage, rows: dict[int, IndexedChunk], notes: NoteReads, warnings: list[str],
+    page: EvidencePage,
+    rows: dict[int, IndexedChunk],
+    notes: NoteReads,
+    warnings: list[str],
 ) -> EvidencePage:
     """Serve a chunk as fresh only if the file is unchanged, or its text is still found in it
     (then with its current line range); otherwise flag it and the page."""
@@ -144,7 +185,9 @@ def _check_freshness(
     except VaultError:
         stamp = None
     if stamp is not None and (stamp.size, stamp.mtime_ns, stamp.inode) == (
-        row.size, row.mtime_ns, row.inode
+        row.size,
+        row.mtime_ns,
+        row.inode,
     ):
         return page
     text: str | None = None
@@ -165,8 +208,10 @@ def _check_freshness(
     stale = [c for c in chunks if not c.fresh]
     warning: str | None = None
     if stale:
-        warning = (f"{page.path} changed since it was indexed; {len(stale)} chunk(s) no longer "
-                   "match the file and may be out of date")
+        warning = (
+            f"{page.path} changed since it was indexed; {len(stale)} chunk(s) no longer "
+            "match the file and may be out of date"
+        )
         warnings.append(warning)
     return replace(page, chunks=chunks, fresh=not stale, warning=warning)
 
@@ -181,20 +226,29 @@ def _relocate(chunk: EvidenceChunk, text: str) -> EvidenceChunk:
 
 
 def _actions(
-    degraded: str | None, pages: list[EvidencePage], left: list[Hit], left_costs: list[int],
-    used: int, neighbours: list[Neighbour], include_sources: bool,
+    degraded: str | None,
+    pages: list[EvidencePage],
+    left: list[Hit],
+    left_costs: list[int],
+    used: int,
+    neighbours: list[Neighbour],
+    include_sources: bool,
 ) -> list[str]:
     actions: list[str] = []
     if not pages:
         actions.append("no note matches: try other words, or check `askvault status`")
     if degraded:
-        actions.append(f"results come from words only ({degraded}); start Ollama "
-                       "(`ollama serve`) and run `askvault index` for semantic search")
+        actions.append(
+            f"results come from words only ({degraded}); start Ollama "
+            "(`ollama serve`) and run `askvault index` for semantic search"
+        )
     if any(not p.fresh for p in pages):
         actions.append("run `askvault index`: some pages changed since they were indexed")
     if left:
-        actions.append(f"raise --budget to {used + sum(left_costs)} tokens to include "
-                       f"{len(left)} more chunk(s)")
+        actions.append(
+            f"raise --budget to {used + sum(left_costs)} tokens to include "
+            f"{len(left)} more chunk(s)"
+        )
     cited = sum(len(p.sources) for p in pages)
     if cited and not include_sources:
         actions.append(f"add --include-sources for raw text of {cited} cited source(s)")
@@ -213,15 +267,24 @@ def context_pack_to_json(pack: ContextPack) -> dict[str, Any]:
         "degraded": pack.degraded,
         "pages": [
             {
-                "file": p.path, "title": p.title, "wikilink": p.wikilink, "type": p.type,
+                "file": p.path,
+                "title": p.title,
+                "wikilink": p.wikilink,
+                "type": p.type,
                 "score": p.score,
                 "matched": [{"channel": c, "points": pts} for c, pts in p.matched],
-                "fresh": p.fresh, "warning": p.warning, "sources": list(p.sources),
+                "fresh": p.fresh,
+                "warning": p.warning,
+                "sources": list(p.sources),
                 "chunks": [
                     {
-                        "citation": _citation(p.wikilink, c.heading), "heading": c.heading,
-                        "heading_path": list(c.heading_path), "lines": [c.lines[0], c.lines[1]],
-                        "score": c.score, "fresh": c.fresh, "text": c.text,
+                        "citation": _citation(p.wikilink, c.heading),
+                        "heading": c.heading,
+                        "heading_path": list(c.heading_path),
+                        "lines": [c.lines[0], c.lines[1]],
+                        "score": c.score,
+                        "fresh": c.fresh,
+                        "text": c.text,
                     }
                     for c in p.chunks
                 ],
@@ -233,8 +296,12 @@ def context_pack_to_json(pack: ContextPack) -> dict[str, Any]:
             for n in pack.neighbours
         ],
         "sources": [
-            {"file": w.path, "cited_by": w.cited_by, "lines": [w.lines[0], w.lines[1]],
-             "text": w.text}
+            {
+                "file": w.path,
+                "cited_by": w.cited_by,
+                "lines": [w.lines[0], w.lines[1]],
+                "text": w.text,
+            }
             for w in pack.source_windows
         ],
         "warnings": list(pack.warnings),

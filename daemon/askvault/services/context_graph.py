@@ -64,11 +64,13 @@ def find_neighbours(
     backlinks: dict[str, list[str]] = {p: [] for p in primary}
     for page, source in search_store.backlinks(conn, primary):
         backlinks[page].append(source)
-    outgoing = {page: [(kind, clean_target(raw))
-                       for kind, raw in search_store.outgoing_links(conn, page)]
-                for page in primary}
+    outgoing = {
+        page: [(kind, clean_target(raw)) for kind, raw in search_store.outgoing_links(conn, page)]
+        for page in primary
+    }
     index = link_store.candidate_index(
-        conn, [target for links in outgoing.values() for _, target in links])
+        conn, [target for links in outgoing.values() for _, target in links]
+    )
     for page in primary:
         primary_link = page_link(page, None, duplicates)
         found_here: list[tuple[str, str]] = []
@@ -85,15 +87,14 @@ def find_neighbours(
     titles = search_store.note_titles(conn, paths)
     duplicates = duplicates | search_store.duplicate_basenames(conn, paths)
     return [
-        Neighbour(path=p, title=titles.get(p, p), wikilink=page_link(p, None, duplicates),
-                  why=found[p])
+        Neighbour(
+            path=p, title=titles.get(p, p), wikilink=page_link(p, None, duplicates), why=found[p]
+        )
         for p in paths
     ]
 
 
-def _source_candidates(
-    conn: Connection, page: EvidencePage, index: LinkIndex
-) -> list[str]:
+def _source_candidates(conn: Connection, page: EvidencePage, index: LinkIndex) -> list[str]:
     """Vault-relative paths (or refusals, as raw text) a page cites as sources."""
     raws = list(page.sources)
     for kind, raw in search_store.outgoing_links(conn, page.path):
@@ -144,18 +145,18 @@ def best_window(text: str, terms: Sequence[str], max_tokens: int) -> tuple[int, 
     wanted = set(terms)
 
     def hits(p: tuple[int, int]) -> int:
-        words = set(re.findall(r"\w+", fold("\n".join(lines[p[0]:p[1] + 1]))))
+        words = set(re.findall(r"\w+", fold("\n".join(lines[p[0] : p[1] + 1]))))
         return len(words & wanted)
 
     first = max(range(len(paragraphs)), key=lambda i: (hits(paragraphs[i]), -i))
     end = first
     while end + 1 < len(paragraphs):
-        piece = "\n".join(lines[paragraphs[first][0]:paragraphs[end + 1][1] + 1])
+        piece = "\n".join(lines[paragraphs[first][0] : paragraphs[end + 1][1] + 1])
         if estimate_tokens(piece) > max_tokens:
             break
         end += 1
     a, b = paragraphs[first][0], paragraphs[end][1]
-    window = "\n".join(lines[a:b + 1])
+    window = "\n".join(lines[a : b + 1])
     if estimate_tokens(window) > max_tokens:
         # One long paragraph: cut it by words so the window stays inside the budget.
         words = window.split(" ")
@@ -166,8 +167,14 @@ def best_window(text: str, terms: Sequence[str], max_tokens: int) -> tuple[int, 
 
 
 def source_windows(
-    conn: Connection, vault: Path, pages: Sequence[EvidencePage], terms: Sequence[str], *,
-    budget_tokens: int, used: int, max_bytes: int,
+    conn: Connection,
+    vault: Path,
+    pages: Sequence[EvidencePage],
+    terms: Sequence[str],
+    *,
+    budget_tokens: int,
+    used: int,
+    max_bytes: int,
 ) -> tuple[list[SourceWindow], int, list[str]]:
     """Raw text windows of the sources the pages cite, within what is left of the budget;
     returns (windows, tokens used in all, warnings about refused or unreadable sources)."""
@@ -197,8 +204,9 @@ def source_windows(
             if not text:
                 continue
             used += estimate_tokens(text)
-            windows.append(SourceWindow(path=rel, cited_by=page.path, lines=(first, last),
-                                        text=text))
+            windows.append(
+                SourceWindow(path=rel, cited_by=page.path, lines=(first, last), text=text)
+            )
     return windows, used, warnings
 
 

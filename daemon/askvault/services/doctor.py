@@ -28,8 +28,12 @@ def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
     checks: list[Check] = []
     vault = settings.vault_path
     checks.append(
-        Check("vault", vault.is_dir(), str(vault),
-              "" if vault.is_dir() else "pass --vault PATH (or set ASKVAULT_VAULT) to a folder")
+        Check(
+            "vault",
+            vault.is_dir(),
+            str(vault),
+            "" if vault.is_dir() else "pass --vault PATH (or set ASKVAULT_VAULT) to a folder",
+        )
     )
     conn = None
     try:
@@ -38,44 +42,78 @@ def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
     except AskvaultError as exc:
         checks.append(Check("sqlite-vec / database", False, exc.message, exc.hint))
     if conn is None and not any(not c.ok for c in checks):
-        checks.append(Check("index", False, f"no index at {settings.db_path}",
-                            "run `askvault index` (or start `askvault run`)"))
+        checks.append(
+            Check(
+                "index",
+                False,
+                f"no index at {settings.db_path}",
+                "run `askvault index` (or start `askvault run`)",
+            )
+        )
     if conn is not None:
         try:
             checks.extend(_index_checks(conn, settings))
         finally:
             conn.close()
-    checks.extend(_ollama_checks(settings, clients,
-                                 conn_path_exists=settings.db_path.exists()))
+    checks.extend(_ollama_checks(settings, clients, conn_path_exists=settings.db_path.exists()))
     return checks
 
 
 def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     out = []
     refused = vault_presence.refusal_of(conn)
-    out.append(Check("vault present", not refused, refused or "the last reconcile found it",
-                     vault_presence.ALLOW_HINT if refused else ""))
+    out.append(
+        Check(
+            "vault present",
+            not refused,
+            refused or "the last reconcile found it",
+            vault_presence.ALLOW_HINT if refused else "",
+        )
+    )
     problems = db.integrity_problems(conn)
     ok = not problems
-    out.append(Check("sqlite integrity", ok, "ok" if ok else "; ".join(problems),
-                     "" if ok else "delete the index file and run `askvault index`"))
+    out.append(
+        Check(
+            "sqlite integrity",
+            ok,
+            "ok" if ok else "; ".join(problems),
+            "" if ok else "delete the index file and run `askvault index`",
+        )
+    )
     for table in search_store.WORD_TABLES:
         error = search_store.fts_integrity_error(conn, table)
         if error is None:
             out.append(Check(f"fts5 integrity ({table})", True, "ok"))
         else:
-            out.append(Check(f"fts5 integrity ({table})", False, error,
-                             "delete the index file and run `askvault index` to rebuild it"))
+            out.append(
+                Check(
+                    f"fts5 integrity ({table})",
+                    False,
+                    error,
+                    "delete the index file and run `askvault index` to rebuild it",
+                )
+            )
     orphans = search_store.count_word_row_mismatches(conn)
-    out.append(Check("fts rows match chunks", orphans == 0,
-                     "ok" if orphans == 0 else f"{orphans} mismatched rows",
-                     "" if orphans == 0 else "delete the index and run `askvault index`"))
+    out.append(
+        Check(
+            "fts rows match chunks",
+            orphans == 0,
+            "ok" if orphans == 0 else f"{orphans} mismatched rows",
+            "" if orphans == 0 else "delete the index and run `askvault index`",
+        )
+    )
     active = store.active_fingerprint(conn)
     chunks = store.counts(conn)["chunks"]
     if active is None:
         ok = chunks == 0
-        out.append(Check("vectors", ok, "no embedding model has stored vectors yet",
-                         "" if ok else "make Ollama reachable and run `askvault index`"))
+        out.append(
+            Check(
+                "vectors",
+                ok,
+                "no embedding model has stored vectors yet",
+                "" if ok else "make Ollama reachable and run `askvault index`",
+            )
+        )
         return out
     missing = store.count_missing_vectors(conn, active)
     extra = store.count_extra_vectors(conn, active)
@@ -83,16 +121,27 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     # has no vector by design: not a mismatch, but named.
     failed = store.count_failed_inputs(conn, active)
     ok = missing <= failed and extra == 0
-    detail = (f"{chunks} chunks, each with one vector of {active.fingerprint.key}" if ok
-              else f"{missing} chunks without a vector, {extra} vectors without a chunk")
+    detail = (
+        f"{chunks} chunks, each with one vector of {active.fingerprint.key}"
+        if ok
+        else f"{missing} chunks without a vector, {extra} vectors without a chunk"
+    )
     if ok and failed:
-        detail += (f", except {failed} whose text the model could not embed"
-                   " (searchable by words, retried later)")
+        detail += (
+            f", except {failed} whose text the model could not embed"
+            " (searchable by words, retried later)"
+        )
         first = store.list_embed_failures(conn, active, limit=1)
         if first:
             detail += f"; e.g. {first[0]['file']}: {first[0]['reason']}"
-    out.append(Check("vectors match chunks", ok, detail,
-                     "" if ok else "wait for the daemon, or run `askvault index`"))
+    out.append(
+        Check(
+            "vectors match chunks",
+            ok,
+            detail,
+            "" if ok else "wait for the daemon, or run `askvault index`",
+        )
+    )
     return out
 
 
@@ -100,20 +149,32 @@ def _ollama_checks(
     settings: Settings, clients: ModelClients, *, conn_path_exists: bool
 ) -> list[Check]:
     out = []
-    status = probe_ollama(settings.ollama.host, timeout_s=min(settings.ollama.timeout_s, 5.0),
-                          allow_remote=settings.ollama.allow_remote_ollama)
+    status = probe_ollama(
+        settings.ollama.host,
+        timeout_s=min(settings.ollama.timeout_s, 5.0),
+        allow_remote=settings.ollama.allow_remote_ollama,
+    )
     if status.refused:
         # Refused by the configuration before any connection: `ollama serve` would not help.
-        out.append(Check("ollama host allowed", False, status.error or status.url,
-                         status.hint or ""))
+        out.append(
+            Check("ollama host allowed", False, status.error or status.url, status.hint or "")
+        )
         return out
     if not status.reachable:
-        out.append(Check("ollama reachable", False, status.error or status.url,
-                         "start it with `ollama serve`, or set OLLAMA_HOST"))
+        out.append(
+            Check(
+                "ollama reachable",
+                False,
+                status.error or status.url,
+                "start it with `ollama serve`, or set OLLAMA_HOST",
+            )
+        )
         return out
     out.append(Check("ollama reachable", True, f"{status.url} (version {status.version})"))
-    for role, name in (("embed model", settings.ollama.embed_model),
-                       ("chat model", settings.ollama.chat_model)):
+    for role, name in (
+        ("embed model", settings.ollama.embed_model),
+        ("chat model", settings.ollama.chat_model),
+    ):
         present = model_present(status, name)
         out.append(Check(role, present, name, "" if present else f"run `ollama pull {name}`"))
     if not model_present(status, settings.ollama.embed_model) or not conn_path_exists:
@@ -137,13 +198,21 @@ def _ollama_checks(
         return out
     ok = active.fingerprint.dimension == probed
     same_model = active.fingerprint.key == fingerprint.key
-    out.append(Check(
-        "embedding dimension", ok,
-        f"index {active.fingerprint.dimension}, model {probed}",
-        "" if ok else "the model changed: run `askvault index` to build its vectors",
-    ))
+    out.append(
+        Check(
+            "embedding dimension",
+            ok,
+            f"index {active.fingerprint.dimension}, model {probed}",
+            "" if ok else "the model changed: run `askvault index` to build its vectors",
+        )
+    )
     if ok and not same_model:
-        out.append(Check("embedding model", False,
-                         f"index built with {active.fingerprint.key}, configured {fingerprint.key}",
-                         "run `askvault index` (or let the daemon run) to switch models"))
+        out.append(
+            Check(
+                "embedding model",
+                False,
+                f"index built with {active.fingerprint.key}, configured {fingerprint.key}",
+                "run `askvault index` (or let the daemon run) to switch models",
+            )
+        )
     return out

@@ -169,9 +169,14 @@ def drain_backlog(
             refused.extend(unusable)
             bad = len(unusable)
             if bad:
-                log.warning("embedding: %d of %d texts got an unusable vector from %s (%s); "
-                            "they stay searchable by words and are retried later", bad,
-                            len(pending), fp.fingerprint.model, refused[-1][1])
+                log.warning(
+                    "embedding: %d of %d texts got an unusable vector from %s (%s); "
+                    "they stay searchable by words and are retried later",
+                    bad,
+                    len(pending),
+                    fp.fingerprint.model,
+                    refused[-1][1],
+                )
             report.texts_embedded += len(pending) - bad
             report.texts_failed += bad
             report.batches += 1
@@ -211,7 +216,8 @@ def _promote_when_built(conn: Connection, fp: store.FingerprintRow) -> bool:
     """Promote a `building` model once nothing is pending but recorded failed inputs (they
     do not hold a new model back: they wait for their retry either way)."""
     if fp.state != "building" or store.count_pending(conn, fp) != store.count_failed_inputs(
-            conn, fp):
+        conn, fp
+    ):
         return False
     with write_transaction(conn):
         store.promote_fingerprint(conn, fp)

@@ -98,8 +98,12 @@ class Inbox(AnswerUpkeep):
     come from `clients`, made per question and closed after it."""
 
     def __init__(
-        self, settings: Settings, clients: ModelClients, *,
-        backoff_first_s: float = BACKOFF_FIRST_S, backoff_max_s: float = BACKOFF_MAX_S,
+        self,
+        settings: Settings,
+        clients: ModelClients,
+        *,
+        backoff_first_s: float = BACKOFF_FIRST_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
     ) -> None:
         super().__init__(settings)
         self.clients = clients
@@ -185,9 +189,14 @@ class Inbox(AnswerUpkeep):
         reading = read_question_options(parsed.frontmatter, self.root)
         options, notices = reading.options, tuple(reading.notices)
         if reading.errors:
-            self._fail(conn, cand, question,
-                       "invalid question options: " + "; ".join(reading.errors),
-                       note.content_hash, notices)
+            self._fail(
+                conn,
+                cand,
+                question,
+                "invalid question options: " + "; ".join(reading.errors),
+                note.content_hash,
+                notices,
+            )
             return
         asked = row.asked if row else iso_now()
         if row:
@@ -197,14 +206,24 @@ class Inbox(AnswerUpkeep):
         if row is None or row.status != "waiting" or answer_path is None:
             # A retry of a waiting question keeps its waiting note (which says it is retried)
             # instead of flipping it to `answering` and back on every try.
-            placeholder = AnswerNote(question=question, status="answering", asked=asked,
-                                     model=options.model or self.settings.ollama.chat_model,
-                                     embed_model=self.settings.ollama.embed_model,
-                                     options=notices)
-            answer_path = self.write_answer(conn, answer_path, render_answer_note(placeholder),
-                                            cand.rel, "answering", (), stem_of(cand.rel))
-            self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash,
-                                asked)
+            placeholder = AnswerNote(
+                question=question,
+                status="answering",
+                asked=asked,
+                model=options.model or self.settings.ollama.chat_model,
+                embed_model=self.settings.ollama.embed_model,
+                options=notices,
+            )
+            answer_path = self.write_answer(
+                conn,
+                answer_path,
+                render_answer_note(placeholder),
+                cand.rel,
+                "answering",
+                (),
+                stem_of(cand.rel),
+            )
+            self._save_question(conn, cand.rel, answer_path, "answering", note.content_hash, asked)
         watch = _QuestionWatch(cand.abs_path, cand.sig, stop_event)
         try:
             result = self._answer(conn, question, options, watch.changed, asked)
@@ -214,8 +233,9 @@ class Inbox(AnswerUpkeep):
         if watch.changed():
             self._after_cancel(conn, cand, answer_path, stop_event)
             return
-        self._publish(conn, cand, question, note.content_hash, asked, answer_path, result,
-                      options, notices)
+        self._publish(
+            conn, cand, question, note.content_hash, asked, answer_path, result, options, notices
+        )
 
     def _read_question(
         self, conn: Connection, cand: QuestionFile
@@ -226,8 +246,7 @@ class Inbox(AnswerUpkeep):
             note = read_note(self.root, cand.rel, self.settings.index.max_note_bytes)
         except NoteUnreadable as exc:
             if os.path.lexists(cand.abs_path):  # else it vanished between listing and reading
-                self._fail(conn, cand, "", f"the question note cannot be read: {exc.message}",
-                           None)
+                self._fail(conn, cand, "", f"the question note cannot be read: {exc.message}", None)
             return None
         except PathOutsideVault as exc:
             self._fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
@@ -240,18 +259,34 @@ class Inbox(AnswerUpkeep):
         return note, parsed
 
     def _publish(
-        self, conn: Connection, cand: QuestionFile, question: str, content_hash: str,
-        asked: str, answer_path: str, result: AnswerResult, options: QuestionOptions,
+        self,
+        conn: Connection,
+        cand: QuestionFile,
+        question: str,
+        content_hash: str,
+        asked: str,
+        answer_path: str,
+        result: AnswerResult,
+        options: QuestionOptions,
         notices: tuple[str, ...],
     ) -> None:
         """Write the answer note of `result` and move the question on by its status:
         waiting (retried later), failed (until an edit), or answered (archive and log)."""
         seen = store.content_hashes(conn, result.cited_paths)
-        shown = replace(result.note, options=notices, trace=_options_trace(options)
-                        + result.note.trace) if notices else result.note
-        final = self.write_answer(conn, self._own_answer(conn, answer_path),
-                                  render_answer_note(shown), cand.rel, result.status,
-                                  tuple(result.cited_paths), stem_of(cand.rel))
+        shown = (
+            replace(result.note, options=notices, trace=_options_trace(options) + result.note.trace)
+            if notices
+            else result.note
+        )
+        final = self.write_answer(
+            conn,
+            self._own_answer(conn, answer_path),
+            render_answer_note(shown),
+            cand.rel,
+            result.status,
+            tuple(result.cited_paths),
+            stem_of(cand.rel),
+        )
         if final:
             self._seen[final] = seen
         if result.status == "waiting":
@@ -264,8 +299,9 @@ class Inbox(AnswerUpkeep):
             self.schedule.skip(cand.rel, cand.sig)
             return
         self.schedule.answered(cand.rel)
-        done = QuestionRow(cand.rel, final, "archiving", content_hash, asked,
-                           log_line_for(question, final))
+        done = QuestionRow(
+            cand.rel, final, "archiving", content_hash, asked, log_line_for(question, final)
+        )
         with write_transaction(conn):
             answer_store.put_question(conn, done)
         if self.finish_answered(conn, done, cand):
@@ -282,8 +318,12 @@ class Inbox(AnswerUpkeep):
             if reason is not None:
                 delay = self.schedule.put_off_finishing(row.path)
                 self._show_archive_problem(conn, row.answer_path, reason)
-                log.warning("question %s is answered but cannot be archived (retried in %.0f s):"
-                            " %s", row.path, delay, reason)
+                log.warning(
+                    "question %s is answered but cannot be archived (retried in %.0f s): %s",
+                    row.path,
+                    delay,
+                    reason,
+                )
                 return False
         with write_transaction(conn):
             answer_store.put_question(conn, replace(row, status="logging"))
@@ -297,8 +337,9 @@ class Inbox(AnswerUpkeep):
                 self.append_log_line(row.log_line, unless_last=row.status == "logging")
             except OSError as exc:
                 delay = self.schedule.put_off_finishing(row.path)
-                log.warning("could not append to %s (retried in %.0f s): %s", self.log_rel,
-                            delay, exc)
+                log.warning(
+                    "could not append to %s (retried in %.0f s): %s", self.log_rel, delay, exc
+                )
                 return False
         with write_transaction(conn):
             answer_store.delete_question(conn, row.path)
@@ -319,8 +360,12 @@ class Inbox(AnswerUpkeep):
                 self.finish_answered(conn, row, None)
 
     def _answer(
-        self, conn: Connection, question: str, options: QuestionOptions,
-        should_stop: Callable[[], bool], asked: str,
+        self,
+        conn: Connection,
+        question: str,
+        options: QuestionOptions,
+        should_stop: Callable[[], bool],
+        asked: str,
     ) -> AnswerResult:
         generator: Generator
         try:
@@ -331,15 +376,26 @@ class Inbox(AnswerUpkeep):
         with contextlib.suppress(OllamaError):
             embedder = self.clients.embedder()
         try:
-            return answer_question(conn, self.settings, question, options, embedder=embedder,
-                                   generator=generator, should_stop=should_stop, asked=asked)
+            return answer_question(
+                conn,
+                self.settings,
+                question,
+                options,
+                embedder=embedder,
+                generator=generator,
+                should_stop=should_stop,
+                asked=asked,
+            )
         finally:
             generator.close()
             if embedder is not None:
                 embedder.close()
 
     def _after_cancel(
-        self, conn: Connection, cand: QuestionFile, answer_path: str,
+        self,
+        conn: Connection,
+        cand: QuestionFile,
+        answer_path: str,
         stop_event: threading.Event,
     ) -> None:
         if stop_event.is_set():
@@ -359,30 +415,50 @@ class Inbox(AnswerUpkeep):
             answer_store.delete_answer(conn, answer_path)
 
     def _fail(
-        self, conn: Connection, cand: QuestionFile, question: str, reason: str,
-        content_hash: str | None, notices: tuple[str, ...] = (),
+        self,
+        conn: Connection,
+        cand: QuestionFile,
+        question: str,
+        reason: str,
+        content_hash: str | None,
+        notices: tuple[str, ...] = (),
     ) -> None:
         row = answer_store.get_question(conn, cand.rel)
         asked = row.asked if row else iso_now()
-        answer_path = (self._own_answer(conn, row.answer_path) if row
-                       else self._unfinished_answer(conn, cand.rel))
-        note = AnswerNote(question=question or f"(question note {stem_of(cand.rel)})",
-                          status="failed", asked=asked, reason=reason,
-                          model=self.settings.ollama.chat_model,
-                          embed_model=self.settings.ollama.embed_model, options=notices)
-        final = self.write_answer(conn, answer_path, render_answer_note(note), cand.rel,
-                                  "failed", (), stem_of(cand.rel))
+        answer_path = (
+            self._own_answer(conn, row.answer_path)
+            if row
+            else self._unfinished_answer(conn, cand.rel)
+        )
+        note = AnswerNote(
+            question=question or f"(question note {stem_of(cand.rel)})",
+            status="failed",
+            asked=asked,
+            reason=reason,
+            model=self.settings.ollama.chat_model,
+            embed_model=self.settings.ollama.embed_model,
+            options=notices,
+        )
+        final = self.write_answer(
+            conn, answer_path, render_answer_note(note), cand.rel, "failed", (), stem_of(cand.rel)
+        )
         self._save_question(conn, cand.rel, final, "failed", content_hash or "", asked)
         self.schedule.skip(cand.rel, cand.sig)
         log.warning("question %s failed: %s", cand.rel, reason)
 
     def _save_question(
-        self, conn: Connection, rel: str, answer_path: str, status: QuestionStatus,
-        content_hash: str, asked: str,
+        self,
+        conn: Connection,
+        rel: str,
+        answer_path: str,
+        status: QuestionStatus,
+        content_hash: str,
+        asked: str,
     ) -> None:
         with write_transaction(conn):
-            answer_store.put_question(conn, QuestionRow(rel, answer_path, status, content_hash,
-                                                        asked))
+            answer_store.put_question(
+                conn, QuestionRow(rel, answer_path, status, content_hash, asked)
+            )
 
     # -- stale answers -------------------------------------------------------------------
 
@@ -428,12 +504,18 @@ class Inbox(AnswerUpkeep):
             return
         text = data.decode("utf-8")
         duplicates = search_store.duplicate_basenames(conn, pages)
-        names = list(dict.fromkeys(stale_pages_of(text)
-                                   + [page_wikilink(p, duplicates) for p in pages]))
+        names = list(
+            dict.fromkeys(stale_pages_of(text) + [page_wikilink(p, duplicates) for p in pages])
+        )
         new = self.signed(mark_stale(text, names), row.path, text)
-        if not self._rewrite_own(conn, path, new, AnswerRow(
-                row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(),
-                row.cited)):
+        if not self._rewrite_own(
+            conn,
+            path,
+            new,
+            AnswerRow(
+                row.path, row.question_path, "stale", hashlib.sha256(new).hexdigest(), row.cited
+            ),
+        ):
             self._list_edited_stale(conn, row.path)  # a user's save landed meanwhile
 
 

@@ -52,8 +52,13 @@ class PassReport:
             "total_seconds": round(self.total_seconds, 3),
             "pending_embeddings": self.pending_embeddings,
             "words_complete": True,
-            "embeddings": ("refused" if self.embeddings_refused
-                           else "waiting" if self.embed_error else "complete"),
+            "embeddings": (
+                "refused"
+                if self.embeddings_refused
+                else "waiting"
+                if self.embed_error
+                else "complete"
+            ),
             "embed_error": str(self.embed_error) if self.embed_error else None,
             "embed_hint": self.embed_error.hint if self.embed_error else None,
         }
@@ -73,8 +78,9 @@ def index_vault(
     unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it). The
     embedder comes from `clients`, only when there is something to embed."""
     with VaultLock(settings.vault_path, "index"):
-        return _index_vault(settings, clients, on_scan=on_scan, on_embed=on_embed,
-                            allow_empty=allow_empty)
+        return _index_vault(
+            settings, clients, on_scan=on_scan, on_embed=on_embed, allow_empty=allow_empty
+        )
 
 
 def _index_vault(
@@ -90,8 +96,9 @@ def _index_vault(
     conn = connect(settings.db_path, busy_timeout_s=settings.daemon.busy_timeout_s)
     embedder: Embedder | None = None
     try:
-        report = PassReport(index=reconcile(conn, settings, progress=on_scan,
-                                            allow_empty=allow_empty))
+        report = PassReport(
+            index=reconcile(conn, settings, progress=on_scan, allow_empty=allow_empty)
+        )
         embed_started = time.monotonic()
         try:
             if _nothing_to_embed(conn, settings, target):
@@ -112,8 +119,11 @@ def _index_vault(
             if on_embed:
                 on_embed(0, total)
             report.embed = drain_backlog(
-                conn, embedder, fp,
-                batch_size=settings.ollama.embed_batch_size, progress=progress,
+                conn,
+                embedder,
+                fp,
+                batch_size=settings.ollama.embed_batch_size,
+                progress=progress,
             )
             record_embed_waiting(conn, target, None)
         except RemoteHostRefused as exc:
@@ -121,8 +131,7 @@ def _index_vault(
             report.embed_error = exc
         except OllamaError as exc:
             report.embed_error = exc
-            record_embed_waiting(conn, target, exc.message + (f" ({exc.hint})" if exc.hint
-                                                              else ""))
+            record_embed_waiting(conn, target, exc.message + (f" ({exc.hint})" if exc.hint else ""))
         return _finish(conn, report, started, embed_started)
     finally:
         if embedder is not None:
@@ -154,9 +163,12 @@ def _nothing_to_embed(conn: Any, settings: Settings, target: str) -> bool:
         return False
     if store.count_pending(conn, active):
         return False
-    digest = model_digest(settings.ollama.host, settings.ollama.embed_model,
-                          timeout_s=settings.ollama.timeout_s,
-                          allow_remote=settings.ollama.allow_remote_ollama)
+    digest = model_digest(
+        settings.ollama.host,
+        settings.ollama.embed_model,
+        timeout_s=settings.ollama.timeout_s,
+        allow_remote=settings.ollama.allow_remote_ollama,
+    )
     if digest != active.fingerprint.digest:
         return False
     if embed_waiting_reason(conn, target):

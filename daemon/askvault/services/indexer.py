@@ -106,8 +106,12 @@ def ignore_rules_for(settings: Settings) -> IgnoreRules:
 
 
 def reconcile(
-    conn: Connection, settings: Settings, *, progress: Progress | None = None,
-    should_stop: Callable[[], bool] = lambda: False, report: IndexReport | None = None,
+    conn: Connection,
+    settings: Settings,
+    *,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    report: IndexReport | None = None,
     allow_empty: bool = False,
 ) -> IndexReport:
     """Compare the whole vault with the index and apply every difference.
@@ -126,21 +130,32 @@ def reconcile(
     on_disk = {stamp.path for stamp in scan.notes}
     removed = {path: stored[path].content_hash for path in stored if path not in on_disk}
     device = vault_presence.check_reconcile(
-        conn, root, indexed=len(stored), found=len(on_disk), kept=len(stored) - len(removed),
-        allow_empty=allow_empty)
+        conn,
+        root,
+        indexed=len(stored),
+        found=len(on_disk),
+        kept=len(stored) - len(removed),
+        allow_empty=allow_empty,
+    )
     report = report if report is not None else IndexReport()
     report.skipped.extend(scan.skipped)
     total = len(scan.notes)
     key = chunking_key(settings)
     rechunk = bool(stored) and meta.chunking(conn) != key
     if rechunk:
-        log.warning("chunking changed (%s): re-chunking every note once; unchanged text is "
-                    "not embedded again", key)
+        log.warning(
+            "chunking changed (%s): re-chunking every note once; unchanged text is "
+            "not embedded again",
+            key,
+        )
     to_read = []
     for stamp in scan.notes:
         known = stored.get(stamp.path)
-        if known and not rechunk and (known.size, known.mtime_ns, known.inode) == (
-            stamp.size, stamp.mtime_ns, stamp.inode
+        if (
+            known
+            and not rechunk
+            and (known.size, known.mtime_ns, known.inode)
+            == (stamp.size, stamp.mtime_ns, stamp.inode)
         ):
             report.unchanged += 1
         else:
@@ -152,15 +167,31 @@ def reconcile(
     with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
             _prepare_note,
-            [(str(root), stamp.path, settings.index.max_note_bytes,
-              settings.index.chunk_max_tokens) for stamp in to_read],
+            [
+                (
+                    str(root),
+                    stamp.path,
+                    settings.index.max_note_bytes,
+                    settings.index.chunk_max_tokens,
+                )
+                for stamp in to_read
+            ],
         )
         moves = _moves_of(removed)
         for stamp, outcome in zip(to_read, prepared, strict=False):
             if should_stop():
                 break
-            _apply_prepared(batch, settings, root, stamp, stored.get(stamp.path), outcome, report,
-                            rechunk=rechunk, moves=moves)
+            _apply_prepared(
+                batch,
+                settings,
+                root,
+                stamp,
+                stored.get(stamp.path),
+                outcome,
+                report,
+                rechunk=rechunk,
+                moves=moves,
+            )
             done += 1
             if progress:
                 progress(done, total)
@@ -184,7 +215,10 @@ def chunking_key(settings: Settings) -> str:
 
 
 def index_paths(
-    conn: Connection, settings: Settings, paths: Iterable[str], *,
+    conn: Connection,
+    settings: Settings,
+    paths: Iterable[str],
+    *,
     report: IndexReport | None = None,
 ) -> IndexReport:
     """Index (or drop) just these vault-relative paths: the watcher's entry point.
@@ -213,7 +247,9 @@ def index_paths(
                 report.skipped.append(Skipped(path, reason))
             continue
         if known and (known.size, known.mtime_ns, known.inode) == (
-            stamp.size, stamp.mtime_ns, stamp.inode
+            stamp.size,
+            stamp.mtime_ns,
+            stamp.inode,
         ):
             report.unchanged += 1
             continue
@@ -224,13 +260,19 @@ def index_paths(
     with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
             _prepare_note,
-            [(str(root), stamp.path, settings.index.max_note_bytes,
-              settings.index.chunk_max_tokens) for stamp, _ in to_read],
+            [
+                (
+                    str(root),
+                    stamp.path,
+                    settings.index.max_note_bytes,
+                    settings.index.chunk_max_tokens,
+                )
+                for stamp, _ in to_read
+            ],
         )
         moves = _moves_of(removed)
         for (stamp, stored_note), outcome in zip(to_read, prepared, strict=False):
-            _apply_prepared(batch, settings, root, stamp, stored_note, outcome, report,
-                            moves=moves)
+            _apply_prepared(batch, settings, root, stamp, stored_note, outcome, report, moves=moves)
     with write_transaction(conn):
         for path in sorted(removed):
             store.delete_note(conn, path)
@@ -246,7 +288,11 @@ def index_paths(
 
 
 def drop_folder(
-    conn: Connection, settings: Settings, folder: str, *, report: IndexReport | None = None,
+    conn: Connection,
+    settings: Settings,
+    folder: str,
+    *,
+    report: IndexReport | None = None,
 ) -> IndexReport:
     """A folder was deleted or moved out of the vault: drop every note below it."""
     report = report if report is not None else IndexReport()
@@ -301,11 +347,14 @@ def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_
     if count < POOL_MIN_NOTES or workers < 2:
         yield lambda fn, args: (fn(*a) for a in args)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                               initializer=exit_with_parent, initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=mp.get_context("spawn"),
+        initializer=exit_with_parent,
+        initargs=(os.getpid(),),
+    )
 
-    def pooled(fn: Callable[..., _Prepared], args: list[tuple[object, ...]]
-               ) -> Iterator[_Prepared]:
+    def pooled(fn: Callable[..., _Prepared], args: list[tuple[object, ...]]) -> Iterator[_Prepared]:
         done = 0
         try:
             for outcome in pool.map(fn, *zip(*args, strict=True), chunksize=32):
@@ -333,6 +382,7 @@ def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
     compares `os.getppid()` with the parent's pid: portable, and a worker busy parsing
     still notices within `poll_s` (the GIL is released to other threads every few ms).
     """
+
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(poll_s)
@@ -350,9 +400,16 @@ def _moves_of(removed: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _apply_prepared(
-    batch: WriteBatch, settings: Settings, root: Path, stamp: FileStamp,
-    known: store.StoredNote | None, outcome: _Prepared, report: IndexReport,
-    *, rechunk: bool = False, moves: dict[str, list[str]] | None = None,
+    batch: WriteBatch,
+    settings: Settings,
+    root: Path,
+    stamp: FileStamp,
+    known: store.StoredNote | None,
+    outcome: _Prepared,
+    report: IndexReport,
+    *,
+    rechunk: bool = False,
+    moves: dict[str, list[str]] | None = None,
 ) -> None:
     """Write one prepared note: new stamps only, skipped, vanished, or re-indexed. With
     `rechunk`, a note whose bytes did not change is written again with its new chunks
@@ -373,12 +430,14 @@ def _apply_prepared(
     derived = stamp.path.startswith(settings.queries.folder.rstrip("/") + "/")
     if known and known.content_hash == file.content_hash:
         if rechunk:
-            batch.write(lambda conn: store.upsert_note(conn, parsed, file, chunks,
-                                                       derived=derived))
+            batch.write(lambda conn: store.upsert_note(conn, parsed, file, chunks, derived=derived))
             report.rechunked += 1
             return
-        batch.write(lambda conn: store.update_stamp(
-            conn, stamp.path, file.stamp.size, file.stamp.mtime_ns, file.stamp.inode))
+        batch.write(
+            lambda conn: store.update_stamp(
+                conn, stamp.path, file.stamp.size, file.stamp.mtime_ns, file.stamp.inode
+            )
+        )
         report.touched += 1
         return
     olds = moves.get(file.content_hash) if moves and known is None else None
@@ -400,7 +459,10 @@ def _apply_prepared(
 
 
 def _skip(
-    batch: WriteBatch, path: str, reason: str, report: IndexReport,
+    batch: WriteBatch,
+    path: str,
+    reason: str,
+    report: IndexReport,
     known: store.StoredNote | None,
 ) -> None:
     report.skipped.append(Skipped(path, reason))

@@ -29,8 +29,21 @@ LEGACY_OPTIONS = {"folders": "ask_folders", "max_sources": "ask_max_sources"}
 # many notes and templates, so they pass silently like any other property.
 TYPO_CUTOFF = 0.8
 # Obsidian's own properties and askvault's `draft`: never flagged as a typo of an option.
-ORDINARY_PROPERTIES = frozenset({"draft", "tags", "tag", "aliases", "alias", "cssclasses",
-                                 "cssclass", "publish", "permalink", "model", "language"})
+ORDINARY_PROPERTIES = frozenset(
+    {
+        "draft",
+        "tags",
+        "tag",
+        "aliases",
+        "alias",
+        "cssclasses",
+        "cssclass",
+        "publish",
+        "permalink",
+        "model",
+        "language",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -69,12 +82,16 @@ def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsRe
                 warnings.append(f"`{name}:` is ignored: `{new}:` is set (remove `{name}:`).")
             else:
                 values[new], written[new] = value, name
-                warnings.append(f"`{name}:` is read as `{new}:`; rename it, the bare name "
-                                "may stop working.")
+                warnings.append(
+                    f"`{name}:` is read as `{new}:`; rename it, the bare name may stop working."
+                )
         elif name.lower().startswith(OPTION_PREFIX) or _near_option(name):
             guess = _near_option(name)
-            hint = f" Did you mean `{guess}:`?" if guess else (
-                " Known options: " + ", ".join(f"`{k}`" for k in KNOWN_OPTIONS) + ".")
+            hint = (
+                f" Did you mean `{guess}:`?"
+                if guess
+                else (" Known options: " + ", ".join(f"`{k}`" for k in KNOWN_OPTIONS) + ".")
+            )
             warnings.append(f"Unknown option `{name}:` is ignored.{hint}")
     folders = []
     key = written.get("ask_folders", "ask_folders")
@@ -89,19 +106,21 @@ def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsRe
             errors.append(f"{key}: {folder!r} is not a folder of the vault")
             continue
         folders.append(clean)
-    tags = [t.strip().lstrip("#")
-            for t in _str_list(values.get("ask_tags"), "ask_tags", errors)]
+    tags = [t.strip().lstrip("#") for t in _str_list(values.get("ask_tags"), "ask_tags", errors)]
     max_sources = values.get("ask_max_sources")
     if max_sources is not None and (
         isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1
     ):
-        errors.append(f"{written.get('ask_max_sources', 'ask_max_sources')}: must be a whole"
-                      f" number >= 1 (got {max_sources!r})")
+        errors.append(
+            f"{written.get('ask_max_sources', 'ask_max_sources')}: must be a whole"
+            f" number >= 1 (got {max_sources!r})"
+        )
         max_sources = None
     model = _str_value(values.get("ask_model"), "ask_model", errors)
     language = _str_value(values.get("ask_language"), "ask_language", errors)
-    options = QuestionOptions(tuple(folders), tuple(t for t in tags if t), max_sources, model,
-                              language)
+    options = QuestionOptions(
+        tuple(folders), tuple(t for t in tags if t), max_sources, model, language
+    )
     narrowed = describe_options(options)
     return OptionsReading(options, errors, ([narrowed] if narrowed else []) + warnings)
 
@@ -130,7 +149,7 @@ def _near_option(key: str) -> str | None:
     if lowered in ORDINARY_PROPERTIES:
         return None
     names = {k: k for k in KNOWN_OPTIONS}
-    names.update({k[len(OPTION_PREFIX):]: k for k in KNOWN_OPTIONS})
+    names.update({k[len(OPTION_PREFIX) :]: k for k in KNOWN_OPTIONS})
     if lowered in names:
         return names[lowered] if key != names[lowered] else None
     match = difflib.get_close_matches(lowered, list(names), n=1, cutoff=TYPO_CUTOFF)

@@ -89,13 +89,23 @@ def _query_vector(
     except OllamaError as exc:
         return None, None, f"semantic search unavailable: {exc.message}"
     if len(vector) != fp.fingerprint.dimension:
-        return None, None, (
-            f"the embedding model gives {len(vector)} dimensions but the index holds "
-            f"{fp.fingerprint.dimension} ({fp.fingerprint.model}); run `askvault index`"
+        return (
+            None,
+            None,
+            (
+                f"the embedding model gives {len(vector)} dimensions but the index holds "
+                f"{fp.fingerprint.dimension} ({fp.fingerprint.model}); run `askvault index`"
+            ),
         )
     if not all(math.isfinite(x) for x in vector):
-        return None, None, ("semantic search unavailable: the embedding model returned NaN or "
-                            "infinite values for the query")
+        return (
+            None,
+            None,
+            (
+                "semantic search unavailable: the embedding model returned NaN or "
+                "infinite values for the query"
+            ),
+        )
     return fp, vector, None
 
 
@@ -129,7 +139,12 @@ def search(
     vectors: list[tuple[int, float]] = []
     if fp is not None and vector is not None and mode_used != "words":
         vectors = search_store.vector_chunks(
-            conn, fp.id, vector, k=depth, filters=filters, bits_table=fp.bits_table,
+            conn,
+            fp.id,
+            vector,
+            k=depth,
+            filters=filters,
+            bits_table=fp.bits_table,
         )
 
     ids = list(dict.fromkeys([cid for cid, _ in words] + [cid for cid, _ in vectors]))
@@ -144,7 +159,8 @@ def search(
             vector_rank=vec_rank.get(cid, (None, None))[0],
             vector_raw=_rounded(vec_rank.get(cid, (None, None))[1]),
         )
-        for cid in ids if (row := rows.get(cid)) is not None
+        for cid in ids
+        if (row := rows.get(cid)) is not None
     ]
     if mode_used in ("rerank", "rerank-local"):
         scored = _rerank(conn, candidates, terms, corpus=mode_used == "rerank")
@@ -160,10 +176,14 @@ def search(
         scored = fusion.collapse_pages(scored)
     scored = scored[:limit]
     duplicates = frozenset(
-        search_store.duplicate_basenames(conn, [s.candidate.path for s in scored]))
+        search_store.duplicate_basenames(conn, [s.candidate.path for s in scored])
+    )
     hits = tuple(Hit(s.candidate.chunk, s.score, s.matched) for s in scored)
     return SearchResult(
-        query=query, hits=hits, degraded=degraded, fusion=mode_used,
+        query=query,
+        hits=hits,
+        degraded=degraded,
+        fusion=mode_used,
         trace={s.candidate.chunk_id: s.trace for s in scored},
         wikilinks={h.chunk_id: page_link(h.note_path, h.heading, duplicates) for h in hits},
         duplicates=duplicates,
@@ -176,14 +196,16 @@ def _rerank(
     """The seed pipeline with the word index's own tokens; IDF from the whole index
     (`corpus`) or from the candidates alone."""
     tokens = search_store.word_tokens(conn, [fusion.rerank_text(c) for c in candidates])
-    query_tokens = list(dict.fromkeys(t for ts in search_store.word_tokens(conn, terms)
-                                      for t in ts))
+    query_tokens = list(
+        dict.fromkeys(t for ts in search_store.word_tokens(conn, terms) for t in ts)
+    )
     idf = None
     if corpus:
         total, freqs = search_store.document_frequencies(conn, query_tokens)
         idf = fusion.corpus_idf(total, freqs)
-    return fusion.rerank_candidates(candidates, terms, idf=idf, tokens=tokens,
-                                    query_tokens=query_tokens)
+    return fusion.rerank_candidates(
+        candidates, terms, idf=idf, tokens=tokens, query_tokens=query_tokens
+    )
 
 
 def _rounded(value: float | None) -> float | None:
@@ -204,8 +226,9 @@ def _word_ranking(
     if match:
         every_word = fts_match_expression(query, require_all=True)
         if every_word != match:
-            ranking = search_store.word_chunks(conn, every_word or match, limit=depth,
-                                               filters=filters)
+            ranking = search_store.word_chunks(
+                conn, every_word or match, limit=depth, filters=filters
+            )
         if len(ranking) < depth:
             ranking = search_store.word_chunks(conn, match, limit=depth, filters=filters)
     trigrams, short = cjk_grams(query)

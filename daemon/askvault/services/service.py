@@ -75,9 +75,14 @@ class ServiceReport:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "platform": self.file.platform, "name": self.file.handle,
-            "file": str(self.file.path), "exists": self.exists, "ours": self.ours,
-            "up_to_date": self.up_to_date, "changed": self.changed, "started": self.started,
+            "platform": self.file.platform,
+            "name": self.file.handle,
+            "file": str(self.file.path),
+            "exists": self.exists,
+            "ours": self.ours,
+            "up_to_date": self.up_to_date,
+            "changed": self.changed,
+            "started": self.started,
             "enabled": self.state.enabled if self.state else None,
             "active": self.state.active if self.state else None,
         }
@@ -89,8 +94,10 @@ def current_platform() -> str:
         return "linux"
     if sys.platform == "darwin":
         return "macos"
-    raise AskvaultError(f"`askvault service` supports Linux (systemd) and macOS (launchd), "
-                        f"not {sys.platform}", "run `askvault run` from your own service manager")
+    raise AskvaultError(
+        f"`askvault service` supports Linux (systemd) and macOS (launchd), not {sys.platform}",
+        "run `askvault run` from your own service manager",
+    )
 
 
 def default_manager(platform: str) -> Manager:
@@ -99,8 +106,11 @@ def default_manager(platform: str) -> Manager:
 
 def default_unit_dir(platform: str, env: Mapping[str, str]) -> Path:
     if platform == "linux":
-        base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else (
-            Path.home() / ".config")
+        base = (
+            Path(env["XDG_CONFIG_HOME"])
+            if env.get("XDG_CONFIG_HOME")
+            else (Path.home() / ".config")
+        )
         return base / "systemd" / "user"
     return Path.home() / "Library" / "LaunchAgents"
 
@@ -111,8 +121,12 @@ def help_page() -> Path:
 
 
 def service_file(
-    settings: Settings, *, platform: str, unit_dir: Path | None = None,
-    config_file: Path | None = None, env: Mapping[str, str] | None = None,
+    settings: Settings,
+    *,
+    platform: str,
+    unit_dir: Path | None = None,
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
     executable: str | None = None,
 ) -> ServiceFile:
     """The service file `install` would write for this vault, now."""
@@ -132,16 +146,21 @@ def service_file(
     directory = unit_dir or default_unit_dir(platform, env)
     log_file = Path.home() / "Library" / "Logs" / "askvault" / f"{name}.log"
     spec = ServiceSpec(
-        name=name, vault=str(vault), state_dir=str(settings.state_path),
+        name=name,
+        vault=str(vault),
+        state_dir=str(settings.state_path),
         command=command_of(executable or sys.executable, str(vault)),
-        environment=environment, documentation=help_page().as_uri(),
+        environment=environment,
+        documentation=help_page().as_uri(),
         log_file=str(log_file),
     )
     if platform == "linux":
-        return ServiceFile(platform, name, directory / f"{name}.service",
-                           render_systemd_unit(spec).encode("utf-8"))
-    return ServiceFile(platform, name, directory / f"{launchd_label(name)}.plist",
-                       render_launchd_plist(spec))
+        return ServiceFile(
+            platform, name, directory / f"{name}.service", render_systemd_unit(spec).encode("utf-8")
+        )
+    return ServiceFile(
+        platform, name, directory / f"{launchd_label(name)}.plist", render_launchd_plist(spec)
+    )
 
 
 def _found(target: ServiceFile) -> tuple[bool, bool, bytes | None]:
@@ -155,25 +174,33 @@ def _found(target: ServiceFile) -> tuple[bool, bool, bytes | None]:
 
 
 def install_service(
-    target: ServiceFile, manager: Manager | None, *, force: bool = False,
+    target: ServiceFile,
+    manager: Manager | None,
+    *,
+    force: bool = False,
 ) -> ServiceReport:
     """Write the service file (atomically) and, with a manager, enable and start it.
 
     A file at that path that askvault did not write is refused unless `force`."""
     exists, ours, data = _found(target)
     if exists and not ours and not force:
-        raise AskvaultError(f"{target.path} exists and was not written by askvault",
-                            "pass --force to replace it, or remove it first")
+        raise AskvaultError(
+            f"{target.path} exists and was not written by askvault",
+            "pass --force to replace it, or remove it first",
+        )
     changed = data != target.content
     if changed:
         target.path.parent.mkdir(parents=True, exist_ok=True)
         if target.platform == "macos":
             (Path.home() / "Library" / "Logs" / "askvault").mkdir(parents=True, exist_ok=True)
         # Re-checked right before the rename: a file someone put there meanwhile is kept.
-        if not write_atomic(target.path, target.content,
-                            still_ours=(is_ours if exists and not force else None)):
-            raise AskvaultError(f"{target.path} changed while being replaced; left as it is",
-                                "run the install again")
+        if not write_atomic(
+            target.path, target.content, still_ours=(is_ours if exists and not force else None)
+        ):
+            raise AskvaultError(
+                f"{target.path} changed while being replaced; left as it is",
+                "run the install again",
+            )
     state = None
     if manager is not None:
         if target.platform == "linux":
@@ -186,19 +213,25 @@ def install_service(
                 manager.disable_now(target.handle)
             manager.enable_now(str(target.path))
         state = manager.state(target.handle)
-    return ServiceReport(target, True, True, True, changed=changed,
-                         started=manager is not None, state=state)
+    return ServiceReport(
+        target, True, True, True, changed=changed, started=manager is not None, state=state
+    )
 
 
 def uninstall_service(
-    target: ServiceFile, manager: Manager | None, *, force: bool = False,
+    target: ServiceFile,
+    manager: Manager | None,
+    *,
+    force: bool = False,
 ) -> ServiceReport:
     """Stop and disable the service (with a manager), then remove its file if askvault
     wrote it (`force`: whatever wrote it)."""
     exists, ours, _ = _found(target)
     if exists and not ours and not force:
-        raise AskvaultError(f"{target.path} was not written by askvault; left in place",
-                            "remove it yourself, or pass --force")
+        raise AskvaultError(
+            f"{target.path} was not written by askvault; left in place",
+            "remove it yourself, or pass --force",
+        )
     if manager is not None and exists:
         manager.disable_now(target.handle)
     if exists:

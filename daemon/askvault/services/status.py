@@ -51,8 +51,13 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
         "skipped": [],
         "embed_failures": [],
         "last_change_indexed_at": None,
-        "embedding": {"model": settings.ollama.embed_model, "fingerprint": None,
-                      "index_model": None, "building": None, "waiting": None},
+        "embedding": {
+            "model": settings.ollama.embed_model,
+            "fingerprint": None,
+            "index_model": None,
+            "building": None,
+            "waiting": None,
+        },
         "stale_answers": [],
     }
     rows: dict[str, answer_store.QuestionRow] = {}
@@ -74,7 +79,8 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
     }
     if probe:
         status = probe_ollama(
-            settings.ollama.host, timeout_s=min(settings.ollama.timeout_s, 3.0),
+            settings.ollama.host,
+            timeout_s=min(settings.ollama.timeout_s, 3.0),
             allow_remote=settings.ollama.allow_remote_ollama,
         )
         ollama["url"] = status.url
@@ -85,12 +91,11 @@ def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
             ollama["hint"] = status.hint
     doc["ollama"] = ollama
     questions = inbox_questions(settings, rows)
-    doc["questions"] = {state: [q for q, s in questions if s == state]
-                        for state in QUESTION_STATES}
+    doc["questions"] = {state: [q for q, s in questions if s == state] for state in QUESTION_STATES}
     doc["queue"] = sum(len(doc["questions"][s]) for s in ("new", "answering", "waiting"))
     holder = lock_holder(settings)
     doc["daemon"] = holder.pid if holder and holder.command == "run" else None
-    doc["writer"] = ({"pid": holder.pid, "command": holder.command} if holder else None)
+    doc["writer"] = {"pid": holder.pid, "command": holder.command} if holder else None
     return doc
 
 
@@ -104,8 +109,9 @@ def _index_state(conn: Connection, settings: Settings, doc: dict[str, Any]) -> N
     current = next((fp for fp in live if _same_model(fp.fingerprint.model, wanted)), None)
     # Pending for the configured model: all chunks when it has no vectors at all yet.
     doc["pending_embeddings"] = store.count_pending(conn, current)
-    doc["embedded_chunks"] = doc["chunks"] - (store.count_pending(conn, active) if active
-                                              else doc["chunks"])
+    doc["embedded_chunks"] = doc["chunks"] - (
+        store.count_pending(conn, active) if active else doc["chunks"]
+    )
     doc["skipped"] = [{"path": s.path, "reason": s.reason} for s in store.list_skipped(conn)]
     target = building or current
     doc["embed_failures"] = store.list_embed_failures(conn, target) if target else []
@@ -115,8 +121,7 @@ def _index_state(conn: Connection, settings: Settings, doc: dict[str, Any]) -> N
         "fingerprint": current.fingerprint.key if current else None,
         "index_model": active.fingerprint.model if active else None,
         "building": building.fingerprint.key if building else None,
-        "waiting": embed_waiting_reason(
-            conn, embedding_target(settings.ollama.host, wanted)),
+        "waiting": embed_waiting_reason(conn, embedding_target(settings.ollama.host, wanted)),
     }
 
 
@@ -152,9 +157,14 @@ def inbox_questions(
     folder = f"{settings.queries.folder}/{settings.queries.inbox}".strip("/")
     inbox = settings.vault_path / folder
     try:
-        names = sorted(p.name for p in inbox.iterdir()
-                       if p.suffix.lower() == ".md" and not p.name.startswith(".")
-                       and p.is_file() and not p.is_symlink())
+        names = sorted(
+            p.name
+            for p in inbox.iterdir()
+            if p.suffix.lower() == ".md"
+            and not p.name.startswith(".")
+            and p.is_file()
+            and not p.is_symlink()
+        )
     except OSError:
         return []
     out = []

@@ -28,8 +28,10 @@ from askvault.errors import IndexBusy, VaultUnavailable
 # With the root on another device, a reconcile that would keep fewer than this share of the
 # indexed notes is refused: a copy of the vault onto a new disk keeps them all.
 DEVICE_CHANGE_MIN_KEPT = 0.5
-ALLOW_HINT = ("mount the drive or share again (the daemon retries by itself); if you really "
-              "deleted every note, stop the daemon and run `askvault index --allow-empty`")
+ALLOW_HINT = (
+    "mount the drive or share again (the daemon retries by itself); if you really "
+    "deleted every note, stop the daemon and run `askvault index --allow-empty`"
+)
 
 
 def root_device(root: Path) -> int:
@@ -39,15 +41,23 @@ def root_device(root: Path) -> int:
     except OSError as exc:
         raise VaultUnavailable(
             f"the vault folder {root} is missing ({exc.strerror}): an unmounted drive or "
-            "share? nothing is deleted from the index", ALLOW_HINT) from exc
+            "share? nothing is deleted from the index",
+            ALLOW_HINT,
+        ) from exc
     if not stat.S_ISDIR(st.st_mode):
-        raise VaultUnavailable(f"the vault {root} is not a folder any more; nothing is deleted",
-                               ALLOW_HINT)
+        raise VaultUnavailable(
+            f"the vault {root} is not a folder any more; nothing is deleted", ALLOW_HINT
+        )
     return st.st_dev
 
 
 def check_reconcile(
-    conn: Connection, root: Path, *, indexed: int, found: int, kept: int,
+    conn: Connection,
+    root: Path,
+    *,
+    indexed: int,
+    found: int,
+    kept: int,
     allow_empty: bool = False,
 ) -> int:
     """Refuse (VaultUnavailable) a reconcile that would delete notes of a vault that looks
@@ -57,13 +67,19 @@ def check_reconcile(
     if allow_empty or indexed == 0 or kept == indexed:
         return device
     if found == 0:
-        _refuse(conn, f"the vault {root} holds no notes while the index holds {indexed}: an "
-                "unmounted drive or share? nothing is deleted")
+        _refuse(
+            conn,
+            f"the vault {root} holds no notes while the index holds {indexed}: an "
+            "unmounted drive or share? nothing is deleted",
+        )
     recorded = meta.vault_device(conn)
     if recorded is not None and recorded != device and kept < indexed * DEVICE_CHANGE_MIN_KEPT:
-        _refuse(conn, f"the vault {root} is on another device than at the last reconcile and "
-                f"only {kept} of its {indexed} notes are there: another drive mounted (or "
-                "none)? nothing is deleted")
+        _refuse(
+            conn,
+            f"the vault {root} is on another device than at the last reconcile and "
+            f"only {kept} of its {indexed} notes are there: another drive mounted (or "
+            "none)? nothing is deleted",
+        )
     return device
 
 
@@ -74,12 +90,16 @@ def check_deletions(conn: Connection, root: Path) -> None:
     device = root_device(root)
     recorded = meta.vault_device(conn)
     if recorded is not None and recorded != device:
-        _refuse(conn, f"the vault {root} is on another device than at the last reconcile; "
-                "its deletions wait for the next reconcile")
+        _refuse(
+            conn,
+            f"the vault {root} is on another device than at the last reconcile; "
+            "its deletions wait for the next reconcile",
+        )
     with os.scandir(root) as entries:
         if next(entries, None) is None:
-            _refuse(conn, f"the vault {root} is empty: an unmounted drive or share? nothing "
-                    "is deleted")
+            _refuse(
+                conn, f"the vault {root} is empty: an unmounted drive or share? nothing is deleted"
+            )
 
 
 def record_present(conn: Connection, device: int) -> None:

@@ -55,7 +55,8 @@ class WarmSession:
     def _open_locked(self) -> tuple[Connection, Embedder | None]:
         if self._conn is None:
             self._conn, self._embedder = self._stack.enter_context(
-                open_search(self.settings, self.clients))
+                open_search(self.settings, self.clients)
+            )
         return self._conn, self._embedder
 
     def close(self) -> None:
@@ -68,40 +69,77 @@ class WarmSession:
                     client.close()
             self._generator = self._ask_embedder = None
 
-    def search(self, query: str, *, limit: int | None = None, folders: list[str] | None = None,
-               tags: list[str] | None = None) -> dict[str, Any]:
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        folders: list[str] | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
         """The `askvault search --json` document."""
         filters = self._filters(folders, tags)
         with self._search_lock:
             conn, embedder = self._open_locked()
-            result = search(conn, self.settings, query, limit=limit, embedder=embedder,
-                            filters=filters)
+            result = search(
+                conn, self.settings, query, limit=limit, embedder=embedder, filters=filters
+            )
         return search_result_to_json(result)
 
-    def context(self, prompt: str, *, budget: int = DEFAULT_BUDGET_TOKENS,
-                include_sources: bool = False, folders: list[str] | None = None,
-                tags: list[str] | None = None) -> dict[str, Any]:
+    def context(
+        self,
+        prompt: str,
+        *,
+        budget: int = DEFAULT_BUDGET_TOKENS,
+        include_sources: bool = False,
+        folders: list[str] | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
         """The `askvault context --json` envelope."""
         filters = self._filters(folders, tags)
         with self._search_lock:
             conn, embedder = self._open_locked()
-            pack = build_context(conn, self.settings, prompt, budget_tokens=budget,
-                                 embedder=embedder, filters=filters,
-                                 include_sources=include_sources)
+            pack = build_context(
+                conn,
+                self.settings,
+                prompt,
+                budget_tokens=budget,
+                embedder=embedder,
+                filters=filters,
+                include_sources=include_sources,
+            )
         return context_pack_to_json(pack)
 
-    def read_note(self, target: str, *, heading: str | None = None,
-                  start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+    def read_note(
+        self,
+        target: str,
+        *,
+        heading: str | None = None,
+        start_line: int | None = None,
+        end_line: int | None = None,
+    ) -> dict[str, Any]:
         """One note, confined to the vault (services/note_reader.py)."""
         with self._search_lock:
             conn: Connection | None = None
             with contextlib.suppress(AskvaultError):
                 conn, _ = self._open_locked()  # only a wikilink needs the index
-            return read_vault_note(self.settings, conn, target, heading=heading,
-                                   start_line=start_line, end_line=end_line)
+            return read_vault_note(
+                self.settings,
+                conn,
+                target,
+                heading=heading,
+                start_line=start_line,
+                end_line=end_line,
+            )
 
-    def ask(self, question: str, *, folders: list[str] | None = None, save: bool = False,
-            should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    def ask(
+        self,
+        question: str,
+        *,
+        folders: list[str] | None = None,
+        save: bool = False,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> dict[str, Any]:
         """The `askvault ask --json` document. With `save`, the answer note is written under
         queries/answers/ (never over another file); nothing else in the vault is written,
         so the log note is left alone. Raises AnswerCancelled when `should_stop()` turns
@@ -117,9 +155,15 @@ class WarmSession:
             conn = connect(self.settings.db_path)
             try:
                 outcome = ask_question(
-                    self.settings, self.clients, question, save=save, options=options,
-                    log=False, conn=conn,
-                    embedder=self._ask_embedder, generator=self._generator,
+                    self.settings,
+                    self.clients,
+                    question,
+                    save=save,
+                    options=options,
+                    log=False,
+                    conn=conn,
+                    embedder=self._ask_embedder,
+                    generator=self._generator,
                     should_stop=should_stop,
                 )
             finally:
@@ -133,7 +177,8 @@ class WarmSession:
     def _options(self, folders: list[str] | None, tags: list[str] | None) -> QuestionOptions:
         """Folders and tags checked as a question note's are (inside the vault, a folder)."""
         options, errors = parse_question_options(
-            {"folders": folders or None, "tags": tags or None}, self.settings.vault_path)
+            {"folders": folders or None, "tags": tags or None}, self.settings.vault_path
+        )
         if errors:
             raise AskvaultError("; ".join(errors), "pass folders relative to the vault root")
         return options
