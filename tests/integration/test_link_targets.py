@@ -1,4 +1,4 @@
-"""Links resolved at index time (issue 12): every stored `links.target_path` stays what
+"""Links resolved at index time (issue 12): every stored `links.target_id` stays what
 Obsidian's ladder over the whole vault gives, as linking and linked notes are added,
 renamed, moved, re-aliased and deleted; backlinks are read from it."""
 
@@ -51,8 +51,8 @@ def _stored(conn: Connection) -> dict[tuple[str, str], str | None]:
     return {
         (src, target): path
         for src, target, path in conn.execute(
-            "SELECT n.path, l.target, l.target_path FROM links l JOIN notes n ON n.id = l.note_id "
-            "WHERE l.target != ''"
+            "SELECT n.path, l.target, t.path FROM links l JOIN notes n ON n.id = l.note_id "
+            "LEFT JOIN notes t ON t.id = l.target_id WHERE l.target != ''"
         )
     }
 
@@ -189,9 +189,9 @@ def test_a_move_alone_re_resolves_the_moved_notes_relative_links(
 def _as_before_m037(conn: Connection) -> None:
     """The index as askvault made it before issue 12: no names, no resolved targets."""
     conn.execute("DROP INDEX links_target_name")
-    conn.execute("DROP INDEX links_target_path")
+    conn.execute("DROP INDEX links_target_id")
     conn.execute("ALTER TABLE links DROP COLUMN target_name")
-    conn.execute("ALTER TABLE links DROP COLUMN target_path")
+    conn.execute("ALTER TABLE links DROP COLUMN target_id")
     conn.execute("DROP TABLE note_names")
     conn.execute("CREATE INDEX links_target ON links(target COLLATE NOCASE)")
     conn.execute("DELETE FROM migrations WHERE name = 'm037_link_targets'")

@@ -1,8 +1,8 @@
 """Resolved links: each wikilink's target note, found at index time and kept right.
 
-`links.target_path` is the note a link resolves to under Obsidian's ladder (exact path,
-file name, alias; ties to the shortest path: core/links.py), or NULL when it resolves to
-nothing (yet). Whether a link resolves, and to which note, depends on the other notes'
+`links.target_id` is the id of the note a link resolves to under Obsidian's ladder (exact
+path, file name, alias; ties to the shortest path: core/links.py), or NULL when it resolves
+to nothing (yet). Whether a link resolves, and to which note, depends on the other notes'
 names, so `note_names` files each note under the keys it can be linked by
 (`links.name_keys`) and `links.target_name` keeps the last segment of each link's target.
 When a note appears, is renamed or moved, changes its aliases or goes away, only the links
@@ -37,13 +37,14 @@ def link_rows(
     """The `links` rows of a note's links, each with its resolved target; the note itself
     must already be filed under its names (`file_note_names`), so a link to itself resolves."""
     keys = {lk.target: target_keys(lk.target) for lk in links if lk.target}
-    index = _index_over(conn, {key for pair in keys.values() for key in pair})
+    index, ids = _index_over(conn, {key for pair in keys.values() for key in pair})
     rows = []
     for lk in links:
         segment, resolved = "", None
         if lk.target:
             segment = keys[lk.target][0]
-            resolved = resolve_link(lk.target, index, source) if index.by_path else None
+            path = resolve_link(lk.target, index, source) if index.by_path else None
+            resolved = ids.get(path) if path is not None else None
         rows.append(
             (note_id, lk.target, lk.heading, lk.block, int(lk.embed), lk.line, segment, resolved)
         )
@@ -52,7 +53,7 @@ def link_rows(
 
 INSERT_LINK = (
     "INSERT INTO links(note_id, target, heading, block, embed, line, target_name,"
-    " target_path) VALUES (?,?,?,?,?,?,?,?)"
+    " target_id) VALUES (?,?,?,?,?,?,?,?)"
 )
 
 
@@ -81,7 +82,7 @@ def file_note_names(
         "INSERT OR IGNORE INTO note_names(key, note_id) VALUES (?, ?)",
         [(key, note_id) for key in sorted(new - old)],
     )
-    resolve_links_named(conn, old | new, former_target=old_path if moved else None)
+    resolve_links_named(conn, old | new, former_target=note_id if moved else None)
     if moved:
         # Its own `./` and `../` links are relative to where it is now.
         resolve_links_of(conn, note_id)
@@ -96,18 +97,18 @@ def forget_note_names(conn: Connection, note_id: int, path: str, aliases: Sequen
         [(key, note_id) for key in sorted(old)],
     )
     conn.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
-    resolve_links_named(conn, old, former_target=path)
+    resolve_links_named(conn, old, former_target=note_id)
 
 
 def resolve_links_named(
-    conn: Connection, keys: Iterable[str], *, former_target: str | None = None
+    conn: Connection, keys: Iterable[str], *, former_target: int | None = None
 ) -> None:
     """Resolve again every link whose target ends in the last segment of one of `keys`
-    (and every link that resolved to `former_target`)."""
+    (and every link that resolved to the note `former_target`, an id)."""
     segments = sorted({key_segment(k) for k in keys} - {""})
     rows = (
         conn.execute(
-            "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
+            "SELECT l.rowid, l.target, n.path, l.target_id FROM links l "
             f"JOIN notes n ON n.id = l.note_id WHERE l.target_name IN ({_marks(segments)})",
             segments,
         ).fetchall()
@@ -116,8 +117,8 @@ def resolve_links_named(
     )
     if former_target is not None:
         rows += conn.execute(
-            "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
-            "JOIN notes n ON n.id = l.note_id WHERE l.target_path = ?",
+            "SELECT l.rowid, l.target, n.path, l.target_id FROM links l "
+            "JOIN notes n ON n.id = l.note_id WHERE l.target_id = ?",
             (former_target,),
         ).fetchall()
     _update_targets(conn, rows)
@@ -126,7 +127,7 @@ def resolve_links_named(
 def resolve_links_of(conn: Connection, note_id: int) -> None:
     """Resolve again the links written in one note."""
     rows = conn.execute(
-        "SELECT l.rowid, l.target, n.path, l.target_path FROM links l "
+        "SELECT l.rowid, l.target, n.path, l.target_id FROM links l "
         "JOIN notes n ON n.id = l.note_id WHERE l.note_id = ? AND l.target != ''",
         (note_id,),
     ).fetchall()
@@ -136,35 +137,42 @@ def resolve_links_of(conn: Connection, note_id: int) -> None:
 def _update_targets(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
     if not rows:
         return
-    index = candidate_index(conn, [r[1] for r in rows])
+    index, ids = _index_over(conn, _keys_of(r[1] for r in rows))
     changed = []
     for rowid, target, source, current in dict.fromkeys(tuple(r) for r in rows):
-        resolved = resolve_link(target, index, source) if target else None
+        path = resolve_link(target, index, source) if target else None
+        resolved = ids.get(path) if path is not None else None
         if resolved != current:
             changed.append((resolved, rowid))
-    conn.executemany("UPDATE links SET target_path = ? WHERE rowid = ?", changed)
+    conn.executemany("UPDATE links SET target_id = ? WHERE rowid = ?", changed)
 
 
 def candidate_index(conn: Connection, targets: Iterable[str]) -> LinkIndex:
     """The resolution tables over the notes these targets can resolve to (those filed
     under one of their `target_keys`): for these targets, the same answers as the tables
     over the whole vault."""
-    return _index_over(conn, {key for target in targets for key in target_keys(target)})
+    return _index_over(conn, _keys_of(targets))[0]
 
 
-def _index_over(conn: Connection, keys: set[str]) -> LinkIndex:
-    """The resolution tables over the notes filed under one of `keys`."""
+def _keys_of(targets: Iterable[str]) -> set[str]:
+    return {key for target in targets for key in target_keys(target)}
+
+
+def _index_over(conn: Connection, keys: set[str]) -> tuple[LinkIndex, dict[str, int]]:
+    """The resolution tables over the notes filed under one of `keys`, and those notes'
+    ids by path."""
     wanted = sorted(keys - {""})
     if not wanted:
-        return LinkIndex()
+        return LinkIndex(), {}
     rows = conn.execute(
-        "SELECT DISTINCT n.path, n.aliases FROM note_names k JOIN notes n ON n.id = k.note_id "
-        f"WHERE k.key IN ({_marks(wanted)})",
+        "SELECT DISTINCT n.id, n.path, n.aliases FROM note_names k "
+        f"JOIN notes n ON n.id = k.note_id WHERE k.key IN ({_marks(wanted)})",
         wanted,
     ).fetchall()
     if not rows:
-        return LinkIndex()
-    return build_link_index((path, json.loads(aliases or "[]")) for path, aliases in rows)
+        return LinkIndex(), {}
+    index = build_link_index((path, json.loads(aliases or "[]")) for _, path, aliases in rows)
+    return index, {path: note_id for note_id, path, _ in rows}
 
 
 def _marks(values: Sequence[object]) -> str:

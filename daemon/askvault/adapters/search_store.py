@@ -363,9 +363,10 @@ def backlinks(conn: Connection, paths: Sequence[str]) -> list[tuple[str, str]]:
     """(page, linking note) for every note with a wikilink resolved to one of `paths`
     (resolved at index time: adapters/link_store.py), a page's own links left out."""
     return conn.execute(
-        "SELECT DISTINCT l.target_path, n.path FROM links l JOIN notes n ON n.id = l.note_id "
-        "WHERE l.target_path IN (SELECT value FROM json_each(?)) AND n.path != l.target_path "
-        "ORDER BY l.target_path, n.path",
+        "SELECT DISTINCT t.path, n.path FROM notes t JOIN links l ON l.target_id = t.id "
+        "JOIN notes n ON n.id = l.note_id "
+        "WHERE t.path IN (SELECT value FROM json_each(?)) AND n.id != t.id "
+        "ORDER BY t.path, n.path",
         (json.dumps(list(paths)),),
     ).fetchall()
 
