@@ -3,7 +3,7 @@
     .venv/bin/python docs/gen_reference.py          # rewrite the files
     .venv/bin/python docs/gen_reference.py --check  # exit 1 if any file drifted
 
-tests/unit/test_docs_reference.py runs the check, so the reference never drifts.
+tests/repo/test_docs_reference.py runs the check, so the reference never drifts.
 """
 
 from __future__ import annotations

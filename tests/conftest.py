@@ -1,16 +1,23 @@
-"""Shared fixtures: the fake Ollama server, the no-remote-network guard and the leak check."""
+"""Shared fixtures: the fake Ollama server, the no-remote-network guard, the leak check, and
+an indexed copy of a test module's `vault` (`settings`, `conn`)."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from askvault.adapters.db import Connection, connect
+from askvault.app.clients import OllamaClients
+from askvault.services.index_pass import index_vault
+from askvault.settings import Settings
 from support.fake_ollama import FakeOllama  # tests/ is on sys.path (rootdir conftest)
 from support.leaks import LeakTracker
+from support.settings_factory import settings_for
 
 _LOCAL_NAMES = {"localhost", "localhost.", "", "0.0.0.0", "::"}
 
@@ -129,3 +136,22 @@ def leak_check(_leak_tracker_installed: LeakTracker) -> Iterator[None]:
     problems = tracker.close_window()
     if problems:
         pytest.fail("test left open: " + "; ".join(problems), pytrace=False)
+
+
+# -- a test module defines `vault`, these index it ------------------------------------------
+
+
+@pytest.fixture
+def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+    """Settings over the module's `vault`, indexed (words and vectors) by the fake Ollama."""
+    s = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(s, OllamaClients(s))
+    return s
+
+
+@pytest.fixture
+def conn(settings: Settings) -> Iterator[Connection]:
+    """A connection to the indexed vault's database, closed after the test."""
+    c = connect(settings.db_path)
+    yield c
+    c.close()

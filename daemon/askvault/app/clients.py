@@ -2,7 +2,7 @@
 
 The CLI's commands, the daemon and the MCP server hand an `OllamaClients` to the services
 they call; the services see only the `records.ModelClients`, `Embedder` and `Generator`
-protocols and never build a client themselves (tests/unit/test_architecture.py checks
+protocols and never build a client themselves (tests/repo/test_architecture.py checks
 that this module is the only one that imports the client classes).
 
 The `ollama` client (with httpx, ~0.2 s) is imported when the first client is built, not

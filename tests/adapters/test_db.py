@@ -83,7 +83,7 @@ def test_index_pass_and_daemon_lock_leave_nothing_readable_by_others(
     vault.mkdir()
     (vault / "Note.md").write_text("# Note\n\nprivate words\n")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    # Takes the vault lock too (its folder: tests/integration/test_vault_lock.py).
+    # Takes the vault lock too (its folder: tests/adapters/test_vault_lock.py).
     index_vault(settings, OllamaClients(settings))
     found = [settings.state_path, *settings.state_path.iterdir()]
     assert len(found) >= 2

@@ -1,6 +1,6 @@
 """The answer note (DESIGN §3): golden files for scripted replies, and the other states.
 
-Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/unit/test_answer_note.py`
+Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/core/test_answer_note.py`
 and review the diff.
 """
 

@@ -1,7 +1,7 @@
 """What small local models really reply, through the whole answer pipeline (real index, the
 fake Ollama scripted with those replies), with a golden answer note for each.
 
-Regenerate with `UPDATE_GOLDEN=1 pytest tests/integration/test_small_model_replies.py`
+Regenerate with `UPDATE_GOLDEN=1 pytest tests/services/test_small_model_replies.py`
 and review the diff.
 """
 
