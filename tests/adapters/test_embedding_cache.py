@@ -4,6 +4,7 @@ promise that unchanged text is never embedded twice."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -11,7 +12,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -143,6 +146,33 @@ def test_an_interrupted_cache_migration_resumes_where_it_stopped(tmp_path: Path)
     moved = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
     assert (left, moved) == (OLD_ROWS - 10, 10)
     conn.close()
+    _assert_converted(path)
+
+
+def test_two_openers_running_the_cache_migration_at_once_both_finish(tmp_path: Path) -> None:
+    # One opener moves the first batch; before its second, another opener runs the whole
+    # step on its own connection (two processes opening an old index at once). The first
+    # must then find the old table gone and stop, not fail on it ("no such table").
+    path = tmp_path / "index.sqlite"
+    _old_layout_index(path)
+    first, other = connect(path, migrate=False), connect(path, migrate=False)
+    entered = 0
+
+    @contextlib.contextmanager
+    def racing(conn: Any) -> Iterator[None]:
+        nonlocal entered
+        entered += 1
+        if entered == 4:  # the cache table, the counts, one batch; then the other opener
+            m036_embedding_cache(other, write_transaction, lambda line: None, batch_rows=5)
+        with write_transaction(conn):
+            yield
+
+    try:
+        m036_embedding_cache(first, racing, lambda line: None, batch_rows=5)
+        assert entered >= 4
+    finally:
+        first.close()
+        other.close()
     _assert_converted(path)
 
 

@@ -248,6 +248,9 @@ def apply_migrations(conn: Connection) -> list[str]:
             continue
         if callable(sql):
             # Runs its own transactions (resumable after a kill); recorded once it returns.
+            # Another opener may have run it since `done` was read: then it is not run again.
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                continue
             sql(conn, write_transaction, lambda line: log.warning("%s", line))
             with write_transaction(conn):
                 conn.execute("INSERT OR IGNORE INTO migrations VALUES (?, ?)", (name, time.time()))

@@ -237,9 +237,14 @@ def m036_embedding_cache(
     with transaction(conn):
         for statement in split_sql(M036_CACHE_TABLE):
             conn.execute(statement)
-    if _table_exists(conn, "embeddings"):
-        left = int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+    # Another opener may run this step at the same time (two processes opening an index
+    # made before it): each batch looks again, in its transaction, whether the table is
+    # still there, and stops when that other opener has finished it.
+    with transaction(conn):
+        exists = _table_exists(conn, "embeddings")
+        left = int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]) if exists else 0
         moved = int(conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0])
+    if exists:
         total = left + moved
         if total:
             report(
@@ -250,6 +255,8 @@ def m036_embedding_cache(
         last_report = time.monotonic()
         while True:
             with transaction(conn):
+                if not _table_exists(conn, "embeddings"):
+                    break
                 last = conn.execute(
                     "SELECT fingerprint_id, text_hash FROM embeddings "
                     "ORDER BY fingerprint_id, text_hash LIMIT 1 OFFSET ?",
@@ -275,7 +282,7 @@ def m036_embedding_cache(
             if stop_after_batches is not None and batches >= stop_after_batches:
                 raise InterruptedError("stopped after %d batches" % batches)
         with transaction(conn):
-            conn.execute("DROP TABLE embeddings")
+            conn.execute("DROP TABLE IF EXISTS embeddings")
     with transaction(conn):
         dropped = 0
         for (fp_id,) in conn.execute("SELECT id FROM fingerprints").fetchall():
