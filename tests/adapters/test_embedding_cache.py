@@ -196,7 +196,7 @@ def test_a_cache_migration_killed_mid_batch_resumes_after_kill_9(tmp_path: Path)
                 return conn
             def __exit__(self, *exc):
                 batches.append(1)
-                if len(batches) == 4:  # table made, 2 batches committed, the 3rd open
+                if len(batches) == 5:  # table made, counts read, 2 batches in, the 3rd open
                     os.kill(os.getpid(), signal.SIGKILL)
                 conn.execute("COMMIT")
         m036_embedding_cache(conn, Killing, report, batch_rows=5)
