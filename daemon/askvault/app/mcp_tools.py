@@ -8,9 +8,10 @@ what a note says is returned, never obeyed.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, get_args
 
 from askvault.adapters.mcp_server import ToolSpec
+from askvault.records import AnswerOutcome
 from askvault.services.context import DEFAULT_BUDGET_TOKENS
 from askvault.services.note_reader import number_lines
 from askvault.services.warm_session import WarmSession
@@ -280,7 +281,7 @@ ASK_INPUT = _object(
 ASK_OUTPUT = _object(
     {
         "question": {"type": "string"},
-        "status": {"type": "string", "enum": ["answered", "no-answer", "waiting", "failed"]},
+        "status": {"type": "string", "enum": list(get_args(AnswerOutcome))},
         "answer": {"type": "string"},
         "reason": _NULLABLE_STR,
         "citations": {

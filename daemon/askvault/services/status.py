@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from askvault.adapters import answer_store, meta, store
 from askvault.adapters.db import Connection, connect
@@ -19,13 +19,14 @@ from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_
 from askvault.adapters.ollama_http import probe_ollama
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
+from askvault.records import InboxState
 from askvault.services import vault_presence
 from askvault.services.embedding import embed_waiting_reason, embedding_target
 from askvault.services.question_options import is_draft
 from askvault.settings import Settings
 
 # The states a question note in the inbox can be in, as `status` reports them.
-QUESTION_STATES = ("new", "answering", "waiting", "filing", "draft", "failed")
+QUESTION_STATES: tuple[InboxState, ...] = get_args(InboxState)
 # Largest question note read to tell a draft (its frontmatter) from a question.
 _DRAFT_PEEK_BYTES = 64 * 1024
 
@@ -147,7 +148,7 @@ def _stale_answers(conn: Connection, settings: Settings) -> list[dict[str, Any]]
 
 def inbox_questions(
     settings: Settings, rows: dict[str, answer_store.QuestionRow]
-) -> list[tuple[str, str]]:
+) -> list[tuple[str, InboxState]]:
     """(vault-relative path, state) of every question note in the inbox, by name.
 
     new: not taken yet (settling, or edited after it failed); answering; waiting (for
@@ -175,7 +176,9 @@ def inbox_questions(
     return out
 
 
-def _question_state(rel: str, data: bytes | None, row: answer_store.QuestionRow | None) -> str:
+def _question_state(
+    rel: str, data: bytes | None, row: answer_store.QuestionRow | None
+) -> InboxState:
     text = (data or b"").decode("utf-8", errors="replace")
     if is_draft(parse_note(rel, text).frontmatter.get("draft")):
         return "draft"
@@ -187,7 +190,11 @@ def _question_state(rel: str, data: bytes | None, row: answer_store.QuestionRow 
         # Failed on these very bytes: only an edit changes that. Other bytes are asked anew.
         same = data is not None and hashlib.sha256(data).hexdigest() == row.content_sha256
         return "failed" if same else "new"
-    return row.status if row.status in QUESTION_STATES else "new"
+    if row.status == "waiting":
+        return "waiting"
+    if row.status == "answering":
+        return "answering"
+    return "new"  # a state this version does not know
 
 
 def _peek(path: Path) -> bytes | None:
