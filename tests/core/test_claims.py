@@ -131,3 +131,30 @@ def test_a_number_after_the_link_belongs_to_the_claim_it_completes() -> None:
         "The Wi-Fi password of my home network is [[Home Network]]: 192.168.178.1."
     )
     assert claim.text == "The Wi-Fi password of my home network is: 192.168.178.1."
+
+
+def test_text_sentences_are_cut_like_an_answers() -> None:
+    from askvault.core.claims import text_sentences
+
+    text = (
+        "**Android**\n\n"
+        "To access the folder:\n"
+        "1. Open your file manager.\n"
+        "2) Enable the toggle. Then go on.\n"
+        "- [ ] Navigate, e.g. to your vault.\n"
+        "> Quoted line.\n"
+        "Run `a. b` here. 设置已保存。下一步\n"
+    )
+    assert text_sentences(text) == [
+        "**Android**",
+        "To access the folder:",
+        "Open your file manager.",  # a list marker opens the sentence, it is none itself
+        "Enable the toggle.",
+        "Then go on.",
+        "Navigate, e.g. to your vault.",  # an abbreviation ends no sentence
+        "Quoted line.",
+        "Run `a. b` here.",  # nor does a full stop in code
+        "设置已保存。",
+        "下一步",
+    ]
+    assert text_sentences("") == []

@@ -167,3 +167,44 @@ def test_a_negation_the_question_brings_is_not_required_of_the_excerpt() -> None
         _judge("Tasks you haven't checked off are found with `task-todo:`.", SEARCH, question)[0]
         == "supported"
     )
+
+
+STEPS = (
+    "To access the `.obsidian` folder on Android:\n\n"
+    "1. Open your system file manager.\n"
+    '2. Enable the "Show hidden files" toggle in the settings.\n'
+    "3. Navigate to your vault folder. The `.obsidian` folder will appear at the top level.\n"
+)
+
+
+def test_a_claim_that_joins_three_consecutive_steps_is_supported() -> None:
+    # "1." is no sentence of its own, and one window holds three sentences: the steps
+    # a model sums up in one sentence are backed by one place of the excerpt.
+    question = "how can i see the hidden .obsidian folder on my android phone"
+    sentence = (
+        'To see the hidden `.obsidian` folder, enable "Show hidden files" in your system '
+        "file manager and navigate to your vault folder."
+    )
+    assert _judge(sentence, STEPS, question)[0] == "supported"
+
+
+def test_words_scattered_beyond_one_window_are_not_support() -> None:
+    # Each word of the claim is in the excerpt, but no three consecutive sentences hold
+    # them together: bag-of-words over the whole excerpt would have supported it.
+    text = (
+        "The Standard plan syncs one vault. "
+        "Version history is part of every plan. "
+        "Attachments can be large. "
+        "Snapshots are saved often. "
+        "Billing happens once a month."
+    )
+    assert _judge("The Standard plan is saved once a month.", text)[0] != "supported"
+    assert _judge("The Standard plan syncs one vault.", text)[0] == "supported"
+
+
+def test_evidence_windows_are_three_consecutive_sentences() -> None:
+    (evidence,) = prepare_evidence(["One. Two. Three. Four."], simple_tokens)
+    assert [w.text for w in evidence.windows] == ["One. Two. Three.", "Two. Three. Four."]
+    (short,) = prepare_evidence(["Only one sentence here"], simple_tokens)
+    assert [w.text for w in short.windows] == ["Only one sentence here"]
+

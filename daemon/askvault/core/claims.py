@@ -189,6 +189,28 @@ def _sentences(answer: str, plain: str, start: int, end: int) -> list[tuple[int,
     return [(s, e) for s, e in out if answer[s:e].strip()]
 
 
+def text_sentences(text: str) -> list[str]:
+    """The sentences of a note's text (an excerpt), line by line, as an answer's are cut:
+    a list, quote or task marker opens its line's first sentence and is none itself
+    ("1. Open the file manager." is one sentence, not "1." and another), an abbreviation
+    ("e.g.") ends none, and nothing in code does."""
+    masked = mask_code(text)
+    out = []
+    start = 0
+    for line in text.split("\n"):
+        end = start + len(line)
+        prefix = _LINE_PREFIX.match(line)
+        cursor = start + (prefix.end() if prefix else 0)
+        for match in _SENTENCE_END.finditer(masked, cursor, end):
+            if _ABBREVIATION.search(masked[max(cursor, match.start() - 8) : match.start() + 1]):
+                continue
+            out.append(text[cursor : match.end()].strip())
+            cursor = match.end()
+        out.append(text[cursor:end].strip())
+        start = end + 1
+    return [x for x in out if x]
+
+
 def _cut_sentence(
     answer: str,
     plain: str,

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from askvault.core.claims import text_sentences
 from askvault.core.query import STOPWORDS, fold
 from askvault.records import SupportVerdict
 
@@ -75,8 +76,7 @@ class Evidence:
     folded_words: frozenset[str] = frozenset()  # of the whole text and its header: names
 
 
-WINDOW_SENTENCES = 2
-_EVIDENCE_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s)|\n|$)")
+WINDOW_SENTENCES = 3
 
 
 def prepare_evidence(
@@ -92,10 +92,7 @@ def prepare_evidence(
     entry of `pages` (all the excerpts of one page the model saw).
     """
     headers = list(headers) if headers is not None else [""] * len(texts)
-    sentences = [
-        [m.group(0).strip() for m in _EVIDENCE_SENTENCE.finditer(t) if m.group(0).strip()] or [t]
-        for t in texts
-    ]
+    sentences = [text_sentences(t) or [t] for t in texts]
     flat = [h for h in headers] + [x for group in sentences for x in group]
     tokens = tokenize(flat) if flat else []
     header_tokens, rest = tokens[: len(headers)], tokens[len(headers) :]
