@@ -208,3 +208,25 @@ def test_evidence_windows_are_three_consecutive_sentences() -> None:
     (short,) = prepare_evidence(["Only one sentence here"], simple_tokens)
     assert [w.text for w in short.windows] == ["Only one sentence here"]
 
+
+def test_a_name_of_the_question_no_excerpt_mentions_is_an_unknown_subject() -> None:
+    from askvault.core.support import unknown_subjects
+
+    question = "how do i get the excalidraw plugin to save an svg copy of every drawing?"
+    texts = ["Workspaces\nIn the ribbon, click **Manage workspace layouts**. Select **Save**."]
+    reply = [
+        "To get the Excalidraw plugin to save an SVG copy, follow these steps:",
+        "In the ribbon, click Manage workspace layouts.",
+    ]
+    assert unknown_subjects(reply, question, texts) == ("Excalidraw", "SVG")
+    # A name the excerpts mention is known, whatever its case in the question.
+    assert unknown_subjects(["Open Manage workspace layouts."], "manage workspace", texts) == ()
+    # A name only the reply brings is not the question's subject (it caps its claim at weak).
+    assert unknown_subjects(["Use the Kanban plugin."], question, texts) == ()
+    # Names are words: "Apple" is in the notes, "Watch" is not.
+    assert unknown_subjects(
+        ["There is no Obsidian app for the Apple Watch."],
+        "is there an obsidian app for the apple watch?",
+        ["Obsidian runs on an Apple iPhone."],
+    ) == ("Watch",)
+    assert unknown_subjects([], question, texts) == ()

@@ -229,6 +229,34 @@ def test_supported_reply_to_a_question_far_from_every_note_is_not_published(
     assert "sources: []" in text and result.cited_paths == []
 
 
+def test_reply_about_a_subject_no_excerpt_mentions_is_not_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """A near miss the distance cannot see: the question names a plugin the vault never
+    mentions, and the model answers with a real sentence of the notes. The reply names the
+    question's subject, no excerpt does: a no-answer that says so, unlinked."""
+    fake_ollama.chat_script = [
+        "The Excalidraw plugin keeps its drawings like snapshots. "
+        "Snapshots are kept for 7 days [[Snapshots]]."
+    ]
+    result = _ask(conn, settings, "how long does the excalidraw plugin keep my drawings?")
+    text = _assert_golden("unknown_subject", result)
+    assert result.report.supported_claims == 1  # the copied sentence is in the notes
+    assert result.status == "no-answer"
+    assert "none of the passages given to the model mentions “Excalidraw”" in text
+    reply_part = text.split("## Closest passages found")[0]
+    assert "[[Snapshots]]" not in reply_part
+    assert "sources: []" in text and result.cited_paths == []
+
+
+def test_a_name_of_the_question_the_excerpts_mention_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["By default, Snapshots are kept for 7 days [[Snapshots]]."]
+    result = _ask(conn, settings, "how long are snapshots kept?")
+    assert result.status == "answered" and not result.reason
+
+
 def test_same_reply_to_a_close_question_is_published(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:

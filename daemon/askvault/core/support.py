@@ -313,6 +313,29 @@ def _names(sentence: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def unknown_subjects(
+    sentences: Sequence[str], question: str, texts: Sequence[str]
+) -> tuple[str, ...]:
+    """Names the sentences share with the question that none of `texts` holds.
+
+    A reply that names what was asked about ("the Excalidraw plugin", asked in lower case
+    and written capitalised by the model) when no excerpt the model saw mentions it is
+    about something the notes do not cover, whatever else it copies from them. Only names
+    of the question count: a name the reply brings alone caps that claim at weak instead.
+    """
+    asked = set(_WORD.findall(fold(question)))
+    seen: set[str] = set()
+    for text in texts:
+        seen.update(_WORD.findall(fold(text)))
+    out = []
+    for sentence in sentences:
+        for name in _names(sentence):
+            parts = _WORD.findall(fold(name))
+            if parts and all(p in asked for p in parts) and not all(p in seen for p in parts):
+                out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|unable|isn't|aren't|"
     r"doesn't|don't|didn't|can't|won't|wouldn't|shouldn't|couldn't|wasn't|weren't|"

@@ -45,6 +45,7 @@ from askvault.core.prompt import (
     context_budget,
     resolve_numbered_citations,
 )
+from askvault.core.support import unknown_subjects
 from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, OllamaError
 from askvault.records import (
@@ -251,12 +252,25 @@ def answer_question(
     reason = ""
     nearest = pack.trace.get("nearest_distance")
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
+    unknown = unknown_subjects(
+        [c.sentence for c in report.claims],
+        question,
+        [f"{e.title} {e.heading or ''} {e.text}" for e in plan.excerpts],
+    )
     if status == "answered" and too_far(nearest, cutoff):
         status = "no-answer"
         reason = (
             f"Nothing in your notes is close to the question: the nearest passage is at "
             f"cosine distance {nearest:.2f}, beyond the {cutoff:.2f} of "
             "`queries.max_distance`, so the reply is not published as an answer."
+        )
+    elif status == "answered" and unknown:
+        status = "no-answer"
+        named = ", ".join(f"“{n}”" for n in unknown)
+        reason = (
+            f"Your notes do not seem to cover what the question asks about: none of the "
+            f"passages given to the model mentions {named}, so the reply is not published "
+            "as an answer."
         )
     answer = annotate_answer(linked, report, keep_links=not reason)
     cited = _cited_paths(report) if not reason else []
