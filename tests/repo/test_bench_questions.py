@@ -1,0 +1,43 @@
+"""The answer benchmark's question sets are well formed and true to the Help vault."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SETS = [
+    ROOT / "bench" / "data" / n for n in ("answer_questions.json", "answer_questions_holdout.json")
+]
+HELP_VAULT = ROOT.parent / "shared" / "data" / "vaults" / "obsidian-help-en"
+
+
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
+def test_question_set_is_well_formed(path: Path) -> None:
+    questions = json.loads(path.read_text(encoding="utf-8"))
+    ids = [q["id"] for q in questions]
+    assert len(ids) == len(set(ids))
+    for q in questions:
+        assert set(q) == {"id", "question", "answerable", "expected", "facts"}, q["id"]
+        if q["answerable"]:
+            assert q["expected"] and 1 <= len(q["facts"]) <= 3, q["id"]
+            assert all(variants and all(v.strip() for v in variants) for variants in q["facts"])
+        else:
+            assert q["expected"] == [] and q["facts"] == [], q["id"]
+
+
+def test_the_held_out_set_shares_no_question_or_note_with_the_main_set() -> None:
+    main, held = (json.loads(p.read_text(encoding="utf-8")) for p in SETS)
+    assert not {q["question"] for q in main} & {q["question"] for q in held}
+    assert not {p for q in main for p in q["expected"]} & {p for q in held for p in q["expected"]}
+
+
+@pytest.mark.skipif(not HELP_VAULT.is_dir(), reason="needs ../shared/data (the Help vault)")
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
+def test_every_expected_note_exists_and_holds_its_facts(path: Path) -> None:
+    for q in json.loads(path.read_text(encoding="utf-8")):
+        texts = [(HELP_VAULT / p).read_text(encoding="utf-8").casefold() for p in q["expected"]]
+        for variants in q["facts"]:
+            assert any(v.casefold() in t for v in variants for t in texts), (q["id"], variants)
