@@ -164,3 +164,21 @@ def test_upgrading_an_old_index_says_so_once(
     with caplog.at_level(logging.WARNING, logger="askvault.adapters.db"):
         connect(tmp_path / "fresh.sqlite").close()  # a new index is not an upgrade
     assert not [r for r in caplog.records if "upgrading" in r.getMessage()]
+
+
+def test_never_mentioned_names_one_of_whose_words_no_chunk_holds(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "index.sqlite")
+    try:
+        assert search_store.never_mentioned(conn, []) == ()
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, title, aliases, headings, body) VALUES "
+            "(1, 'Pop-out windows', '', '', 'Open a note in a new window.'), "
+            "(2, 'Apple', '', 'Plugins', 'Install community plugins.')"
+        )
+        # Stemmed like search ("Windows" meets "windows", "Plugin" meets "Plugins"), title
+        # and headings count; every word of a name must be somewhere.
+        assert search_store.never_mentioned(
+            conn, ["Windows", "Plugin", "Excalidraw", "Apple Watch", "Apple"]
+        ) == ("Excalidraw", "Apple Watch")
+    finally:
+        conn.close()

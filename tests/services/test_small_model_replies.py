@@ -43,7 +43,12 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def _ask(conn: Connection, settings: Settings, question: str) -> AnswerResult:
+def _ask(
+    conn: Connection,
+    settings: Settings,
+    question: str,
+    options: QuestionOptions | None = None,
+) -> AnswerResult:
     embedder = OllamaClients(settings).embedder()
     generator = OllamaClients(settings).generator()
     try:
@@ -51,7 +56,7 @@ def _ask(conn: Connection, settings: Settings, question: str) -> AnswerResult:
             conn,
             settings,
             question,
-            QuestionOptions(),
+            options or QuestionOptions(),
             embedder=embedder,
             generator=generator,
             asked=ASKED,
@@ -229,12 +234,12 @@ def test_supported_reply_to_a_question_far_from_every_note_is_not_published(
     assert "sources: []" in text and result.cited_paths == []
 
 
-def test_reply_about_a_subject_no_excerpt_mentions_is_not_published(
+def test_reply_about_a_subject_no_note_mentions_is_not_published(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
     """A near miss the distance cannot see: the question names a plugin the vault never
     mentions, and the model answers with a real sentence of the notes. The reply names the
-    question's subject, no excerpt does: a no-answer that says so, unlinked."""
+    question's subject, no note does: a no-answer that says so, unlinked."""
     fake_ollama.chat_script = [
         "The Excalidraw plugin keeps its drawings like snapshots. "
         "Snapshots are kept for 7 days [[Snapshots]]."
@@ -243,10 +248,28 @@ def test_reply_about_a_subject_no_excerpt_mentions_is_not_published(
     text = _assert_golden("unknown_subject", result)
     assert result.report.supported_claims == 1  # the copied sentence is in the notes
     assert result.status == "no-answer"
-    assert "none of the passages given to the model mentions “Excalidraw”" in text
+    assert "no note mentions “Excalidraw”" in text
     reply_part = text.split("## Closest passages found")[0]
     assert "[[Snapshots]]" not in reply_part
     assert "sources: []" in text and result.cited_paths == []
+
+
+def test_a_subject_some_note_mentions_is_answered_with_its_claim_flagged(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """ "Windows" is in the vault (the CRLF note) but not among the excerpts (one page is
+    sent): the notes know the subject, so the reply is published, its unchecked claim
+    flagged."""
+    fake_ollama.chat_script = [
+        "Snapshots are kept for 7 days [[Snapshots]]. The same holds on Windows laptops."
+    ]
+    result = _ask(
+        conn, settings, "how long are snapshots kept on windows?", QuestionOptions(max_sources=1)
+    )
+    assert [e.path for e in result.excerpts] == ["Snapshots.md"]
+    assert result.status == "answered" and not result.reason
+    assert [c.verdict for c in result.report.claims] == ["supported", "unsupported"]
+    assert "The same holds on Windows laptops. ⚠️" in result.answer
 
 
 def test_a_name_of_the_question_the_excerpts_mention_is_published(

@@ -307,6 +307,16 @@ def document_frequencies(conn: Connection, terms: Sequence[str]) -> tuple[int, d
     return total, {term: int(found.get(term, 0)) for term in terms}
 
 
+def never_mentioned(conn: Connection, names: Sequence[str]) -> tuple[str, ...]:
+    """The names one of whose words no chunk of the vault holds (by the word index, so
+    "Plugins" meets "plugin")."""
+    if not names:
+        return ()
+    tokens = word_tokens(conn, names)
+    _, frequencies = document_frequencies(conn, sorted({t for ts in tokens for t in ts}))
+    return tuple(n for n, ts in zip(names, tokens) if any(frequencies[t] == 0 for t in ts))
+
+
 def duplicate_basenames(conn: Connection, paths: Sequence[str]) -> set[str]:
     """Lower-cased file names, among those of `paths`, that more than one note has
     (their wikilinks need the path). A note's title is its file name without `.md`."""

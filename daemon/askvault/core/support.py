@@ -319,9 +319,10 @@ def unknown_subjects(
     """Names the sentences share with the question that none of `texts` holds.
 
     A reply that names what was asked about ("the Excalidraw plugin", asked in lower case
-    and written capitalised by the model) when no excerpt the model saw mentions it is
-    about something the notes do not cover, whatever else it copies from them. Only names
-    of the question count: a name the reply brings alone caps that claim at weak instead.
+    and written capitalised by the model) when no excerpt the model saw mentions it may be
+    about something the notes do not cover, whatever else it copies from them; the caller
+    asks the word index whether any note does. Only names of the question count: a name
+    the reply brings alone caps that claim at weak instead.
     """
     asked = set(_WORD.findall(fold(question)))
     seen: set[str] = set()

@@ -252,10 +252,13 @@ def answer_question(
     reason = ""
     nearest = pack.trace.get("nearest_distance")
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
-    unknown = unknown_subjects(
-        [c.sentence for c in report.claims],
-        question,
-        [f"{e.title} {e.heading or ''} {e.text}" for e in plan.excerpts],
+    unknown = search_store.never_mentioned(
+        conn,
+        unknown_subjects(
+            [c.sentence for c in report.claims],
+            question,
+            [f"{e.title} {e.heading or ''} {e.text}" for e in plan.excerpts],
+        ),
     )
     if status == "answered" and too_far(nearest, cutoff):
         status = "no-answer"
@@ -268,9 +271,8 @@ def answer_question(
         status = "no-answer"
         named = ", ".join(f"“{n}”" for n in unknown)
         reason = (
-            f"Your notes do not seem to cover what the question asks about: none of the "
-            f"passages given to the model mentions {named}, so the reply is not published "
-            "as an answer."
+            f"Your notes do not cover what the question asks about: no note mentions "
+            f"{named}, so the reply is not published as an answer."
         )
     answer = annotate_answer(linked, report, keep_links=not reason)
     cited = _cited_paths(report) if not reason else []
