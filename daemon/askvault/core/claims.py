@@ -195,20 +195,12 @@ def text_sentences(text: str) -> list[str]:
     ("1. Open the file manager." is one sentence, not "1." and another), an abbreviation
     ("e.g.") ends none, and nothing in code does."""
     masked = mask_code(text)
-    out = []
-    start = 0
-    for line in text.split("\n"):
-        end = start + len(line)
-        prefix = _LINE_PREFIX.match(line)
-        cursor = start + (prefix.end() if prefix else 0)
-        for match in _SENTENCE_END.finditer(masked, cursor, end):
-            if _ABBREVIATION.search(masked[max(cursor, match.start() - 8) : match.start() + 1]):
-                continue
-            out.append(text[cursor : match.end()].strip())
-            cursor = match.end()
-        out.append(text[cursor:end].strip())
-        start = end + 1
-    return [x for x in out if x]
+    out: list[str] = []
+    for start, end in _line_spans(text):
+        prefix = _LINE_PREFIX.match(text[start:end])
+        content_start = start + (prefix.end() if prefix else 0)
+        out.extend(text[s:e].strip() for s, e in _sentences(text, masked, content_start, end))
+    return out
 
 
 def _cut_sentence(

@@ -252,14 +252,6 @@ def answer_question(
     reason = ""
     nearest = pack.trace.get("nearest_distance")
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
-    unknown = search_store.never_mentioned(
-        conn,
-        unknown_subjects(
-            [c.sentence for c in report.claims],
-            question,
-            [f"{e.title} {e.heading or ''} {e.text}" for e in plan.excerpts],
-        ),
-    )
     if status == "answered" and too_far(nearest, cutoff):
         status = "no-answer"
         reason = (
@@ -267,7 +259,7 @@ def answer_question(
             f"cosine distance {nearest:.2f}, beyond the {cutoff:.2f} of "
             "`queries.max_distance`, so the reply is not published as an answer."
         )
-    elif status == "answered" and unknown:
+    elif status == "answered" and (unknown := _unknown_subjects(conn, question, report, plan)):
         status = "no-answer"
         named = ", ".join(f"“{n}”" for n in unknown)
         reason = (
@@ -309,6 +301,18 @@ def answer_question(
         reason=reason,
         nearest_distance=nearest,
     )
+
+
+def _unknown_subjects(
+    conn: Connection, question: str, report: CitationReport, plan: PromptPlan
+) -> tuple[str, ...]:
+    """Names of the question the reply repeats that no excerpt and no note mentions."""
+    names = unknown_subjects(
+        [c.sentence for c in report.claims],
+        question,
+        [f"{e.title} {e.heading or ''} {e.text}" for e in plan.excerpts],
+    )
+    return search_store.never_mentioned(conn, names)
 
 
 def _status(reply: str, report: CitationReport) -> AnswerOutcome:
