@@ -1,6 +1,6 @@
 """Answer quality of the real pipeline: a question set over a copy of the Obsidian Help vault.
 
-Runs `answering.answer_question` (retrieval, prompt, streamed reply, citation and
+Runs `answer.answer_question` (retrieval, prompt, streamed reply, citation and
 support checks) for every question of bench/data/answer_questions.json against the
 Ollama at --host: a real chat model (e.g. Qwen2.5-Coder-1.5B on the CPU behind
 ../shared/tools/llm_ollama) or the extractive stand-in (../shared/tools/minilm_ollama).
@@ -41,11 +41,8 @@ from typing import Any
 from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.core.links import extract_links, resolve_link
-from askvault.services.answering import (
-    AnswerResult,
-    QuestionOptions,
-    answer_question,
-)
+from askvault.records import QuestionOptions
+from askvault.services.answer import AnswerResult, answer_question
 from askvault.services.context_graph import link_index_from_db
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings, load_settings

@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, free_port, require_shared  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.core.answer_note import render_answer_note  # noqa: E402
-from askvault.services.answering import QuestionOptions, answer_question  # noqa: E402
+from askvault.records import QuestionOptions  # noqa: E402
+from askvault.services.answer import answer_question  # noqa: E402
 from askvault.services.context import build_context, context_pack_to_json  # noqa: E402
 from askvault.services.index_pass import index_vault  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402

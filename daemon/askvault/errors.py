@@ -89,3 +89,9 @@ class RemoteHostRefused(OllamaError):
 
 class VaultLocked(AskvaultError):
     """Another askvault process (`run` or `index`) holds the vault's single-writer lock."""
+
+
+class AnswerCancelled(Exception):
+    """The caller asked to stop (shutdown, or the question changed) while answering.
+
+    Not an AskvaultError: nothing went wrong, and nothing was written."""

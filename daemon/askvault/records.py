@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 # The states values pass through, each a closed set: mypy checks every spelled value.
-# What an answer came to (services/answering.py's result; `queries.*` answer notes).
+# What an answer came to (services/answer's result; `queries.*` answer notes).
 AnswerOutcome = Literal["answered", "no-answer", "waiting", "failed"]
 # An answer note's `status:`: an outcome, or still being written, or cited pages changed.
 AnswerStatus = Literal[AnswerOutcome, "answering", "stale"]
@@ -245,6 +245,17 @@ class ModelClients(Protocol):
     def generator(self) -> Generator:
         """The chat client (timeouts on silence, the chat options)."""
         ...
+
+
+@dataclass(frozen=True)
+class QuestionOptions:
+    """What a question note's frontmatter (or the `ask` flags) narrow the answer to."""
+
+    folders: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    max_sources: int | None = None
+    model: str | None = None
+    language: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from askvault.app.clients import OllamaClients
 from askvault.app.mcp_serve import make_server
 from askvault.cli.main import cli
-from askvault.services.answering import AnswerCancelled
+from askvault.errors import AnswerCancelled
 from askvault.services.ask import ask_question
 from askvault.services.warm_session import WarmSession
 from askvault.settings import Settings

@@ -233,3 +233,30 @@ def test_core_backoff_is_the_one_backoff_formula() -> None:
             if capped or bounds:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert offenders == []
+
+
+# The signals a reply's publication rests on: asked only by the one decision.
+DECISION_SIGNALS = {"is_no_answer", "too_far"}
+
+
+def test_only_core_decision_decides_whether_a_reply_is_published() -> None:
+    """Every reason a reply is or is not published lives in core/decision.decide: no other
+    module of the package asks whether a reply refuses or the question is too far to
+    choose a status (core/abstention defines them)."""
+    owners = {"core/decision.py", "core/abstention.py"}
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() in owners:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            name = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else None
+            )
+            if name in DECISION_SIGNALS:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {name}")
+    assert offenders == []

@@ -17,7 +17,9 @@ from askvault.adapters.ollama import OllamaGenerator
 from askvault.adapters.vault import read_note
 from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
-from askvault.services.answering import AnswerCancelled, QuestionOptions, answer_question
+from askvault.errors import AnswerCancelled
+from askvault.records import QuestionOptions
+from askvault.services.answer import answer_question
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.vault_factory import make_fixture_vault

@@ -18,7 +18,8 @@ import pytest
 from askvault.adapters.db import Connection
 from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
-from askvault.services.answering import AnswerResult, QuestionOptions, answer_question
+from askvault.records import QuestionOptions
+from askvault.services.answer import AnswerResult, answer_question
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.vault_factory import make_fixture_vault

@@ -9,15 +9,10 @@ from dataclasses import dataclass
 
 from askvault.adapters.db import Connection, connect
 from askvault.core.answer_note import render_answer_note
-from askvault.errors import OllamaError
-from askvault.records import Embedder, Generator, ModelClients
+from askvault.errors import AnswerCancelled, OllamaError
+from askvault.records import Embedder, Generator, ModelClients, QuestionOptions
+from askvault.services.answer import AnswerResult, answer_question
 from askvault.services.answer_files import AnswerFiles
-from askvault.services.answering import (
-    AnswerCancelled,
-    AnswerResult,
-    QuestionOptions,
-    answer_question,
-)
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 

@@ -41,9 +41,11 @@ from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import cleanup_temp_files, read_note, resolve_inside
 from askvault.core.answer_note import AnswerNote, mark_stale, render_answer_note, stale_pages_of
+from askvault.core.answer_parts import page_wikilink
 from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
 from askvault.core.notes import parse_note
 from askvault.errors import (
+    AnswerCancelled,
     AskvaultError,
     DiskFull,
     IndexBusy,
@@ -58,18 +60,12 @@ from askvault.records import (
     ModelClients,
     NoteFile,
     ParsedNote,
+    QuestionOptions,
     QuestionStatus,
 )
+from askvault.services.answer import AnswerResult, answer_question, iso_now
 from askvault.services.answer_files import log_line_for, stem_of
 from askvault.services.answer_upkeep import AnswerUpkeep
-from askvault.services.answering import (
-    AnswerCancelled,
-    AnswerResult,
-    QuestionOptions,
-    answer_question,
-    iso_now,
-    page_wikilink,
-)
 from askvault.services.question_options import (
     describe_options,
     is_draft,

@@ -18,7 +18,7 @@ from typing import Any
 
 from askvault.adapters.vault import resolve_inside
 from askvault.errors import PathOutsideVault
-from askvault.services.answering import QuestionOptions
+from askvault.records import QuestionOptions
 
 LOG_SUMMARY_CHARS = 80
 OPTION_PREFIX = "ask_"

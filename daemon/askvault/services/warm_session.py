@@ -17,8 +17,7 @@ from typing import Any
 
 from askvault.adapters.db import Connection, connect
 from askvault.errors import AskvaultError, OllamaError
-from askvault.records import Embedder, Generator, ModelClients, SearchFilters
-from askvault.services.answering import QuestionOptions
+from askvault.records import Embedder, Generator, ModelClients, QuestionOptions, SearchFilters
 from askvault.services.ask import ask_question
 from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context, context_pack_to_json
 from askvault.services.note_reader import read_vault_note

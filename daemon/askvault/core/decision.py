@@ -1,0 +1,95 @@
+"""Whether a checked reply is published as an answer, and why not: every reason in one place.
+
+Pure. The answer path gathers the evidence (the citation report, the nearest chunk's
+distance and the cut-off in force, the question's subjects that no note mentions) and
+`decide` turns it into a status and, when a reply is withheld for a reason its claims
+do not show, the sentence that tells the user why. The reasons, in the order they are
+asked (the first that holds decides):
+
+- the report could not be computed: the model's own word is the only signal (a reply
+  that refuses is a no-answer, anything else is published with the report's error);
+- the reply refuses, or none of its claims is supported by what the model saw;
+- the question is far from every chunk of the vault (`queries.max_distance`);
+- the reply names what the question asks about, and no note mentions it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from askvault.core.abstention import is_no_answer, too_far
+from askvault.core.citations import CitationReport
+from askvault.records import AnswerOutcome
+
+# Why a reply was or was not published (the `ask --json` document's `decided_by`).
+DecisionReason = Literal[
+    "supported",  # answered: at least one claim is supported
+    "unchecked",  # answered: the report could not be computed
+    "refusal",  # no-answer: the reply says the notes lack it
+    "nothing-supported",  # no-answer: no claim is supported by the excerpts
+    "too-far",  # no-answer: the question is far from every note
+    "unknown-subject",  # no-answer: the reply is about what no note mentions
+]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A reply's status, what decided it, and the user-facing reason when it is withheld
+    for more than its claims show (then every link of the reply is shown as text)."""
+
+    status: AnswerOutcome
+    decided_by: DecisionReason
+    reason: str = ""
+
+    @property
+    def published(self) -> bool:
+        """True when the reply is the answer (status `answered`)."""
+        return self.status == "answered"
+
+    @property
+    def keeps_links(self) -> bool:
+        """False when the reply is withheld for a reason of its own: its links then add no
+        edge to the graph, and no link is added to it."""
+        return not self.reason
+
+
+def decide(
+    reply: str,
+    report: CitationReport,
+    *,
+    nearest_distance: float | None = None,
+    cutoff: float | None = None,
+    unknown_subjects: Sequence[str] = (),
+) -> Decision:
+    """The status of a checked reply (see the module docstring for the reasons, in order).
+
+    `unknown_subjects` are the question's names the reply repeats that no excerpt and no
+    note of the vault mentions (`support.unknown_subjects`, then the word index)."""
+    if report.error is not None:
+        if is_no_answer(reply):
+            return Decision("no-answer", "refusal")
+        return Decision("answered", "unchecked")
+    if is_no_answer(reply):
+        return Decision("no-answer", "refusal")
+    if report.supported_claims == 0:
+        return Decision("no-answer", "nothing-supported")
+    if too_far(nearest_distance, cutoff):
+        assert nearest_distance is not None and cutoff is not None  # too_far checked both
+        return Decision(
+            "no-answer",
+            "too-far",
+            f"Nothing in your notes is close to the question: the nearest passage is at "
+            f"cosine distance {nearest_distance:.2f}, beyond the {cutoff:.2f} of "
+            "`queries.max_distance`, so the reply is not published as an answer.",
+        )
+    if unknown_subjects:
+        named = ", ".join(f"“{n}”" for n in unknown_subjects)
+        return Decision(
+            "no-answer",
+            "unknown-subject",
+            f"Your notes do not cover what the question asks about: no note mentions "
+            f"{named}, so the reply is not published as an answer.",
+        )
+    return Decision("answered", "supported")

@@ -1,0 +1,203 @@
+"""`answer_question`: one question from the index to a checked answer note.
+
+The steps, each a module of this package or a pure function of core: retrieve (the
+evidence pack), prompt (core/prompt.py), generate (the streamed reply), check (links
+resolved, claims judged), decide (core/decision.py: published or not, and why), compose
+(the note's parts, core/answer_parts.py). One `NoteReads` is made per answer and handed
+down, so each note is read from the vault and parsed at most once. When Ollama is away
+or the stream dies, the result is `waiting` with the best passages found: a partial
+reply is never published as an answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from askvault.adapters import meta, search_store
+from askvault.adapters.db import Connection
+from askvault.core import answer_parts
+from askvault.core.abstention import distance_cutoff
+from askvault.core.answer_note import AnswerNote
+from askvault.core.citations import annotate_answer
+from askvault.core.decision import Decision, decide
+from askvault.core.prompt import PromptPlan, build_messages
+from askvault.core.timestamps import local_iso
+from askvault.errors import OllamaError
+from askvault.records import Embedder, Generator, QuestionOptions
+from askvault.services.answer.checking import Checked, check
+from askvault.services.answer.generation import Generation, TokenSink, generate
+from askvault.services.answer.result import AnswerResult
+from askvault.services.answer.retrieval import Retrieval, retrieve
+from askvault.services.answer.sources import raw_sources_of
+from askvault.services.note_reads import NoteReads, ReadNote
+from askvault.settings import Settings
+
+
+def iso_now(now: float | None = None) -> str:
+    """Local time, ISO 8601 to the second, with its UTC offset (core/timestamps.py)."""
+    return local_iso(time.time() if now is None else now)
+
+
+def answer_question(
+    conn: Connection,
+    settings: Settings,
+    question: str,
+    options: QuestionOptions,
+    *,
+    embedder: Embedder | None,
+    generator: Generator,
+    on_token: TokenSink | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    asked: str | None = None,
+    read_note: ReadNote | None = None,
+) -> AnswerResult:
+    """Answer `question` from the index; never raises for an Ollama problem (status waiting).
+
+    Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
+    `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
+    """
+    question = question.strip()
+    base = AnswerNote(
+        question=question,
+        status="failed",
+        asked=asked or iso_now(),
+        model=options.model or settings.ollama.chat_model,
+        embed_model=settings.ollama.embed_model,
+        index_as_of=meta.last_change_indexed_at(conn),
+    )
+    if not question:
+        reason = "the question note is empty: write the question in its body"
+        return AnswerResult(
+            question, "failed", dataclasses.replace(base, reason=reason), reason=reason
+        )
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
+    found = retrieve(conn, settings, question, options, embedder=embedder, notes=notes)
+    plan = build_messages(
+        question,
+        found.pack,
+        num_ctx=settings.ollama.num_ctx,
+        language=options.language,
+        excerpt_tokens=settings.queries.excerpt_tokens,
+    )
+    timings["retrieval_s"] = time.monotonic() - started
+    try:
+        generation = generate(
+            generator,
+            plan,
+            model=base.model,
+            num_ctx=settings.ollama.num_ctx,
+            on_token=on_token,
+            should_stop=should_stop,
+            timings=timings,
+        )
+    except OllamaError as exc:
+        return _waiting(base, found, plan, timings, exc)
+    started = time.monotonic()
+    checked = check(conn, settings, notes, generation.reply, plan, question)
+    timings["checks_s"] = time.monotonic() - started
+    cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
+    decision = decide(
+        generation.reply,
+        checked.report,
+        nearest_distance=found.nearest_distance,
+        cutoff=cutoff,
+        unknown_subjects=checked.unknown_subjects,
+    )
+    return _compose(
+        conn, settings, notes, base, _Steps(found, plan, generation, checked, decision), timings
+    )
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """What each step of one answer returned."""
+
+    found: Retrieval
+    plan: PromptPlan
+    generation: Generation
+    checked: Checked
+    decision: Decision
+
+
+def _compose(
+    conn: Connection,
+    settings: Settings,
+    notes: NoteReads,
+    base: AnswerNote,
+    steps: _Steps,
+    timings: dict[str, float],
+) -> AnswerResult:
+    """The answer note and result of a checked, decided reply."""
+    pack, report, decision = steps.found.pack, steps.checked.report, steps.decision
+    keeps = decision.keeps_links
+    answer = annotate_answer(steps.checked.linked, report, keep_links=keeps)
+    cited = answer_parts.cited_paths(report) if keeps else []
+    duplicates = search_store.duplicate_basenames(conn, cited) if cited else set()
+    raw = raw_sources_of(settings, [(p, steps.checked.cited_notes.get(p)) for p in cited], notes)
+    grounding = list(steps.plan.grounding)
+    note = dataclasses.replace(
+        base,
+        status=decision.status,
+        reason=decision.reason,
+        answered=iso_now(),
+        answer=answer,
+        report=report,
+        sources=tuple(answer_parts.wikilink_of(pack, p, duplicates) for p in cited),
+        supporting=answer_parts.supporting_pages(pack, report, grounding, duplicates)
+        if keeps
+        else (),
+        caveats=answer_parts.caveats(pack, report, steps.found.warnings, decision.status),
+        ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
+        passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
+        trace=answer_parts.trace_lines(pack, steps.plan, timings, steps.generation.counted_tokens),
+    )
+    return AnswerResult(
+        base.question,
+        decision.status,
+        note,
+        answer=answer,
+        reply=steps.generation.reply,
+        report=report,
+        grounding=grounding,
+        cited_paths=cited,
+        warnings=list(steps.found.warnings),
+        timings=timings,
+        excerpts=steps.plan.excerpts,
+        prompt_tokens=steps.plan.prompt_tokens,
+        reason=decision.reason,
+        nearest_distance=steps.found.nearest_distance,
+    )
+
+
+def _waiting(
+    base: AnswerNote,
+    found: Retrieval,
+    plan: PromptPlan,
+    timings: dict[str, float],
+    exc: OllamaError,
+) -> AnswerResult:
+    """The note of a question that waits for Ollama: why, and the best passages found."""
+    reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
+    note = dataclasses.replace(
+        base,
+        status="waiting",
+        reason=reason,
+        passages=answer_parts.passages(found.pack),
+        trace=answer_parts.trace_lines(found.pack, plan, timings),
+    )
+    return AnswerResult(
+        base.question,
+        "waiting",
+        note,
+        grounding=list(plan.grounding),
+        warnings=list(found.warnings),
+        timings=timings,
+        reason=reason,
+        excerpts=plan.excerpts,
+        prompt_tokens=plan.prompt_tokens,
+    )
