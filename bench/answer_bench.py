@@ -18,7 +18,19 @@ and context recall (facts present in the excerpts sent: the retrieval ceiling).
         --chat-model qwen2.5-coder:1.5b --embed-model all-minilm [--limit N] [--json FILE]
 
 `--questions bench/data/answer_questions_holdout.json` runs the held-out set (30 questions
-over notes the main set never uses): a change decided on the main set is checked there.
+over notes the main set never uses): a change decided on the main set is checked there;
+`bench/data/answer_questions_fresh.json` is the set written for issue 21 without sight of
+the others or of any reply (61 questions, each with a reference answer): it only checks.
+
+Correctness is read, not computed: each reply is labelled right / partly / wrong (or none:
+it declines) by a reader who sees the question, its reference and key facts and the notes,
+but not which variant or checker produced the reply, nor whether it was published. Labels
+are stored by reply (bench/data/answer_labels.json, keyed by the hash of the question id
+and the reply's words without its links), so re-scoring after a checker change costs
+nothing; `--export-unlabelled FILE` writes the replies no label covers yet, shuffled, for
+the reader. Reported first: wrong published (of all published answers), right replies
+withheld (of answerable questions), fully right (of answerable), abstention on unanswerable;
+the key-fact figures beside them.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import statistics
@@ -51,6 +64,8 @@ HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "data"
 HELP_VAULT = SHARED / "vaults" / "obsidian-help-en"
 QUESTIONS = HERE / "data" / "answer_questions.json"
+LABELS = HERE / "data" / "answer_labels.json"
+LABEL_VALUES = ("right", "partly", "wrong", "none")
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / (
     "askvault-bench/answer_replies.sqlite"
 )
@@ -147,6 +162,9 @@ class Score:
     seconds: float = 0.0
     nearest_distance: float | None = None
     answer: str = ""
+    reply: str = ""
+    reply_key: str = ""
+    label: str | None = None  # the reader's: right | partly | wrong | none (declines)
     notes: list[str] = field(default_factory=list)
 
 
@@ -158,8 +176,10 @@ def score(
     model_seconds: float,
     prompt_tokens: int,
     counted: int | None,
+    labels: dict[str, dict[str, str]] | None = None,
 ) -> Score:
     """The figures of one answer (see the module docstring)."""
+    labels = labels or {}
     published = result.status == "answered"
     body = result.answer if published else ""
     s = Score(
@@ -167,6 +187,9 @@ def score(
         question["answerable"],
         result.status,
         answer=result.answer,
+        reply=result.reply,
+        reply_key=reply_key(question["id"], result.reply),
+        label=labels.get(reply_key(question["id"], result.reply), {}).get("label"),
         prompt_tokens=prompt_tokens,
         prompt_tokens_counted=counted,
         seconds=model_seconds,
@@ -212,14 +235,103 @@ def _any_in(variants: Sequence[str], text: str) -> bool:
     return any(v.casefold() in folded for v in variants)
 
 
+_NUMBER_CITATION = re.compile(r"\[(?:excerpts?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]", re.IGNORECASE)
+
+
+def reply_words(reply: str) -> str:
+    """A reply as a reader judges it: the model's words as it wrote them (what a checker
+    does to them changes no label), without its `[n]` excerpt numbers, which say nothing
+    to a reader and differ between prompts that number the same excerpts otherwise."""
+    return " ".join(_NUMBER_CITATION.sub(" ", reply).split()).replace(" .", ".")
+
+
+def reply_key(qid: str, reply: str) -> str:
+    """The label's key: the question and the reply's words."""
+    return hashlib.sha256(f"{qid}\n{reply_words(reply)}".encode()).hexdigest()[:16]
+
+
+def load_labels(path: Path) -> dict[str, dict[str, str]]:
+    """The reader's labels by reply key (empty when the file is absent)."""
+    if not path.exists():
+        return {}
+    labels = json.loads(path.read_text(encoding="utf-8"))
+    bad = {k: v for k, v in labels.items() if v.get("label") not in LABEL_VALUES}
+    if bad:
+        raise SystemExit(f"{path}: labels must be one of {LABEL_VALUES}: {sorted(bad)[:5]}")
+    return labels
+
+
+def export_unlabelled(
+    path: Path, scores: Sequence[Score], questions: Sequence[dict[str, Any]]
+) -> int:
+    """Append the replies no label covers to `path` (JSON lines, in key order, so that
+    neither the variant nor the status shows); returns how many were new."""
+    by_id = {q["id"]: q for q in questions}
+    known: set[str] = set()
+    if path.exists():
+        known = {json.loads(line)["key"] for line in path.read_text().splitlines() if line}
+    rows = []
+    for s in sorted(scores, key=lambda s: s.reply_key):
+        if s.label is not None or s.reply_key in known:
+            continue
+        known.add(s.reply_key)
+        q = by_id[s.qid]
+        rows.append(
+            {
+                "key": s.reply_key,
+                "question": q["question"],
+                "answerable": q["answerable"],
+                "reference": q.get("reference", ""),
+                "facts": q.get("facts", []),
+                "notes": q.get("expected", []),
+                "reply": reply_words(s.reply),
+            }
+        )
+    with path.open("a", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+def correctness(scores: Sequence[Score]) -> dict[str, Any]:
+    """The reader's figures: what was published wrong, what right reply was withheld."""
+    answerable = [s for s in scores if s.answerable]
+    unanswerable = [s for s in scores if not s.answerable]
+    published = [s for s in scores if s.status == "answered"]
+    withheld = [s for s in answerable if s.status != "answered"]
+    return {
+        "unlabelled": sum(1 for s in scores if s.label is None),
+        "published": len(published),
+        "wrong_published": _ratio(sum(1 for s in published if s.label == "wrong"), len(published)),
+        "wrong_published_n": sum(1 for s in published if s.label == "wrong"),
+        "partly_published_n": sum(1 for s in published if s.label == "partly"),
+        "right_withheld": _ratio(sum(1 for s in withheld if s.label == "right"), len(answerable)),
+        "right_withheld_n": sum(1 for s in withheld if s.label == "right"),
+        "fully_right": _ratio(
+            sum(1 for s in answerable if s.status == "answered" and s.label == "right"),
+            len(answerable),
+        ),
+        "fully_right_n": sum(
+            1 for s in answerable if s.status == "answered" and s.label == "right"
+        ),
+        "partly_right_n": sum(
+            1 for s in answerable if s.status == "answered" and s.label == "partly"
+        ),
+        "abstention_unanswerable": _ratio(
+            sum(1 for s in unanswerable if s.status != "answered"), len(unanswerable)
+        ),
+    }
+
+
 def summarise(scores: Sequence[Score]) -> dict[str, Any]:
-    """The totals the issue's targets are stated in."""
+    """The totals the issue's targets are stated in: the reader's first, key facts after."""
     answerable = [s for s in scores if s.answerable]
     unanswerable = [s for s in scores if not s.answerable]
     facts = sum(s.facts for s in answerable)
     cited = sum(s.cited for s in scores)
     claims = sum(s.claims for s in scores)
     return {
+        **correctness(scores),
         "questions": len(scores),
         "answerable": len(answerable),
         "unanswerable": len(unanswerable),
@@ -306,7 +418,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, default=None, help="write per-question figures")
-    parser.add_argument("--label", default="")
+    parser.add_argument("--run-name", default="", help="a name for this run in --json")
+    parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
+    parser.add_argument(
+        "--export-unlabelled",
+        type=Path,
+        default=None,
+        help="append the replies no label covers (JSON lines) for the reader",
+    )
     parser.add_argument(
         "--workdir",
         type=Path,
@@ -319,6 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"skipped: {args.vault} is absent (this benchmark needs ../shared/data)")
         return 0
     questions = json.loads(args.questions.read_text(encoding="utf-8"))
+    labels = load_labels(args.labels)
     if args.only:
         wanted = set(args.only.split(","))
         questions = [q for q in questions if q["id"] in wanted]
@@ -364,6 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     seconds,
                     result.prompt_tokens,
                     meta.get("prompt_tokens"),
+                    labels,
                 )
                 scores.append(s)
                 print(
@@ -371,6 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         {
                             "id": s.qid,
                             "status": s.status,
+                            "label": s.label,
                             "facts": f"{s.facts_found}/{s.facts}",
                             "ctx": s.facts_in_context,
                             "cited": f"{s.cited_good}/{s.cited}",
@@ -396,7 +518,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             embedder.close()
             conn.close()
     summary = summarise(scores)
-    summary["label"] = args.label
+    summary["run_name"] = args.run_name
+    if args.export_unlabelled:
+        added = export_unlabelled(args.export_unlabelled, scores, questions)
+        print(f"{added} unlabelled replies appended to {args.export_unlabelled}")
     summary["settings"] = {
         "excerpt_tokens": settings.queries.excerpt_tokens,
         "num_ctx": settings.ollama.num_ctx,

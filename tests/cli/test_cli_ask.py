@@ -53,7 +53,9 @@ def test_ask_shows_the_answer_as_published_when_checking_changed_it(
     fake_ollama.chat_script = [REPLY]
     out = CliRunner().invoke(cli, ["ask", "What does an embed show?"], env=env).stdout
     published = out.split("As checked and published:\n", 1)[1].split("\n## Citation report")[0]
-    assert "[[Embeds]]" in published and "Invented Nowhere." in published
+    assert "[[Embeds]]" in published and "Invented." in published
+    assert "Nowhere" not in published
+    assert "[^1]: “An embed shows another note inline" in published
     assert "broken links shown as plain text" not in out
 
 
@@ -74,7 +76,8 @@ def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllam
         "supported",
     )
     assert doc["citations"][1]["state"] == "broken"
-    assert "Invented Nowhere." in doc["answer"]
+    assert "Invented." in doc["answer"] and "Nowhere" not in doc["answer"]
+    assert doc["sentences"][0]["quote"] == "An embed shows another note inline: ![[Welcome]]."
 
 
 def test_ask_save_writes_the_answer_note(

@@ -9,6 +9,8 @@ from askvault.core.citations import (
     check_citations,
     check_support,
     link_spans,
+    quote_notes,
+    quote_text,
     render_broken_as_text,
     slug,
 )
@@ -96,7 +98,7 @@ def test_a_resolved_link_that_backs_nothing_it_cites_is_shown_as_plain_text() ->
     (citation,) = report.citations
     assert citation.state == "resolved" and citation.support == "unsupported"
     assert not citation.published
-    assert render_broken_as_text(answer, report) == "Rye ferments quickly in warm kitchens Embeds."
+    assert render_broken_as_text(answer, report) == "Rye ferments quickly in warm kitchens."
 
 
 def test_pending_when_a_review_candidate_has_the_slug() -> None:
@@ -237,9 +239,7 @@ def test_a_link_to_a_page_whose_text_never_reached_the_model_is_reported_and_fla
     (check,) = report.claims
     assert check.flagged and "not given to the model" in check.reason
     assert report.unsupported == 1
-    assert annotate_answer(answer, report) == (
-        "The second section explains fermentation of rye Deep Note ⚠️."
-    )
+    assert annotate_answer(answer, report) == ("⚠️ The second section explains fermentation of rye.")
 
 
 def test_a_wrong_link_whose_sentence_another_excerpt_supports_gets_the_right_one_added() -> None:
@@ -271,3 +271,67 @@ def test_an_embed_in_an_answer_is_shown_as_code_and_never_transcludes() -> None:
     report = _check_with(answer, [_excerpt("Embeds.md")])
     assert report.citations[:1] == () or all(not c.link.embed for c in report.citations)
     assert "`![[Embeds]]`" in annotate_answer(answer, report)
+
+
+def test_a_link_the_sentence_reads_as_a_word_becomes_its_page_s_name_not_page_and_heading() -> None:
+    answer = "See [[Nowhere#Some heading]] for the rest of it."
+    assert render_broken_as_text(answer, _check(answer)) == "See Nowhere for the rest of it."
+
+
+def test_a_link_that_opens_a_line_becomes_its_name() -> None:
+    answer = "- [[Nowhere]]: rye ferments quickly."
+    assert render_broken_as_text(answer, _check(answer)) == "- Nowhere: rye ferments quickly."
+
+
+def test_a_link_beside_a_kept_link_goes_with_the_space_before_it() -> None:
+    answer = (
+        "The second section explains fermentation of rye [[Nowhere]] [[Deep Note#Section two]]."
+    )
+    report = _check_with(answer, [_excerpt("folder/Deep Note.md", "Section two")])
+    assert annotate_answer(answer, report) == (
+        "The second section explains fermentation of rye [[Deep Note#Section two]]."
+    )
+
+
+def test_a_link_is_kept_after_the_claim_it_backs_and_dropped_after_the_one_it_does_not() -> None:
+    answer = (
+        "The second section explains fermentation of rye [[Deep Note#Section two]]. "
+        "It also covers baking times [[Deep Note#Section two]]."
+    )
+    report = _check_with(answer, [_excerpt("folder/Deep Note.md", "Section two")])
+    assert annotate_answer(answer, report) == (
+        "The second section explains fermentation of rye [[Deep Note#Section two]]. "
+        "⚠️ It also covers baking times."
+    )
+
+
+def test_quotes_are_footnotes_numbered_once_per_quote_and_page() -> None:
+    answer = (
+        "The second section explains fermentation of rye [[Deep Note#Section two]]. "
+        "Rye fermentation is covered by the second section [[Deep Note#Section two]]."
+    )
+    report = _check_with(answer, [_excerpt("folder/Deep Note.md", "Section two")])
+    notes = quote_notes(report)
+    assert [(n.number, n.source) for n in notes] == [(1, "Deep Note#Section two")]
+    assert annotate_answer(answer, report, quotes=True).count("[^1]") == 2
+
+
+def test_a_quote_shows_links_as_text_embeds_as_code_and_drops_block_ids() -> None:
+    text = "Read [[Deep Note#Section two|the second part]] and ![[Embeds]] and ![x](http://h/p.png) ^abc-1"
+    assert quote_text(text) == "Read the second part and `![[Embeds]]` and x"
+
+
+def test_a_sentence_that_says_again_what_one_said_is_a_repeat_one_with_a_new_figure_is_not() -> (
+    None
+):
+    answer = (
+        "The second section explains fermentation of rye [[Deep Note#Section two]]. "
+        "The step is: the second section explains rye fermentation. "
+        "It takes 3 days in the second section."
+    )
+    report = _check_with(answer, [_excerpt("folder/Deep Note.md", "Section two")])
+    assert [answer[s:e].strip() for s, e in report.repeats] == [
+        "The step is: the second section explains rye fermentation."
+    ]
+    published = annotate_answer(answer, report)
+    assert "The step is" not in published and "3 days" in published

@@ -158,3 +158,8 @@ def test_text_sentences_are_cut_like_an_answers() -> None:
         "下一步",
     ]
     assert text_sentences("") == []
+
+
+def test_a_shortcut_s_last_key_ends_its_sentence_an_initial_does_not() -> None:
+    claims = split_claims("Press Ctrl+Shift+T. Then J. Smith reopens it.")
+    assert [c.sentence for c in claims] == ["Press Ctrl+Shift+T.", "Then J. Smith reopens it."]

@@ -36,6 +36,17 @@ def vault(tmp_path: Path) -> Path:
         "Notiz an.\n",
         encoding="utf-8",
     )
+    (root / "Tabs.md").write_text(
+        "# Tabs\n\n## Close a tab\n\nTo close the active tab, press Ctrl+W (Cmd+W on macOS)."
+        "\n\n## Reopen a closed tab\n\nTo reopen the tab you closed last, press Ctrl+Shift+T "
+        "(Cmd+Shift+T on macOS).\n",
+        encoding="utf-8",
+    )
+    (root / "Sidebar.md").write_text(
+        "# Sidebar\n\n## Show or hide the sidebar\n\nSelect the sidebar toggle to show or "
+        "hide the sidebar.\n",
+        encoding="utf-8",
+    )
     (root / "Snapshots.md").write_text(
         "# Snapshots\n\nBy default, snapshots are saved a minimum of 5 minutes from each other, "
         "and kept for 7 days.\n",
@@ -111,7 +122,9 @@ def test_numbered_citation_becomes_the_excerpt_s_wikilink(
     fake_ollama.chat_script = _number_of("Snapshots")
     result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
     assert result.status == "answered"
-    assert result.answer == "Snapshots are saved every 5 minutes and kept for 7 days. [[Snapshots]]"
+    assert result.answer == (
+        "Snapshots are saved every 5 minutes and kept for 7 days. [[Snapshots]][^1]"
+    )
     (citation,) = result.report.citations
     assert not citation.added and citation.support == "supported"
 
@@ -195,7 +208,7 @@ def test_half_supported_answer_is_published_with_the_rest_flagged(
     result = _ask(conn, settings, "How long are snapshots kept?")
     text = _assert_golden("half_supported", result)
     assert result.status == "answered"
-    assert "every night [[Snapshots]] ⚠️." in result.answer
+    assert "⚠️ They are also uploaded to a cloud server every night." in result.answer
     assert "> [!warning] Not found in your notes" in text
     assert "citations_unsupported: 0" in text  # the link backs its other sentence
 
@@ -270,7 +283,7 @@ def test_a_subject_some_note_mentions_is_answered_with_its_claim_flagged(
     assert [e.path for e in result.excerpts] == ["Snapshots.md"]
     assert result.status == "answered" and not result.reason
     assert [c.verdict for c in result.report.claims] == ["supported", "unsupported"]
-    assert "The same holds on Windows laptops. ⚠️" in result.answer
+    assert "⚠️ The same holds on Windows laptops." in result.answer
 
 
 def test_a_name_of_the_question_the_excerpts_mention_is_published(
@@ -328,3 +341,68 @@ def test_sources_name_a_page_by_its_path_when_another_note_has_its_name(
     assert 'sources:\n  - "[[Archive/Snapshots]]"' in text
     sources = text.split("## Sources")[1].split("##")[0]
     assert "[[Archive/Snapshots]]" in sources and "[[Snapshots]]" not in sources
+
+
+def _excerpt_number(messages: list[dict[str, Any]], link: str) -> str:
+    found = re.search(r"Excerpt \[(\d+)\] from " + re.escape(link), messages[-1]["content"])
+    assert found, f"{link} was not among the excerpts"
+    return found.group(1)
+
+
+def test_a_link_that_backs_nothing_leaves_no_bare_page_and_heading_in_the_text(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "To close the active tab, press Ctrl+W [[Sidebar#Show or hide the sidebar]] "
+        "[[Tabs#Close a tab]]."
+    ]
+    result = _ask(conn, settings, "how do i close the tab i am in")
+    text = _assert_golden("unsupported_link_beside_a_supported_one", result)
+    assert result.status == "answered"
+    assert result.answer == "To close the active tab, press Ctrl+W [[Tabs#Close a tab]][^1]."
+    assert "Sidebar" not in text.split("### Supporting pages")[0].split("[!question]")[1]
+    assert "[^1]: “To close the active tab, press Ctrl+W (Cmd+W on macOS).”" in text
+
+
+def test_the_same_link_twice_in_a_row_is_published_once(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    def reply(messages: list[dict[str, Any]]) -> str:
+        n = _excerpt_number(messages, "[[Tabs#Reopen a closed tab]]")
+        return f"To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]] [{n}]."
+
+    fake_ollama.chat_script = reply
+    result = _ask(conn, settings, "i closed a tab by mistake, how do i get it back")
+    _assert_golden("same_link_twice", result)
+    assert result.answer.count("[[Tabs#Reopen a closed tab]]") == 1
+    assert result.answer.endswith("Ctrl+Shift+T [[Tabs#Reopen a closed tab]][^1].")
+
+
+def test_a_reply_that_parrots_the_prompt_s_list_is_published_once_without_the_echoes(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "The setting is Ctrl+Shift+T. The key is Ctrl+Shift+T. The step is Ctrl+Shift+T. "
+        "The name or number the excerpts give is Ctrl+Shift+T."
+    ]
+    result = _ask(conn, settings, "i closed a tab by mistake, how do i get it back")
+    text = _assert_golden("prompt_echo", result)
+    assert result.status == "answered"
+    assert result.answer.startswith("The setting is Ctrl+Shift+T.")
+    assert "The key is" not in text and "the excerpts give" not in text
+    assert len(result.report.repeats) == 3 and len(result.report.claims) == 1
+
+
+def test_a_marker_opens_the_sentence_it_flags(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]]. "
+        "You can also reopen it from the tab menu [[Tabs#Reopen a closed tab]]."
+    ]
+    result = _ask(conn, settings, "i closed a tab by mistake, how do i get it back")
+    _assert_golden("flag_opens_its_sentence", result)
+    first, second = result.answer.split(". ", 1)
+    assert "⚠️" not in first and second.startswith("⚠️ You can also reopen it")
+    # The link stays after the claim it backs, and goes from the one it does not.
+    assert second == "⚠️ You can also reopen it from the tab menu."

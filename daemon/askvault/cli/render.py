@@ -307,15 +307,19 @@ def echo_token(piece: str) -> None:
 def show_answer(outcome: AskOutcome) -> None:
     """What `askvault ask` prints after the streamed reply: the answer as published when
     checking changed it, the citation report, passages, warnings, where it was saved."""
-    from askvault.core.answer_note import render_citation_report
+    from askvault.core.answer_note import render_citation_report, render_quote_notes
 
     result = outcome.result
     click.echo("")
     if result.status in ("answered", "no-answer"):
         if result.answer != result.reply:
-            # Excerpt numbers became links, links that back nothing became text,
-            # unsupported sentences got a marker: show what the note says.
+            # Excerpt numbers became links, links that back nothing went, unsupported
+            # sentences got a marker, quotes a footnote: show what the note says.
             click.echo("\nAs checked and published:\n" + result.answer)
+        if result.status == "answered" and result.report is not None:
+            quotes = render_quote_notes(result.report, result.answer)
+            if quotes:
+                click.echo("\n" + quotes)
         click.echo("\n" + render_citation_report(result.report))
     if result.status == "waiting" and result.note.passages:
         click.echo("\nBest passages found (extractive, not an answer):")

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import get_args
 
-from askvault.core.citations import FLAG_MARKER, Citation, CitationReport, ClaimCheck
+from askvault.core.citations import (
+    FLAG_MARKER,
+    Citation,
+    CitationReport,
+    ClaimCheck,
+    quote_notes,
+    quote_text,
+)
 from askvault.records import AnswerStatus
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
@@ -103,6 +110,10 @@ def render_answer_note(note: AnswerNote) -> str:
             parts.append(_unverified_callout(note))
         else:
             parts.append(note.answer.strip() or "(the model returned an empty answer)")
+            if note.status == "answered" and note.report is not None:
+                footnotes = render_quote_notes(note.report, note.answer)
+                if footnotes:
+                    parts.append(footnotes)
         flagged = note.report.flagged_claims if note.report is not None else ()
         if flagged and note.status != "no-answer":
             parts.append(render_flagged_callout(flagged))
@@ -220,9 +231,22 @@ def claim_line(check: ClaimCheck) -> str:
             f"- {FLAG_MARKER} **{check.verdict}** ({share}; {check.reason}): "
             f'"{_one_line(check.sentence, 200)}"'
         )
-    if check.span:
+    if check.verdict == "supported" and check.quote:
+        line += f'\n  - quote: "{_one_line(quote_text(check.quote), 200)}"'
+    elif check.span:
         line += f'\n  - excerpt: "{_one_line(check.span, 160)}"'
     return line
+
+
+def render_quote_notes(report: CitationReport, answer: str) -> str:
+    """The footnotes of a published answer: for each `[^n]` of `answer`, the words of the
+    note the claim rests on, copied from the excerpt by askvault, and the link to where
+    they stand."""
+    return "\n".join(
+        f"[^{n.number}]: “{quote_text(n.quote)}” — [[{n.source}]]"
+        for n in quote_notes(report)
+        if f"[^{n.number}]" in answer
+    )
 
 
 def render_flagged_callout(flagged: Sequence[ClaimCheck]) -> str:

@@ -93,15 +93,15 @@ def caveats(
         found.append(f"Citations could not be checked: {report.error}")
     for c in report.citations:
         if c.state == "broken":
-            found.append(f"The link to `{c.target}` is broken ({c.reason}); shown as plain text.")
+            found.append(f"The link to `{c.target}` is broken ({c.reason}); it is not a link here.")
         elif c.state == "resolved" and not c.grounded:
             found.append(
                 f"`{c.target}` was cited but its text was not given to the model; "
-                "shown as plain text."
+                "it is not a link here."
             )
         elif c.state == "resolved" and c.support != "supported" and not c.added:
             found.append(
-                f"`{c.target}` does not say what the sentence citing it says; shown as plain text."
+                f"`{c.target}` does not say what the sentence citing it says; it is not a link here."
             )
     added = [c for c in report.claims if c.added]
     if added:

@@ -31,6 +31,7 @@ from askvault.core.links import (
     unique_targets,
 )
 from askvault.core.support import (
+    SHAPE_WORDS,
     Evidence,
     Support,
     Tokenizer,
@@ -39,6 +40,7 @@ from askvault.core.support import (
     content_tokens,
     is_claim,
     prepare_evidence,
+    said_items,
     simple_tokens,
 )
 from askvault.records import CitationState, Link, ParsedNote, SupportVerdict
@@ -48,12 +50,15 @@ __all__ = [
     "CitationReport",
     "ClaimCheck",
     "Excerpt",
+    "QuoteNote",
     "Support",
     "annotate_answer",
     "check_citations",
     "check_support",
     "link_spans",
     "link_target_text",
+    "quote_notes",
+    "quote_text",
     "render_broken_as_text",
     "section_text",
     "slug",
@@ -126,6 +131,13 @@ class ClaimCheck:
     span: str | None = None
     reason: str = ""
     anchor: int = 0
+    # The words of the note it rests on (a supported claim): copied from the excerpt.
+    quote: str | None = None
+    start: int = 0  # where the claim's words start in the answer (a marker goes there)
+    # The start offsets of the links the model put on this claim, and of those among them
+    # whose page supports it (a link is published where it backs its claim).
+    link_starts: tuple[int, ...] = ()
+    backed_by: tuple[int, ...] = ()
 
     @property
     def flagged(self) -> bool:
@@ -141,6 +153,9 @@ class CitationReport:
     error: str | None = None
     claims: tuple[ClaimCheck, ...] = ()
     refusals: int = 0
+    # Sentences that only say again what an earlier one said ("The setting is X. The key
+    # is X."): (start, end) in the answer, left out of what is published.
+    repeats: tuple[tuple[int, int], ...] = ()
 
     def count(self, state: CitationState) -> int:
         """How many citations are in `state` (links askvault added included)."""
@@ -236,11 +251,19 @@ def check_citations(
     added: dict[str, Citation] = {}
     added_supports: dict[str, list[Support]] = {}
     refusals = 0
+    said: set[str] = set()
+    shape = set(SHAPE_WORDS) | set(tokenize([" ".join(sorted(SHAPE_WORDS))])[0])
+    repeated: dict[int, list[bool]] = {}  # sentence start -> whether each claim repeats
     for claim, (content, echo), size in zip(claims, judged, sizes):
         if is_refusal(claim.sentence):
             refusals += 1
             continue
         if not is_claim(claim.judged, ["_"] * size):
+            continue
+        items = said_items(claim.judged, content, shape)
+        repeated.setdefault(claim.sentence_start, []).append(bool(items) and items <= said)
+        said |= items
+        if repeated[claim.sentence_start][-1]:
             continue
         check = _judge_claim(
             claim, content, not echo, question, resolved, link_evidence, supports, shown, evidence
@@ -254,7 +277,21 @@ def check_citations(
         checks.append(check)
     ordered = [_with_supports(c, supports[_key(c.link)]) for c in _in_order(answer, resolved)]
     ordered += [_with_supports(c, added_supports[t]) for t, c in added.items()]
-    return CitationReport(tuple(ordered), None, tuple(checks), refusals)
+    return CitationReport(tuple(ordered), None, tuple(checks), refusals, _repeats(claims, repeated))
+
+
+def _repeats(
+    claims: Sequence[Claim], repeated: Mapping[int, Sequence[bool]]
+) -> tuple[tuple[int, int], ...]:
+    """The sentences every checked claim of which repeats an earlier one, with the links
+    that close them."""
+    out = []
+    for start, flags in repeated.items():
+        if flags and all(flags):
+            end = max(c.anchor for c in claims if c.sentence_start == start)
+            end = max(end, max(c.sentence_end for c in claims if c.sentence_start == start))
+            out.append((start, end))
+    return tuple(out)
 
 
 def _header(title: str, heading: str | None) -> str:
@@ -373,8 +410,10 @@ def _judge_claim(
     """The claim against its cited excerpts; else against every excerpt (a link is added)."""
     sentence = claim.judged
     cited = tuple(dict.fromkeys(link_target_text(c.link) for c in claim.links))
+    starts = tuple(c.start for c in claim.links)
     best: Support | None = None
     source = None
+    backed: list[int] = []
     for cl in claim.links:
         key = _key(cl.link)
         found = best_judgement(
@@ -385,6 +424,8 @@ def _judge_claim(
             found[1] if found else Support(sentence, "unsupported", 0.0, missing=(), span=None)
         )
         supports[key].append(support)
+        if support.verdict == "supported" and citation.grounded:
+            backed.append(cl.start)
         if best is None or (_RANK[support.verdict], support.coverage) > (
             _RANK[best.verdict],
             best.coverage,
@@ -399,7 +440,11 @@ def _judge_claim(
             source,
             None,
             best.span,
+            quote=best.quote,
+            backed_by=tuple(backed),
             anchor=claim.anchor,
+            start=claim.start,
+            link_starts=starts,
         )
     other = best_judgement(sentence, content, evidence, lenient=lenient, question=question)
     if other is not None and other[1].verdict == "supported":
@@ -414,14 +459,27 @@ def _judge_claim(
             link,
             other[1].span,
             reason=_added_reason(cited),
+            quote=other[1].quote,
             anchor=claim.anchor,
+            start=claim.start,
+            link_starts=starts,
         )
     if best is None:
         best = other[1] if other else Support(sentence, "unsupported", 0.0)
         source = shown[other[0]].cite_as[2:-2] if other and best.verdict != "unsupported" else None
     reason = _flag_reason(claim, resolved, best)
     return ClaimCheck(
-        sentence, best.verdict, best.coverage, cited, source, None, best.span, reason, claim.anchor
+        sentence,
+        best.verdict,
+        best.coverage,
+        cited,
+        source,
+        None,
+        best.span,
+        reason,
+        anchor=claim.anchor,
+        start=claim.start,
+        link_starts=starts,
     )
 
 
@@ -479,16 +537,95 @@ def section_text(note: ParsedNote, heading_line: int) -> str:
 
 def render_broken_as_text(answer: str, report: CitationReport) -> str:
     """The answer with every link that is not published (broken, or backing nothing)
-    replaced by its plain text (label, else target), and every embed shown as code."""
+    dropped or shown as its text, and every embed shown as code."""
     return annotate_answer(answer, report, add_links=False, flag=False)
 
 
-def _as_text(span: CitedLink) -> str:
-    """A broken link as text: an embed keeps its syntax as code (the model was showing how
-    to write one), a link becomes its label or target."""
-    if span.link.embed:
-        return f"`{span.link.raw}`" if "`" not in span.link.raw else span.link.raw.lstrip("!")
-    return span.link.label or link_target_text(span.link)
+@dataclass(frozen=True)
+class QuoteNote:
+    """A footnote of a published answer: the words of the note a claim rests on."""
+
+    number: int
+    quote: str
+    source: str  # `Page#Heading`, the link it was found under
+
+
+def quote_notes(report: CitationReport) -> tuple[QuoteNote, ...]:
+    """One footnote per distinct (quote, source) of the supported claims, in answer order."""
+    notes: dict[tuple[str, str], QuoteNote] = {}
+    for check in report.claims:
+        key = _quote_key(check)
+        if key is not None and key not in notes:
+            notes[key] = QuoteNote(len(notes) + 1, key[0], key[1])
+    return tuple(notes.values())
+
+
+def _quote_key(check: ClaimCheck) -> tuple[str, str] | None:
+    if check.verdict != "supported" or not check.quote or not check.source:
+        return None
+    return (check.quote, check.source)
+
+
+def quote_text(text: str) -> str:
+    """A note's sentence as a quote: links as their text (a quote adds no graph edge),
+    embeds as code and images as their alt text (a quote never transcludes or fetches),
+    block ids dropped."""
+    text = _IMAGE.sub(lambda m: m.group(1), text)
+    out = []
+    cursor = 0
+    for span in link_spans(text):
+        out.append(text[cursor : span.start])
+        out.append(_as_code(span) if span.link.embed else _link_words(span.link))
+        cursor = span.end
+    out.append(text[cursor:])
+    return " ".join(_BLOCK_ID.sub("", "".join(out)).split())
+
+
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_BLOCK_ID = re.compile(r"(?<!\S)\^[A-Za-z0-9-]+(?=\s|$)")
+# Between two links of one group: white space, commas and "and".
+_LINK_GLUE = re.compile(r"^(?:[\s,;]|and\b|&)*$", re.IGNORECASE)
+_CLOSES_CLAIM = re.compile(r"^[ \t]*(?:$|\n|[.,;!?)\]]|!?\[\[)")
+_WORD_BEFORE = re.compile(r"\w[*_`)\]]*[ \t]*$")
+_LINE_OPENING = re.compile(r"(?:^|\n)[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?$")
+
+
+def _link_words(link: Link) -> str:
+    """What a link says as text: its label, else its page's name (no folder, no heading)."""
+    return link.label or link.target.rsplit("/", 1)[-1] or (link.heading or "")
+
+
+def _as_code(span: CitedLink) -> str:
+    """An embed as the syntax it is (the model was showing how to write one)."""
+    return f"`{span.link.raw}`" if "`" not in span.link.raw else span.link.raw.lstrip("!")
+
+
+def _unlinked(answer: str, span: CitedLink) -> tuple[int, int, str]:
+    """The edit that takes a link out of the published text: a link in citation position
+    (closing a claim, beside other links, after a full stop) goes, with the space before
+    it; one the sentence reads as a word, or one that opens a line, becomes its text."""
+    before = answer[: span.start]
+    reads_as_word = _WORD_BEFORE.search(before) is not None and not _CLOSES_CLAIM.match(
+        answer[span.end :]
+    )
+    if reads_as_word or _LINE_OPENING.search(before) or span.link.label:
+        return (span.start, span.end, _link_words(span.link))
+    start = len(before.rstrip(" \t"))
+    return (start, span.end, "")
+
+
+def _spaces_after(text: str, end: int) -> int:
+    """How many spaces (not line breaks) follow `end`."""
+    return len(text[end:]) - len(text[end:].lstrip(" \t"))
+
+
+def _marker_position(answer: str, start: int) -> int:
+    """Where a claim's visible words begin: after the spaces and the punctuation a link
+    split left before them."""
+    pos = start
+    while pos < len(answer) and answer[pos] in " \t,;:)":
+        pos += 1
+    return pos
 
 
 def annotate_answer(
@@ -498,26 +635,80 @@ def annotate_answer(
     add_links: bool = True,
     flag: bool = True,
     keep_links: bool = True,
+    quotes: bool = False,
 ) -> str:
-    """The answer as published: links that are not `published` as plain text, embeds as
-    code (an answer never transcludes), the links askvault added (after their claims), and
-    a marker after each claim nothing the model saw supports. With `keep_links` False
-    (a reply that is not published as an answer) every link is plain text and none is
-    added: the note then adds no edge to the graph."""
-    broken = {_key(c.link) for c in report.citations if not c.published}
-    edits: list[tuple[int, int, str]] = []
+    """The answer as published.
+
+    - A link stays where it backs the claim it closes (or is pending); elsewhere it is
+      taken out, or shown as its text where the sentence reads it as a word (a broken or
+      unsupported link is never published as a link); the same link twice in a row once.
+    - An embed is shown as code: an answer never transcludes.
+    - The links askvault added go after their claims; with `quotes`, a footnote `[^n]`
+      after each supported claim points to the words of the note it rests on
+      (`quote_notes`).
+    - A marker opens each claim nothing the model saw supports.
+    With `keep_links` False (a reply that is not published as an answer) every link is
+    taken out and none is added: the note then adds no edge to the graph."""
+    by_key = {_key(c.link): c for c in report.citations}
+    backed = {start for check in report.claims for start in check.backed_by}
+    in_claims = {start for check in report.claims for start in check.link_starts}
+    # A repeated sentence goes with the space before it (a sentence starts there), or, at
+    # the start of a line, with the spaces after it.
+    edits: list[tuple[int, int, str]] = [
+        (
+            start,
+            end + (_spaces_after(answer, end) if answer[start - 1 : start] in ("", "\n") else 0),
+            "",
+        )
+        for start, end in report.repeats
+    ]
+    last_kept: CitedLink | None = None
     for span in link_spans(answer):
         if span.link.embed:
-            # An answer never transcludes a note: an embed is shown as the syntax it is.
-            edits.append((span.start, span.end, _as_text(span)))
-        elif _key(span.link) in broken or not keep_links:
-            edits.append((span.start, span.end, _as_text(span)))
+            edits.append((span.start, span.end, _as_code(span)))
+            continue
+        citation = by_key.get(_key(span.link))
+        if citation is None or not keep_links:
+            keep = False
+        elif citation.state == "pending":
+            keep = True
+        elif span.start in in_claims:
+            keep = span.start in backed
+        else:
+            keep = citation.published
+        repeated = (
+            last_kept is not None
+            and _key(last_kept.link) == _key(span.link)
+            and _LINK_GLUE.match(answer[last_kept.end : span.start]) is not None
+        )
+        if keep and not repeated:
+            last_kept = span
+            continue
+        edits.append(_unlinked(answer, span))
+    numbers = {(n.quote, n.source): n.number for n in quote_notes(report)} if quotes else {}
     for check in report.claims:
         if add_links and keep_links and check.added:
             edits.append((check.anchor, check.anchor, f" [[{check.added}]]"))
+        key = _quote_key(check)
+        if keep_links and key in numbers:
+            edits.append((check.anchor, check.anchor, f"[^{numbers[key]}]"))
         elif flag and check.flagged:
-            edits.append((check.anchor, check.anchor, f" {FLAG_MARKER}"))
-    out = answer
-    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        out = out[:start] + text + out[end:]
-    return out
+            at = _marker_position(answer, check.start)
+            edits.append((at, at, f"{FLAG_MARKER} "))
+    return _apply(answer, edits)
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with each (start, end, replacement) applied; insertions at one place keep
+    their order, and come before a replacement that starts there."""
+    out: list[str] = []
+    cursor = 0
+    ordered = sorted(enumerate(edits), key=lambda e: (e[1][0], e[1][1] != e[1][0], e[0]))
+    for _, (start, end, replacement) in ordered:
+        if start < cursor:  # overlaps an edit already applied
+            continue
+        out.append(text[cursor:start])
+        out.append(replacement)
+        cursor = end
+    out.append(text[cursor:])
+    return "".join(out)

@@ -34,7 +34,10 @@ _LINE_PREFIX = re.compile(r"^\s*(?:>\s*)*(?:(?:[-*+]|\d{1,9}[.)])\s+)?(?:\[[ xX]
 # A sentence ends at . ! ? (and their CJK forms), closing quotes or brackets after them,
 # then white space or the end of the line.
 _SENTENCE_END = re.compile(r"(?:[.!?]+[\"'”’)\]*_]*(?=\s|$)|[。！？]+)")
-_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|vs|cf|etc|approx|incl)|\b[A-Z])\.$", re.IGNORECASE)
+# An initial ("J. Smith") ends no sentence; a key of a shortcut does ("press Ctrl+T.").
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:e\.g|i\.e|vs|cf|etc|approx|incl)|(?<![+\-])\b[A-Z])\.$", re.IGNORECASE
+)
 # Words a line of citations may hold besides its links (`Source: [[A]]`, `See [[A]]`).
 _CITATION_WORDS = frozenset(
     "source sources see cite cited citation citations reference references ref refs from "

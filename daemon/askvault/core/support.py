@@ -16,7 +16,7 @@ supported but a name missing), unsupported.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from askvault.core.claims import text_sentences
@@ -48,6 +48,9 @@ class Support:
     span: str | None = None
     missing: tuple[str, ...] = ()
     opposite: bool = False  # the excerpt has the same words with the other polarity
+    # The fewest consecutive sentences of the window that hold what was found: the words
+    # of the note the claim rests on, copied from the excerpt (never from the reply).
+    quote: str | None = None
 
 
 def simple_tokens(texts: Sequence[str]) -> list[list[str]]:
@@ -63,6 +66,9 @@ class Window:
     tokens: frozenset[str]
     numbers: frozenset[str]
     compact: str  # casefolded, without white space: where code spans are looked for
+    # The window's sentences (headings left out) with their own tokens, for the quote.
+    sentences: tuple[str, ...] = ()
+    sentence_tokens: tuple[frozenset[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,12 +109,23 @@ def prepare_evidence(
         cursor += len(group)
         windows = []
         for i in range(max(1, len(group) - WINDOW_SENTENCES + 1)):
-            shown = [x for x in group[i : i + WINDOW_SENTENCES] if not x.startswith("#")]
-            part = " ".join(shown or group[i : i + WINDOW_SENTENCES])
+            kept = [
+                (x, frozenset(ts))
+                for x, ts in zip(group[i : i + WINDOW_SENTENCES], own[i : i + WINDOW_SENTENCES])
+                if not x.startswith("#")
+            ]
+            part = " ".join(x for x, _ in kept) or " ".join(group[i : i + WINDOW_SENTENCES])
             words = frozenset(t for ts in own[i : i + WINDOW_SENTENCES] for t in ts)
             raw = " ".join(group[i : i + WINDOW_SENTENCES])
             windows.append(
-                Window(part, words | frozenset(head_tokens), _numbers(raw), _compact(raw))
+                Window(
+                    part,
+                    words | frozenset(head_tokens),
+                    _numbers(raw),
+                    _compact(raw),
+                    tuple(x for x, _ in kept),
+                    tuple(ts for _, ts in kept),
+                )
             )
         out.append(
             Evidence(text, tuple(windows), frozenset(_WORD.findall(fold(text + " " + header))))
@@ -229,6 +246,7 @@ def _judge_window(
     else:
         verdict = "weak"
     span = window.text if verdict != "unsupported" else None
+    quote = _quote(window, found, exact) if span is not None else None
     opposite = False
     if (
         span is not None
@@ -240,8 +258,36 @@ def _judge_window(
         # opposite claim.
         verdict, opposite = "weak", True
     return Support(
-        sentence, verdict, round(share, 3), span, missing_exact + missing_names, opposite
+        sentence, verdict, round(share, 3), span, missing_exact + missing_names, opposite, quote
     )
+
+
+def _quote(window: Window, found: Sequence[str], exact: Sequence[str]) -> str | None:
+    """The fewest consecutive sentences of `window` that hold every found word and exact
+    item the window's sentences hold (the header's words count in none)."""
+    if not window.sentences:
+        return None
+    wanted_words = {t for t in found if any(t in ts for ts in window.sentence_tokens)}
+    wanted_exact = [x for x in exact if any(_in_sentence(x, s) for s in window.sentences)]
+    best: tuple[int, int] | None = None
+    count = len(window.sentences)
+    for first in range(count):
+        for last in range(first, count):
+            words = set().union(*window.sentence_tokens[first : last + 1])
+            text = " ".join(window.sentences[first : last + 1])
+            if wanted_words <= words and all(_in_sentence(x, text) for x in wanted_exact):
+                if best is None or last - first < best[1] - best[0]:
+                    best = (first, last)
+                break
+    if best is None:
+        return window.text
+    return " ".join(window.sentences[best[0] : best[1] + 1])
+
+
+def _in_sentence(item: str, sentence: str) -> bool:
+    if item.startswith("`"):
+        return _compact(item.strip("`")) in _compact(sentence)
+    return item in _numbers(sentence)
 
 
 EXACT_MIN_SHARE = 0.5
@@ -286,6 +332,18 @@ def best_judgement(
 
 
 MIN_CLAIM_ITEMS = 2
+# Words that name the shape of an answer, not what it says: "The setting is X. The key is
+# X." say one thing twice (a small model echoing the prompt's list of what to give).
+SHAPE_WORDS = frozenset(
+    "setting settings key keys step steps name names number numbers answer option value "
+    "way excerpt excerpts give gives given".split()
+)
+
+
+def said_items(sentence: str, content: Sequence[str], shape: Collection[str]) -> set[str]:
+    """What a claim says, for telling a repeat: its content tokens and exact items, less
+    `shape` (SHAPE_WORDS as the word index tokenizes them)."""
+    return {t for t in content if t not in shape} | set(_exact_items(sentence))
 
 
 def is_claim(sentence: str, content: Sequence[str]) -> bool:

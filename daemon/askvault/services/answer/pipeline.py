@@ -135,7 +135,9 @@ def _compose(
     """The answer note and result of a checked, decided reply."""
     pack, report, decision = steps.found.pack, steps.checked.report, steps.decision
     keeps = decision.keeps_links
-    answer = annotate_answer(steps.checked.linked, report, keep_links=keeps)
+    answer = annotate_answer(
+        steps.checked.linked, report, keep_links=keeps, quotes=decision.published
+    )
     cited = answer_parts.cited_paths(report) if keeps else []
     duplicates = search_store.duplicate_basenames(conn, cited) if cited else set()
     raw = raw_sources_of(settings, [(p, steps.checked.cited_notes.get(p)) for p in cited], notes)

@@ -72,6 +72,7 @@ class AnswerResult:
                     "added": c.added,
                     "reason": c.reason or None,
                     "span": c.span,
+                    "quote": c.quote if c.verdict == "supported" else None,
                 }
                 for c in (self.report.claims if self.report else ())
             ],
