@@ -86,6 +86,7 @@ class CachingGenerator:
             "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT, meta TEXT)"
         )
         self.last: dict[str, Any] = {}
+        self.calls: list[dict[str, Any]] = []  # every request since the caller cleared it
         self.usage: Any = None
 
     def close(self) -> None:
@@ -93,25 +94,35 @@ class CachingGenerator:
         self.inner.close()
 
     def stream(
-        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        model: str,
+        num_ctx: int,
+        format: Any = None,
+        options: Any = None,
     ) -> Iterator[str]:
-        options = {**getattr(self.inner, "options", {}), "num_ctx": num_ctx}
-        key = hashlib.sha256(
-            json.dumps([model, options, list(messages)], sort_keys=True).encode()
-        ).hexdigest()
+        merged = {**getattr(self.inner, "options", {}), **(options or {}), "num_ctx": num_ctx}
+        keyed: list[Any] = [model, merged, list(messages)]
+        if format:
+            keyed.append(format)  # a constrained reply is another request
+        key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
         row = self.db.execute("SELECT reply, meta FROM replies WHERE key = ?", (key,)).fetchone()
         host = getattr(self.inner, "host", "")
         if row is not None and json.loads(row[1]).get("host", host) != host:
             row = None  # recorded from another server: never replay a stand-in as the model
         if row is not None:
             self.last = {**json.loads(row[1]), "cached": True}
+            self.calls.append(self.last)
             self.usage = _Usage(self.last.get("prompt_tokens"))
             yield row[0]
             return
         started = time.monotonic()
         first = None
         pieces = []
-        for piece in self.inner.stream(messages, model=model, num_ctx=num_ctx):
+        for piece in self.inner.stream(
+            messages, model=model, num_ctx=num_ctx, format=format, options=options
+        ):
             if first is None:
                 first = time.monotonic()
             pieces.append(piece)
@@ -131,6 +142,7 @@ class CachingGenerator:
         )
         self.db.commit()
         self.last = {**meta, "cached": False}
+        self.calls.append(self.last)
         self.usage = usage
 
 
@@ -165,6 +177,8 @@ class Score:
     reply: str = ""
     reply_key: str = ""
     label: str | None = None  # the reader's: right | partly | wrong | none (declines)
+    judged: str | None = None  # the meaning check's verdict (queries.verify), if asked
+    decided_by: str = ""
     notes: list[str] = field(default_factory=list)
 
 
@@ -190,6 +204,7 @@ def score(
         reply=result.reply,
         reply_key=reply_key(question["id"], result.reply),
         label=labels.get(reply_key(question["id"], result.reply), {}).get("label"),
+        judged=result.verification.judged.verdict if result.verification.judged else None,
         prompt_tokens=prompt_tokens,
         prompt_tokens_counted=counted,
         seconds=model_seconds,
@@ -391,6 +406,8 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
         flags["ollama.temperature"] = args.temperature
     if getattr(args, "max_distance", None) is not None:
         flags["queries.max_distance"] = args.max_distance
+    if getattr(args, "verify", None):
+        flags["queries.verify"] = args.verify
     settings = load_settings(env={}, flags=flags)
     report = index_vault(settings, OllamaClients(settings))
     if report.embed_error or report.pending_embeddings:
@@ -414,6 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="queries.max_distance (0: measured default; 2: no cut-off)",
     )
+    parser.add_argument("--verify", default=None, help="queries.verify (off | judge)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
@@ -455,6 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             for q in questions:
                 started = time.monotonic()
+                generator.calls.clear()
                 result = answer_question(
                     conn,
                     settings,
@@ -464,15 +483,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     generator=generator,
                 )
                 wall = time.monotonic() - started
-                meta = generator.last
+                meta = generator.calls[0] if generator.calls else {}
+                # A replayed answer reports the model's own times of every request it made.
                 seconds = (
-                    (
-                        meta["prompt_eval_s"]
-                        + meta["generation_s"]
-                        + result.timings.get("retrieval_s", 0)
-                        + result.timings.get("checks_s", 0)
-                    )
-                    if meta.get("cached")
+                    sum(c["prompt_eval_s"] + c["generation_s"] for c in generator.calls)
+                    + result.timings.get("retrieval_s", 0)
+                    + result.timings.get("checks_s", 0)
+                    if generator.calls and all(c.get("cached") for c in generator.calls)
                     else wall
                 )
                 excerpts = "\n".join(e.text for e in result.excerpts)
@@ -493,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "id": s.qid,
                             "status": s.status,
                             "label": s.label,
+                            "judged": s.judged,
                             "facts": f"{s.facts_found}/{s.facts}",
                             "ctx": s.facts_in_context,
                             "cited": f"{s.cited_good}/{s.cited}",

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -69,7 +70,7 @@ class ScriptedGenerator:
     published and given its ledger like a real one)."""
 
     def stream(
-        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int, **_: Any
     ) -> Iterator[str]:
         prompt = messages[-1]["content"]
         sentences = []

@@ -7,7 +7,7 @@ the database or the network. Paths inside records are vault-relative and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -217,10 +217,19 @@ class Embedder(Protocol):
 
 
 class Generator(Protocol):
-    """Streams a chat reply as text pieces; the Ollama adapter is the real one."""
+    """Streams a chat reply as text pieces; the Ollama adapter is the real one.
+
+    `format` is Ollama's: a JSON schema the reply must follow (grammar-constrained);
+    `options` override the client's chat options for this request (e.g. `num_predict`)."""
 
     def stream(
-        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        model: str,
+        num_ctx: int,
+        format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Iterator[str]: ...
 
     def close(self) -> None:

@@ -139,6 +139,13 @@ class QueriesSettings:
         " docs/benchmarks.md (a CPU reads ~20-50 prompt tokens/s).",
         min=64,
     )
+    verify: str = _opt(
+        "off",
+        "judge: after the lexical check, the chat model is asked (a short, grammar-constrained"
+        " request) whether the passages the claims rest on answer the question as asked;"
+        " an answer judged wrong is not published. off: the lexical check alone.",
+        choices=("off", "judge"),
+    )
     max_distance: float = _opt(
         0.0,
         "No answer is published when the nearest chunk is farther than this cosine distance"

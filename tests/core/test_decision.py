@@ -68,3 +68,16 @@ def test_the_distance_gate_is_asked_before_the_subjects() -> None:
         unknown_subjects=("Excalidraw",),
     )
     assert decision.decided_by == "too-far"
+
+
+def test_a_supported_reply_judged_wrong_for_the_question_is_withheld_saying_why() -> None:
+    decision = decide("Embeds use an exclamation mark.", ONE_SUPPORTED, judged="no")
+    assert (decision.status, decision.decided_by) == ("no-answer", "judged-wrong")
+    assert "do not answer the question as asked" in decision.reason
+    assert not decision.keeps_links
+
+
+def test_a_verdict_of_yes_or_none_leaves_the_lexical_decision() -> None:
+    assert decide("Embeds use an exclamation mark.", ONE_SUPPORTED, judged="yes").published
+    assert decide("Embeds use an exclamation mark.", ONE_SUPPORTED, judged=None).published
+    assert not decide("Embeds use a plus sign.", NONE_SUPPORTED, judged="yes").published

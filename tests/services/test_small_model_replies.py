@@ -18,6 +18,7 @@ import pytest
 from askvault.adapters.db import Connection
 from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
+from askvault.core.verification import JUDGE_SYSTEM_PROMPT
 from askvault.records import QuestionOptions
 from askvault.services.answer import AnswerResult, answer_question
 from askvault.settings import Settings
@@ -406,3 +407,78 @@ def test_a_marker_opens_the_sentence_it_flags(
     assert "⚠️" not in first and second.startswith("⚠️ You can also reopen it")
     # The link stays after the claim it backs, and goes from the one it does not.
     assert second == "⚠️ You can also reopen it from the tab menu."
+
+
+def _judging(verdict: str, answer: str) -> Any:
+    """A scripted model: `answer` to the question, `verdict` to askvault's check of it."""
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        if messages[0]["content"] == JUDGE_SYSTEM_PROMPT:
+            return verdict
+        return answer
+
+    return reply
+
+
+def test_an_answer_judged_wrong_for_the_question_is_not_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # The right page, the wrong line: Ctrl+W is on the page, but it closes a tab.
+    fake_ollama.chat_script = _judging(
+        '{"verdict": "no"}', "To close the active tab, press Ctrl+W [[Tabs#Close a tab]]."
+    )
+    judging = dataclasses.replace(
+        settings, queries=dataclasses.replace(settings.queries, verify="judge")
+    )
+    result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
+    text = _assert_golden("judged_wrong", result)
+    assert result.status == "no-answer" and result.report.supported_claims == 1
+    assert "do not answer the question as asked" in text
+    judge = fake_ollama.requests_to("/api/chat")[-1]
+    assert judge["format"]["properties"]["verdict"]["enum"] == ["yes", "no"]
+    assert judge["options"]["num_predict"] <= 16
+    assert (
+        "> To close the active tab, press Ctrl+W (Cmd+W on macOS)."
+        in (judge["messages"][1]["content"])
+    )
+
+
+def test_an_answer_judged_right_is_published_as_the_lexical_check_says(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _judging(
+        '{"verdict": "yes"}',
+        "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]].",
+    )
+    judging = dataclasses.replace(
+        settings, queries=dataclasses.replace(settings.queries, verify="judge")
+    )
+    result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
+    assert result.status == "answered" and result.verification.judged.verdict == "yes"
+    assert "verify_s" in result.timings
+
+
+def test_a_reply_with_nothing_to_judge_asks_no_verdict(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _judging('{"verdict": "yes"}', "The notes do not say.")
+    judging = dataclasses.replace(
+        settings, queries=dataclasses.replace(settings.queries, verify="judge")
+    )
+    result = _ask(conn, judging, "What is the capital of Mars?")
+    assert result.status == "no-answer" and result.verification.judged is None
+    assert len(fake_ollama.requests_to("/api/chat")) == 1
+
+
+def test_an_unreadable_verdict_leaves_the_lexical_decision(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _judging(
+        "I am not sure.",
+        "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]].",
+    )
+    judging = dataclasses.replace(
+        settings, queries=dataclasses.replace(settings.queries, verify="judge")
+    )
+    result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
+    assert result.status == "answered" and result.verification.judged.verdict is None

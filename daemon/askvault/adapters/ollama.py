@@ -8,7 +8,7 @@ probe, and turning every client failure into an `errors.OllamaError`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -302,22 +302,34 @@ class OllamaGenerator:
         self.close()
 
     def stream(
-        self, messages: Sequence[dict[str, str]], *, model: str, num_ctx: int
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        model: str,
+        num_ctx: int,
+        format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Iterator[str]:
-        """Yield the reply's text pieces; raise OllamaUnavailable if it ends before `done`."""
-        options = {**self.options, "num_ctx": num_ctx}
+        """Yield the reply's text pieces; raise OllamaUnavailable if it ends before `done`.
+
+        `format` (a JSON schema) constrains the reply; `options` override the client's."""
+        merged = {**self.options, **(options or {}), "num_ctx": num_ctx}
         self.usage = ReplyUsage()
-        return self._stream(list(messages), model, options)
+        return self._stream(list(messages), model, merged, dict(format) if format else None)
 
     def _stream(
-        self, messages: list[dict[str, str]], model: str, options: dict[str, Any]
+        self,
+        messages: list[dict[str, str]],
+        model: str,
+        options: dict[str, Any],
+        format: dict[str, Any] | None = None,
     ) -> Iterator[str]:
         done = False
         parts: Iterator[ollama.ChatResponse] | None = None
         try:
             with _translated_errors(self.host, model, self.silence_s):
                 parts = self._client.chat(
-                    model=model, messages=messages, stream=True, options=options
+                    model=model, messages=messages, stream=True, options=options, format=format
                 )
                 for part in parts:
                     if part.message.content:

@@ -83,10 +83,14 @@ def caveats(
     report: CitationReport,
     warnings: Sequence[str],
     status: str,
+    unverified: str = "",
 ) -> tuple[str, ...]:
     """Gaps and doubts worth a line: unreadable pages, degraded search, links shown as
-    text and why, links askvault added, an answer that cites nothing."""
+    text and why, links askvault added, an answer that cites nothing, an answer that could
+    not be checked for meaning (`unverified`: why)."""
     found = list(warnings)
+    if unverified:
+        found.append(f"The answer could not be checked for meaning ({unverified}).")
     if pack.degraded:
         found.append(f"Search ran in degraded mode: {pack.degraded}")
     if report.error:

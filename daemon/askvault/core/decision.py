@@ -10,7 +10,9 @@ asked (the first that holds decides):
   that refuses is a no-answer, anything else is published with the report's error);
 - the reply refuses, or none of its claims is supported by what the model saw;
 - the question is far from every chunk of the vault (`queries.max_distance`);
-- the reply names what the question asks about, and no note mentions it.
+- the reply names what the question asks about, and no note mentions it;
+- checked for meaning (`queries.verify`), the passages its claims rest on do not answer
+  the question as asked.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Literal
 
 from askvault.core.abstention import is_no_answer, too_far
 from askvault.core.citations import CitationReport
+from askvault.core.verification import Verdict
 from askvault.records import AnswerOutcome
 
 # Why a reply was or was not published (the `ask --json` document's `decided_by`).
@@ -31,6 +34,7 @@ DecisionReason = Literal[
     "nothing-supported",  # no-answer: no claim is supported by the excerpts
     "too-far",  # no-answer: the question is far from every note
     "unknown-subject",  # no-answer: the reply is about what no note mentions
+    "judged-wrong",  # no-answer: the passages do not answer the question as asked
 ]
 
 
@@ -62,6 +66,7 @@ def decide(
     nearest_distance: float | None = None,
     cutoff: float | None = None,
     unknown_subjects: Sequence[str] = (),
+    judged: Verdict | None = None,
 ) -> Decision:
     """The status of a checked reply (see the module docstring for the reasons, in order).
 
@@ -83,6 +88,13 @@ def decide(
             f"Nothing in your notes is close to the question: the nearest passage is at "
             f"cosine distance {nearest_distance:.2f}, beyond the {cutoff:.2f} of "
             "`queries.max_distance`, so the reply is not published as an answer.",
+        )
+    if judged == "no":
+        return Decision(
+            "no-answer",
+            "judged-wrong",
+            "Checked for meaning, the passages of your notes that the reply rests on do not "
+            "answer the question as asked, so the reply is not published as an answer.",
         )
     if unknown_subjects:
         named = ", ".join(f"“{n}”" for n in unknown_subjects)

@@ -552,7 +552,7 @@ class _Unavailable:
     def __init__(self, exc: OllamaError) -> None:
         self.exc = exc
 
-    def stream(self, messages: Any, *, model: str, num_ctx: int) -> Any:
+    def stream(self, messages: Any, *, model: str, num_ctx: int, **_: Any) -> Any:
         raise self.exc
 
     def close(self) -> None:

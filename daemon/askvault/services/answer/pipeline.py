@@ -32,6 +32,7 @@ from askvault.services.answer.generation import Generation, TokenSink, generate
 from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
+from askvault.services.answer.verification import Verification, verify
 from askvault.services.note_reads import NoteReads, ReadNote
 from askvault.settings import Settings
 
@@ -100,6 +101,17 @@ def answer_question(
     started = time.monotonic()
     checked = check(conn, settings, notes, generation.reply, plan, question)
     timings["checks_s"] = time.monotonic() - started
+    verification = Verification()
+    if settings.queries.verify == "judge":
+        verification = verify(
+            generator,
+            question,
+            checked.report,
+            model=base.model,
+            num_ctx=settings.ollama.num_ctx,
+            should_stop=should_stop,
+        )
+        timings["verify_s"] = verification.seconds
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     decision = decide(
         generation.reply,
@@ -107,9 +119,15 @@ def answer_question(
         nearest_distance=found.nearest_distance,
         cutoff=cutoff,
         unknown_subjects=checked.unknown_subjects,
+        judged=verification.judged.verdict if verification.judged else None,
     )
     return _compose(
-        conn, settings, notes, base, _Steps(found, plan, generation, checked, decision), timings
+        conn,
+        settings,
+        notes,
+        base,
+        _Steps(found, plan, generation, checked, verification, decision),
+        timings,
     )
 
 
@@ -121,6 +139,7 @@ class _Steps:
     plan: PromptPlan
     generation: Generation
     checked: Checked
+    verification: Verification
     decision: Decision
 
 
@@ -153,7 +172,9 @@ def _compose(
         supporting=answer_parts.supporting_pages(pack, report, grounding, duplicates)
         if keeps
         else (),
-        caveats=answer_parts.caveats(pack, report, steps.found.warnings, decision.status),
+        caveats=answer_parts.caveats(
+            pack, report, steps.found.warnings, decision.status, steps.verification.error
+        ),
         ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
         passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
         trace=answer_parts.trace_lines(pack, steps.plan, timings, steps.generation.counted_tokens),
@@ -173,6 +194,7 @@ def _compose(
         prompt_tokens=steps.plan.prompt_tokens,
         reason=decision.reason,
         nearest_distance=steps.found.nearest_distance,
+        verification=steps.verification,
     )
 
 

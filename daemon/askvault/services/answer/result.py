@@ -8,6 +8,7 @@ from typing import Any
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, Excerpt
 from askvault.records import AnswerOutcome
+from askvault.services.answer.verification import Verification
 
 
 @dataclass
@@ -28,6 +29,7 @@ class AnswerResult:
     excerpts: tuple[Excerpt, ...] = ()
     prompt_tokens: int = 0
     nearest_distance: float | None = None  # question to the nearest chunk (vectors only)
+    verification: Verification = field(default_factory=Verification)
 
     def as_json(self) -> dict[str, Any]:
         """The `askvault ask --json` document."""

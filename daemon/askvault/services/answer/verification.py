@@ -1,0 +1,73 @@
+"""The verify step: the chat model judges whether the quoted passages answer the question.
+
+One short request per answer (core/verification.py builds it and reads the verdict),
+grammar-constrained to `{"verdict": "yes" | "no"}`, sent only when some claim rests on a
+passage. A model that cannot be reached now leaves the lexical verdicts standing, and the
+answer says it was not checked for meaning.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from askvault.core.citations import CitationReport, ClaimCheck
+from askvault.core.verification import (
+    VERDICT_MAX_TOKENS,
+    VERDICT_SCHEMA,
+    Judged,
+    judge_messages,
+    judged_claims,
+    read_verdict,
+)
+from askvault.errors import AnswerCancelled, OllamaError
+from askvault.records import Generator
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The verdict (None: not asked, or unreadable), the claims it is about, why it could
+    not be asked, and how long it took."""
+
+    judged: Judged | None = None
+    claims: tuple[ClaimCheck, ...] = ()
+    error: str = ""
+    seconds: float = 0.0
+
+
+def verify(
+    generator: Generator,
+    question: str,
+    report: CitationReport,
+    *,
+    model: str,
+    num_ctx: int,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Verification:
+    """Ask the model whether the claims' passages answer `question` (see the module doc)."""
+    claims = judged_claims(report.claims) if report.error is None else ()
+    if not claims:
+        return Verification()
+    started = time.monotonic()
+    pieces: list[str] = []
+    stream = None
+    try:
+        stream = generator.stream(
+            judge_messages(question, claims),
+            model=model,
+            num_ctx=num_ctx,
+            format=VERDICT_SCHEMA,
+            options={"num_predict": VERDICT_MAX_TOKENS, "temperature": 0},
+        )
+        for piece in stream:
+            if should_stop():
+                raise AnswerCancelled("stopped while the answer was being checked")
+            pieces.append(piece)
+    except OllamaError as exc:
+        return Verification(None, claims, exc.message, time.monotonic() - started)
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    return Verification(read_verdict("".join(pieces)), claims, "", time.monotonic() - started)

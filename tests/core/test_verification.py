@@ -1,0 +1,72 @@
+"""core/verification.py: the request that asks whether the quoted passages answer the
+question, and reading the verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from askvault.core.citations import ClaimCheck
+from askvault.core.verification import (
+    JUDGE_SYSTEM_PROMPT,
+    judge_messages,
+    judged_claims,
+    read_verdict,
+)
+
+RIGHT = ClaimCheck(
+    "Press Ctrl+Shift+T to reopen the tab.",
+    "supported",
+    1.0,
+    source="Tabs#Reopen a closed tab",
+    span="To close the active tab, press Ctrl+W. To reopen the tab you closed last, press Ctrl+Shift+T.",
+    quote="To reopen the tab you closed last, press Ctrl+Shift+T.",
+)
+WEAK = ClaimCheck(
+    "It also works on the tab menu.",
+    "weak",
+    0.5,
+    source="Tabs#Reopen a closed tab",
+    span="To reopen the tab you closed last, press Ctrl+Shift+T.",
+)
+UNSUPPORTED = ClaimCheck("Tabs are kept for ever.", "unsupported", 0.0)
+
+
+def test_the_judge_sees_the_question_the_quote_the_note_holds_and_the_answer() -> None:
+    system, user = judge_messages("how do i get a closed tab back", [RIGHT])
+    assert system == {"role": "system", "content": JUDGE_SYSTEM_PROMPT}
+    text = user["content"]
+    assert text.startswith("Question: how do i get a closed tab back")
+    # The quote copied from the note, not the window around it, nor the model's words.
+    assert "> To reopen the tab you closed last, press Ctrl+Shift+T." in text
+    assert "press Ctrl+W" not in text
+    assert "Answer: Press Ctrl+Shift+T to reopen the tab." in text
+
+
+def test_a_weak_claim_is_judged_on_its_closest_window_and_an_unsupported_one_not_at_all() -> None:
+    assert judged_claims([RIGHT, WEAK, UNSUPPORTED]) == (RIGHT, WEAK)
+    (_, user) = judge_messages("q", [WEAK])
+    assert "> To reopen the tab you closed last, press Ctrl+Shift+T." in user["content"]
+
+
+def test_one_passage_shared_by_two_claims_is_shown_once() -> None:
+    twin = ClaimCheck("Ctrl+Shift+T reopens it.", "supported", 1.0, quote=RIGHT.quote)
+    (_, user) = judge_messages("q", [RIGHT, twin])
+    assert user["content"].count("> To reopen the tab") == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ('{"verdict": "yes"}', "yes"),
+        ('{"verdict":"no"}', "no"),
+        ('  {"verdict": "NO"} ', "no"),
+        ("yes", "yes"),
+        ("No.", "no"),
+        ('{"verdict": "yes", "why": "..."', "yes"),  # cut off by the token cap
+        ('{"verdict": "maybe"}', None),
+        ("", None),
+        ("I think the passage is about closing tabs.", None),
+    ],
+)
+def test_a_verdict_is_read_from_the_schema_s_json_or_a_bare_word(reply: str, verdict: str) -> None:
+    assert read_verdict(reply).verdict == verdict
