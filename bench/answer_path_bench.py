@@ -34,9 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, free_port, require_shared  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.core.answer_note import render_answer_note  # noqa: E402
+from askvault.core.schema import to_json  # noqa: E402
 from askvault.records import QuestionOptions  # noqa: E402
 from askvault.services.answer import answer_question  # noqa: E402
-from askvault.services.context import build_context, context_pack_to_json  # noqa: E402
+from askvault.services.context import build_context  # noqa: E402
+from askvault.services.documents.answer import answer_document  # noqa: E402
+from askvault.services.documents.context import context_document  # noqa: E402
 from askvault.services.index_pass import index_vault  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
 
@@ -137,7 +140,7 @@ def dump(settings: Settings, path: Path) -> None:
     try:
         docs = []
         for question in QUESTIONS:
-            pack = context_pack_to_json(build_context(conn, settings, question))
+            pack = to_json(context_document(build_context(conn, settings, question)))
             result = answer_question(
                 conn,
                 settings,
@@ -147,7 +150,7 @@ def dump(settings: Settings, path: Path) -> None:
                 generator=ScriptedGenerator(),
                 asked="-",
             )
-            answer = result.as_json()
+            answer = to_json(answer_document(result))
             answer.pop("timings")
             note = re.sub(r"(answered|index_as_of): .*", r"\1: -", render_answer_note(result.note))
             docs.append({"pack": pack, "answer": answer, "note": re.sub(r"time: .*", "", note)})

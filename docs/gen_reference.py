@@ -1,4 +1,5 @@
-"""Generate docs/reference/*.md from the code: CLI help, Settings, and the schema.
+"""Generate docs/reference/*.md from the code: CLI help, Settings, the JSON documents and
+the schema.
 
     .venv/bin/python docs/gen_reference.py          # rewrite the files
     .venv/bin/python docs/gen_reference.py --check  # exit 1 if any file drifted
@@ -8,16 +9,25 @@ tests/repo/test_docs_reference.py runs the check, so the reference never drifts.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from dataclasses import MISSING, fields
 from pathlib import Path
+from typing import Any
 
 import click
 
 from askvault.adapters.db import connect
 from askvault.adapters.migrations import MIGRATIONS
+from askvault.app.mcp_tools import AskInput, ContextInput, ReadNoteInput, SearchInput
 from askvault.cli.main import cli
+from askvault.core.schema import input_schema, output_schema
+from askvault.services.documents.answer import AnswerDocument
+from askvault.services.documents.context import ContextDocument
+from askvault.services.documents.note import NoteDocument
+from askvault.services.documents.search import SearchDocument
+from askvault.services.documents.status import StatusDocument
 from askvault.settings import ENV_ALIASES, SECTIONS, Settings, _section_type
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
@@ -94,6 +104,109 @@ def config_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
+# (title, printed by, MCP tool, model): each document once.
+DOCUMENTS = (
+    ("Search", "`askvault search --json`", "`search`", SearchDocument),
+    ("Evidence pack", "`askvault context --json`", "`get_context_pack`", ContextDocument),
+    ("Answer", "`askvault ask --json`", "`ask`", AnswerDocument),
+    ("Status", "`askvault status --json`", "`status`", StatusDocument),
+    ("Note", "(no command)", "`read_note`", NoteDocument),
+)
+TOOL_INPUTS = (
+    ("search", SearchInput),
+    ("get_context_pack", ContextInput),
+    ("read_note", ReadNoteInput),
+    ("ask", AskInput),
+)
+
+
+def documents_reference() -> str:
+    lines = [
+        "# JSON documents",
+        "",
+        "Generated from the typed models (`daemon/askvault/services/documents/`, the tools'",
+        "arguments in `daemon/askvault/app/mcp_tools.py`) by `docs/gen_reference.py`. Each",
+        "`--json` prints one of these documents (keys sorted, UTF-8, two-space indents), and the",
+        "MCP tool of the same section returns the same document as its structured result; the",
+        "tool's output schema is derived from the same model, so the two cannot differ.",
+        "",
+        "Every field below is always present (`null` when there is nothing to say), except",
+        "those marked *absent unless set*. `a[]` is each item of the list `a`.",
+        "",
+    ]
+    for title, command, tool, model in DOCUMENTS:
+        lines += [f"## {title}", "", f"Printed by {command}; returned by the MCP tool {tool}.", ""]
+        lines += ["| field | type | meaning |", "|---|---|---|"]
+        lines += _field_rows(output_schema(model), "")
+        lines.append("")
+    lines += [
+        "## MCP tool arguments",
+        "",
+        "Each tool refuses an argument it does not list (`status` takes none); an argument",
+        "left out takes its default.",
+        "",
+    ]
+    for tool, model in TOOL_INPUTS:
+        schema = input_schema(model)
+        lines += [f"### {tool}", "", "| argument | type | default | meaning |", "|---|---|---|---|"]
+        for name, prop in schema["properties"].items():
+            default = (
+                "required"
+                if name in schema["required"]
+                else f"`{json.dumps(prop['default'])}`"
+                if "default" in prop
+                else "unset"
+            )
+            lines.append(
+                f"| `{name}` | {_type_text(prop)} | {default} | {_cell(prop.get('description', ''))} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _field_rows(schema: dict[str, Any], prefix: str) -> list[str]:
+    rows = []
+    for name, prop in schema.get("properties", {}).items():
+        path = f"{prefix}{name}"
+        meaning = prop.get("description", "")
+        if name not in schema.get("required", []):
+            meaning = f"*absent unless set.* {meaning}".strip()
+        rows.append(f"| `{path}` | {_type_text(prop)} | {_cell(meaning)} |")
+        item = prop.get("items", {})
+        if (
+            "properties" in prop
+            and "additionalProperties" in prop
+            and prop["additionalProperties"] is False
+        ):
+            rows += _field_rows(prop, path + ".")
+        elif "properties" in item:
+            rows += _field_rows(item, path + "[].")
+    return rows
+
+
+def _type_text(prop: dict[str, Any]) -> str:
+    kinds = prop.get("type", "any")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    named = []
+    for kind in kinds:
+        if kind == "array":
+            item = prop.get("items", {})
+            size = (
+                f"{prop['minItems']} " if prop.get("minItems") == prop.get("maxItems", -1) else ""
+            )
+            inner = "objects" if "properties" in item else _type_text(item) + "s"
+            named.append(f"list of {size}{inner}")
+        elif "enum" in prop and kind != "null":
+            named.append(" \\| ".join(f"`{json.dumps(v)}`" for v in prop["enum"] if v is not None))
+        else:
+            named.append(kind)
+    return " or ".join(named)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
 def schema_reference() -> str:
     lines = [
         "# Index schema",
@@ -134,6 +247,7 @@ def schema_reference() -> str:
 FILES = {
     "cli.md": cli_reference,
     "configuration.md": config_reference,
+    "documents.md": documents_reference,
     "schema.md": schema_reference,
 }
 

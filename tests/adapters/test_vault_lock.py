@@ -136,7 +136,7 @@ def test_index_while_run_holds_the_vault_exits_1_with_one_message_naming_the_dae
     )
     assert lines[1].startswith("hint: the daemon keeps the index fresh by itself")
     assert len(lines) == 2
-    assert status["daemon"] == os.getpid()  # whatever state dir status was given
+    assert status.daemon == os.getpid()  # whatever state dir status was given
 
 
 def test_run_while_index_holds_the_vault_is_refused_and_the_lock_is_free_after(

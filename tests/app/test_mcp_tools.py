@@ -1,6 +1,7 @@
 """`askvault mcp` in-process: the SDK's client over memory streams against the real server.
 
 Each tool's structured result is the CLI's `--json` document (same fields, same values);
+every property of every tool's input schema reaches the service (one check each);
 read_note's confinement rules each refuse with the rule named; Ollama down degrades and
 the server stays up; `ask` with save writes once and never over a file; a note written to
 steer an agent changes nothing the server does.
@@ -437,3 +438,195 @@ def test_a_note_that_gives_orders_is_returned_as_data_and_changes_nothing(
         "ask",
         "status",
     ]
+
+
+# -- every property of every input schema reaches the service -------------------------
+#
+# One check per property: the tool is called with that property changed from its default
+# and the check observes what the service did with it. The table must name every property
+# the schemas offer, so a new argument without a check fails here.
+
+Check = Callable[[WarmSession, Path, FakeOllama], None]
+
+
+def _files(doc: dict[str, Any]) -> list[str]:
+    return [h["file"] for h in doc["hits"]]
+
+
+def check_search_query(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    assert _files(structured(session, "search", {"query": "sourdough bread"}))[0] == (
+        "folder/Deep Note.md"
+    )
+    assert _files(structured(session, "search", {"query": "caret block id"}))[0] == "Embeds.md"
+
+
+def check_search_limit(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    assert len(structured(session, "search", {"query": "note"})["hits"]) > 1
+    assert len(structured(session, "search", {"query": "note", "limit": 1})["hits"]) == 1
+
+
+def check_search_folders(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    assert len(set(_files(structured(session, "search", {"query": "note"})))) > 1
+    narrowed = structured(session, "search", {"query": "note", "folders": ["folder"]})
+    assert _files(narrowed) == ["folder/Deep Note.md"]
+
+
+def check_search_tags(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    # Welcome.md is the one note tagged `intro`; Embeds.md is not, and matches too.
+    assert {"Embeds.md", "Welcome.md"} <= set(
+        _files(structured(session, "search", {"query": "embeds"}))
+    )
+    for tag in ("intro", "#intro", "Intro"):
+        tagged = structured(session, "search", {"query": "embeds", "tags": [tag]})
+        assert _files(tagged) == ["Welcome.md"], tag
+    unknown = structured(session, "search", {"query": "embeds", "tags": ["no-such-tag"]})
+    assert unknown["hits"] == []
+
+
+def check_context_prompt(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    rye = structured(session, "get_context_pack", {"prompt": "fermentation of rye"})
+    caret = structured(session, "get_context_pack", {"prompt": "caret block id"})
+    assert (rye["prompt"], rye["pages"][0]["file"]) == (
+        "fermentation of rye",
+        "folder/Deep Note.md",
+    )
+    assert caret["pages"][0]["file"] == "Embeds.md"
+
+
+def check_context_budget(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    prompt = {"prompt": "gardening soil compost watering"}
+    wide = structured(session, "get_context_pack", prompt)
+    narrow = structured(session, "get_context_pack", {**prompt, "budget": 1000})
+    assert wide["budget_tokens"] > 1000 and wide["used_tokens"] > 1000
+    assert narrow["budget_tokens"] == 1000 and 0 < narrow["used_tokens"] <= 1000
+
+
+def check_context_include_sources(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    plain = structured(session, "get_context_pack", {"prompt": "rye starter hydration"})
+    sourced = structured(
+        session, "get_context_pack", {"prompt": "rye starter hydration", "include_sources": True}
+    )
+    assert plain["sources"] == []
+    assert [s["file"] for s in sourced["sources"]] == ["raw/rye.txt"]
+
+
+def check_read_path(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    assert structured(session, "read_note", {"path": "Links.md"})["text"].startswith("# Links")
+    assert structured(session, "read_note", {"path": "Embeds.md"})["file"] == "Embeds.md"
+
+
+def check_read_heading(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    doc = structured(
+        session, "read_note", {"path": "folder/Deep Note.md", "heading": "Section two"}
+    )
+    assert (doc["heading"], doc["lines"]) == ("Section two", [7, 9])
+
+
+def check_read_start_line(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    assert structured(session, "read_note", {"path": "Embeds.md"})["lines"][0] == 4
+    assert structured(session, "read_note", {"path": "Embeds.md", "start_line": 6})["lines"] == [
+        6,
+        10,
+    ]
+
+
+def check_read_end_line(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    assert structured(session, "read_note", {"path": "Embeds.md", "end_line": 6})["lines"] == [4, 6]
+
+
+def check_ask_question(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    fake.chat_script = [REPLY]
+    doc = structured(session, "ask", {"question": "What does an embed show?"})
+    prompt = json.dumps(fake.requests_to("/api/chat")[-1])
+    assert doc["question"] == "What does an embed show?" and "What does an embed show?" in prompt
+
+
+def check_ask_folders(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    fake.chat_script = [REPLY, REPLY]
+    wide = structured(session, "ask", {"question": "Which notes are there?"})
+    narrow = structured(
+        session, "ask", {"question": "Which notes are there?", "folders": ["folder"]}
+    )
+    assert len(wide["grounding"]) > 1
+    assert narrow["grounding"] == ["folder/Deep Note.md"]
+    assert "../x" in tool_error(session, "ask", {"question": "x?", "folders": ["../x"]})
+
+
+def check_ask_save(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    fake.chat_script = [REPLY, REPLY]
+    assert structured(session, "ask", {"question": "What does an embed show?"})["saved"] is None
+    saved = structured(session, "ask", {"question": "What does an embed show?", "save": True})
+    assert saved["saved"] and (vault / saved["saved"]).is_file()
+
+
+INPUT_CHECKS: dict[str, dict[str, Check]] = {
+    "search": {
+        "query": check_search_query,
+        "limit": check_search_limit,
+        "folders": check_search_folders,
+        "tags": check_search_tags,
+    },
+    "get_context_pack": {
+        "prompt": check_context_prompt,
+        "budget": check_context_budget,
+        "include_sources": check_context_include_sources,
+    },
+    "read_note": {
+        "path": check_read_path,
+        "heading": check_read_heading,
+        "start_line": check_read_start_line,
+        "end_line": check_read_end_line,
+    },
+    "ask": {"question": check_ask_question, "folders": check_ask_folders, "save": check_ask_save},
+    "status": {},
+}
+
+
+def test_every_input_property_of_every_tool_has_a_check(session: WarmSession) -> None:
+    tools = with_client(session, lambda c: c.list_tools()).tools
+    offered = {t.name: set(t.inputSchema["properties"]) for t in tools}
+    assert offered == {name: set(checks) for name, checks in INPUT_CHECKS.items()}
+
+
+@pytest.fixture
+def sourced(vault: Path) -> Path:
+    """The fixture vault and a note whose `sources:` names a raw file (include_sources)."""
+    (vault / "raw").mkdir()
+    (vault / "raw/rye.txt").write_text("Rye starter at 100% hydration, fed twice a day.\n")
+    (vault / "Rye starter.md").write_text(
+        "---\nsources: [raw/rye.txt]\n---\n# Rye starter\n\nKeep the rye starter hydration high.\n"
+    )
+    return vault
+
+
+@pytest.mark.parametrize(
+    ("tool", "name"), [(tool, name) for tool, checks in INPUT_CHECKS.items() for name in checks]
+)
+def test_each_input_property_reaches_the_service(
+    tool: str, name: str, sourced: Path, session: WarmSession, fake_ollama: FakeOllama
+) -> None:
+    INPUT_CHECKS[tool][name](session, sourced, fake_ollama)
+
+
+def test_a_tag_that_is_only_a_hash_sign_is_refused_not_ignored(session: WarmSession) -> None:
+    text = tool_error(session, "search", {"query": "embeds", "tags": ["intro", "#"]})
+    assert text.splitlines()[0] == "askvault: tags: '#' is no tag"
+
+
+def test_the_agents_guide_and_the_reference_name_every_argument_of_every_tool(
+    session: WarmSession,
+) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    guide = (repo / "docs/how-to/use-with-agents.md").read_text(encoding="utf-8")
+    reference = (repo / "docs/reference/documents.md").read_text(encoding="utf-8")
+    rows = {
+        line.split("|")[1].strip(" `"): line
+        for line in guide.splitlines()
+        if line.startswith("| `")
+    }
+    for tool in with_client(session, lambda c: c.list_tools()).tools:
+        arguments = tool.inputSchema["properties"]
+        assert all(f"`{a}`" in rows[tool.name] for a in arguments), tool.name
+        if arguments:
+            section = reference.split(f"### {tool.name}\n", 1)[1].split("\n#", 1)[0]
+            assert all(f"| `{a}` |" in section for a in arguments), tool.name

@@ -82,12 +82,12 @@ def test_an_empty_mount_point_is_not_reconciled_and_the_vault_comes_back_owned_a
         assert index_state(world.db_path)[0] == notes_before, "notes deleted"
         assert _answer_rows(world) == answers_before, "answer ownership dropped"
         status = collect_status(world.settings(), probe=False)
-        assert "holds no notes" in (status["vault_unavailable"] or "")
+        assert "holds no notes" in (status.vault_unavailable or "")
     finally:
         shutil.rmtree(world.vault)
         aside.rename(world.vault)  # the drive is back
     wait_until(
-        lambda: collect_status(world.settings(), probe=False)["vault_unavailable"] is None,
+        lambda: collect_status(world.settings(), probe=False).vault_unavailable is None,
         90,
         "the retried reconcile finds the vault again",
     )

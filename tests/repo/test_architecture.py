@@ -260,3 +260,60 @@ def test_only_core_decision_decides_whether_a_reply_is_published() -> None:
             if name in DECISION_SIGNALS:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {name}")
     assert offenders == []
+
+
+SCHEMA_GENERATOR = "core/schema.py"
+SCHEMA_TYPES = {"object", "array", "string", "integer", "number", "boolean", "null"}
+SCHEMA_KEYWORDS = {"properties", "additionalProperties", "required", "items", "minLength"}
+
+
+def hand_written_schemas(path: Path) -> list[str]:
+    """Dict literals that read as JSON Schema: a `type` naming a JSON type (or a list of
+    them), or a schema keyword (`properties`, `items`, ...) beside a `type`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Dict):
+            continue
+        keys = {
+            k.value: v
+            for k, v in zip(node.keys, node.values, strict=True)
+            if isinstance(k, ast.Constant)
+        }
+        kind = keys.get("type")
+        names = (
+            [kind.value]
+            if isinstance(kind, ast.Constant)
+            else [e.value for e in kind.elts if isinstance(e, ast.Constant)]
+            if isinstance(kind, ast.List)
+            else []
+        )
+        if (names and set(names) <= SCHEMA_TYPES) or (
+            kind is not None and SCHEMA_KEYWORDS & set(keys)
+        ):
+            found.append(f"line {node.lineno}")
+    return found
+
+
+def test_no_json_schema_is_written_by_hand() -> None:
+    """Every schema an agent sees (the MCP tools' inputs and results) is derived from the
+    typed document it describes by core/schema.py, so it cannot drift from what is sent."""
+    offenders = [
+        f"{path.relative_to(PACKAGE)} {where}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).as_posix() != SCHEMA_GENERATOR
+        for where in hand_written_schemas(path)
+    ]
+    assert offenders == [], "declare a @document class and derive its schema (core/schema.py)"
+
+
+def test_the_schema_check_sees_a_schema_and_not_other_dicts(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        'A = {"type": "object", "properties": {}}\n'
+        'B = {"type": ["string", "null"]}\n'
+        'C = {"type": "text", "text": "hello"}\n'
+        'D = {"role": "user", "content": "x"}\n'
+        'E = {"type": kind, "items": []}\n',
+        encoding="utf-8",
+    )
+    assert hand_written_schemas(module) == ["line 1", "line 2", "line 5"]

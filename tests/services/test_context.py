@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.core.chunking import estimate_tokens
-from askvault.services.context import build_context, context_pack_to_json
+from askvault.services.context import build_context
 from askvault.services.context_graph import best_window, clean_target
+from askvault.services.documents.context import context_document
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.retrieval_vault import Indexed, indexed_vault
@@ -216,7 +217,7 @@ def test_context_degrades_to_words_when_ollama_is_down(
     pack = _pack(indexed, "blossom end rot", budget_tokens=200)
     assert pack.degraded and pack.pages[0].path == "garden/Tomato Growing.md"
     assert any("words only" in a for a in pack.actions)
-    assert context_pack_to_json(pack)["degraded"] == pack.degraded
+    assert context_document(pack).degraded == pack.degraded
 
 
 def test_context_with_no_match_suggests_what_to_do(indexed: Indexed) -> None:

@@ -214,8 +214,8 @@ def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_ba
     assert "refused this text" in failures[0][0] and f"status {status}" in failures[0][0]
     # Shown in status and doctor, with the note and the reason.
     doc = collect_status(settings, probe=False)
-    assert [f["file"] for f in doc["embed_failures"]] == ["Bad.md"]
-    assert "refused" in doc["embed_failures"][0]["reason"]
+    assert [f.file for f in doc.embed_failures] == ["Bad.md"]
+    assert "refused" in doc.embed_failures[0].reason
     ok, detail = _vector_check(settings)
     assert ok and "Bad.md" in detail
     # Not asked again until its retry time (or until its text changes).

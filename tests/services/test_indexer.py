@@ -35,10 +35,10 @@ def test_cold_index_stores_every_note_and_embeds_every_chunk(
     assert sorted(report.index.added) == INDEXED_NOTES
     assert report.pending_embeddings == 0
     doc = collect_status(settings)
-    assert doc["notes"] == len(INDEXED_NOTES)
-    assert doc["embedded_chunks"] == doc["chunks"] > 0
-    assert {"path": "Templates/", "reason": doc["skipped"][0]["reason"]} in doc["skipped"]
-    assert doc["last_change_indexed_at"] is not None
+    assert doc.notes == len(INDEXED_NOTES)
+    assert doc.embedded_chunks == doc.chunks > 0
+    assert "Templates/" in [s.path for s in doc.skipped]
+    assert doc.last_change_indexed_at is not None
     # Only distinct texts are embedded.
     assert len(fake_ollama.embedded_inputs) == len(set(fake_ollama.embedded_inputs))
 
@@ -75,7 +75,7 @@ def test_a_new_chunk_cap_rechunks_every_note_once_without_reporting_changes(
     settings = settings_for(vault, state, fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
     before = _chunk_rows(settings)
-    last_change = collect_status(settings)["last_change_indexed_at"]
+    last_change = collect_status(settings).last_change_indexed_at
     smaller = settings_for(vault, state, fake_ollama.url, **{"index.chunk_max_tokens": 64})
     report = index_vault(smaller, OllamaClients(smaller))
     # Every note was read again and cut with the new cap, but none counts as changed
@@ -85,7 +85,7 @@ def test_a_new_chunk_cap_rechunks_every_note_once_without_reporting_changes(
     after = _chunk_rows(smaller)
     assert len(after) > len(before)
     assert report.pending_embeddings == 0  # new pieces were embedded by the same pass
-    assert collect_status(smaller)["last_change_indexed_at"] == last_change
+    assert collect_status(smaller).last_change_indexed_at == last_change
     # Once done, the same settings read nothing.
     again = index_vault(smaller, OllamaClients(smaller))
     assert again.index.rechunked == 0 and again.index.unchanged == len(INDEXED_NOTES)
@@ -183,11 +183,11 @@ def test_ollama_down_keeps_words_fresh_and_backlog_resumes(
     assert report.embed_error is not None
     assert len(report.index.added) == len(INDEXED_NOTES)
     assert report.pending_embeddings > 0
-    assert collect_status(settings)["embedding"]["waiting"]
+    assert collect_status(settings).embedding.waiting
     fake_ollama.recover()
     report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None and report.pending_embeddings == 0
-    assert collect_status(settings)["embedding"]["waiting"] is None
+    assert collect_status(settings).embedding.waiting is None
 
 
 def test_backlog_survives_a_stop_midway_and_never_reembeds(
@@ -243,7 +243,7 @@ def test_bad_files_are_recorded_never_fatal(
         vault, tmp_path / "state", fake_ollama.url, **{"index.max_note_bytes": 1000}
     )
     index_vault(settings, OllamaClients(settings))
-    skipped = {s["path"]: s["reason"] for s in collect_status(settings)["skipped"]}
+    skipped = {s.path: s.reason for s in collect_status(settings).skipped}
     assert "binary" in skipped["binary.md"]
     assert "oversized" in skipped["big.md"]
     conn = connect(settings.db_path)

@@ -15,9 +15,11 @@ from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
+from askvault.core.schema import to_json
 from askvault.records import SearchFilters
+from askvault.services.documents.search import search_document
 from askvault.services.index_pass import index_vault
-from askvault.services.search import search, search_result_to_json
+from askvault.services.search import search
 from support.fake_ollama import FakeOllama
 from support.retrieval_vault import (
     FIXTURE_VAULT,
@@ -142,7 +144,7 @@ def test_search_filters_by_tag_inside_the_knn(indexed: Indexed) -> None:
 
 def test_search_json_points_sum_to_score_and_hits_are_ordered(indexed: Indexed) -> None:
     result = search(indexed.conn, indexed.settings, "watering tomatoes", embedder=indexed.embedder)
-    doc = search_result_to_json(result)
+    doc = to_json(search_document(result))
     assert set(doc) == {"query", "hits", "degraded"}
     scores = [h["score"] for h in doc["hits"]]
     assert scores == sorted(scores, reverse=True)

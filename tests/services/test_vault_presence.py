@@ -73,12 +73,12 @@ def test_reconcile_of_an_empty_vault_root_is_refused_deletes_nothing_and_status_
         with pytest.raises(VaultUnavailable, match="holds no notes while the index holds 4"):
             _reconcile(settings)
         assert _paths(settings) == before
-        assert "holds no notes" in collect_status(settings, probe=False)["vault_unavailable"]
+        assert "holds no notes" in (collect_status(settings, probe=False).vault_unavailable or "")
         failed = {c.name: c for c in run_checks(settings, OllamaClients(settings)) if not c.ok}
         assert "vault present" in failed and "--allow-empty" in failed["vault present"].hint
     report = _reconcile(settings)  # the vault is back
     assert _paths(settings) == before and not report.deleted  # type: ignore[attr-defined]
-    assert collect_status(settings, probe=False)["vault_unavailable"] is None
+    assert collect_status(settings, probe=False).vault_unavailable is None
 
 
 def test_a_missing_vault_root_is_refused_and_its_watcher_deletions_too(

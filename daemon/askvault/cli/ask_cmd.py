@@ -14,13 +14,20 @@ from askvault.errors import AskvaultError
 @cli.command()
 @common_options
 @click.argument("question")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (its fields: docs/reference/documents.md).",
+)
 @click.option("--save", is_flag=True, help="Also write the answer note to queries/answers/.")
 @handle_errors
 def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
     """Answer QUESTION from the vault: streamed, then the citation report and the log line."""
     from askvault.app.clients import OllamaClients
+    from askvault.core.schema import to_json
     from askvault.services.ask import ask_question
+    from askvault.services.documents.answer import answer_document
 
     settings = build_settings(**opts)
     outcome = ask_question(
@@ -32,7 +39,7 @@ def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
     )
     result = outcome.result
     if as_json:
-        print_json({**result.as_json(), "saved": outcome.saved, "logged": outcome.logged})
+        print_json(to_json(answer_document(result, saved=outcome.saved, logged=outcome.logged)))
     else:
         render.show_answer(outcome)
     if result.status in ("waiting", "failed"):

@@ -28,7 +28,12 @@ from askvault.settings import DEFAULT_BUDGET_TOKENS
     is_flag=True,
     help="Add raw text windows from the vault's sources/ and raw/ folders.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (its fields: docs/reference/documents.md).",
+)
 @common_options
 @handle_errors
 def context_command(
@@ -36,7 +41,9 @@ def context_command(
 ) -> None:
     """The evidence pack for PROMPT, without an answer."""
     from askvault.app.clients import OllamaClients
-    from askvault.services.context import build_context, context_pack_to_json
+    from askvault.core.schema import to_json
+    from askvault.services.context import build_context
+    from askvault.services.documents.context import context_document
     from askvault.services.search import open_search
 
     settings = build_settings(**opts)
@@ -50,7 +57,7 @@ def context_command(
             include_sources=include_sources,
         )
     render.warn_degraded(pack.degraded)
-    doc = context_pack_to_json(pack)
+    doc = to_json(context_document(pack))
     if as_json:
         print_json(doc)
         return

@@ -16,7 +16,12 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 @cli.command("search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), help="Number of hits (default: search.limit).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (its fields: docs/reference/documents.md).",
+)
 @click.option(
     "--explain",
     is_flag=True,
@@ -29,13 +34,15 @@ def search_command(
 ) -> None:
     """Search the vault: hybrid words + vectors, one hit per page, best first."""
     from askvault.app.clients import OllamaClients
-    from askvault.services.search import open_search, search, search_result_to_json
+    from askvault.core.schema import to_json
+    from askvault.services.documents.search import search_document
+    from askvault.services.search import open_search, search
 
     settings = build_settings(**opts)
     with open_search(settings, OllamaClients(settings)) as (conn, embedder):
         result = search(conn, settings, query, limit=limit, embedder=embedder)
     render.warn_degraded(result.degraded)
-    doc = search_result_to_json(result, explain=explain)
+    doc = to_json(search_document(result, explain=explain))
     if as_json:
         print_json(doc)
         return

@@ -12,13 +12,19 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 
 @cli.command()
 @common_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (its fields: docs/reference/documents.md).",
+)
 @handle_errors
 def status(as_json: bool, **opts: Any) -> None:
     """What the index holds, what waits, and whether the daemon and Ollama are up."""
+    from askvault.core.schema import to_json
     from askvault.services.status import collect_status
 
-    doc = collect_status(build_settings(**opts))
+    doc = to_json(collect_status(build_settings(**opts)))
     if as_json:
         print_json(doc)
         return

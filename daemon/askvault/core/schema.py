@@ -1,6 +1,6 @@
 """Typed documents: JSON Schemas derived from dataclasses, and a document as JSON.
 
-Every JSON document a user or an agent sees (`--json`, an MCP tool's result) is a frozen
+Every JSON document a user or an agent sees (`--json`, an MCP tool's result) is a
 dataclass made by `@document`, and every MCP tool's input is one too: the schema an agent is shown is derived
 here from the class, never written a second time (docs/decisions.md, "One typed document
 per output"). A field says what it means and how it is bounded with `prop(...)`; its type
@@ -69,11 +69,13 @@ def prop(
     return dataclasses.field(default=default, metadata=meta)
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(prop,))
+@dataclass_transform(field_specifiers=(prop,))
 def document(cls: type[T]) -> type[T]:
-    """A typed document (or a tool's arguments): a frozen dataclass whose `prop(...)`
-    fields without `default=` are required."""
-    return dataclasses.dataclass(frozen=True)(cls)
+    """A typed document (or a tool's arguments): a dataclass whose `prop(...)` fields
+    without `default=` are required. Not frozen: a document is built once and printed, and
+    a frozen class costs half as much again to create, on the start-up of every command
+    that prints one (docs/decisions.md, "One typed document per output")."""
+    return dataclasses.dataclass(cls)
 
 
 def output_schema(cls: type) -> dict[str, Any]:

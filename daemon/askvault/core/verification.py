@@ -18,15 +18,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from askvault.core.citations import ClaimCheck, quote_text
+from askvault.core.schema import document, output_schema
 
 Verdict = Literal["yes", "no"]
 
+
+@document
+class VerdictReply:
+    """What the judge replies: one word."""
+
+    verdict: Verdict
+
+
 # Ollama's `format`: the reply is one of two words, so the model cannot wander.
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
-    "required": ["verdict"],
-}
+VERDICT_SCHEMA: dict[str, Any] = output_schema(VerdictReply)
 # A verdict is a handful of tokens; a model that ignores the schema is cut short.
 VERDICT_MAX_TOKENS = 16
 

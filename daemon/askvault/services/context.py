@@ -34,7 +34,6 @@ from askvault.services.note_reads import NoteReads
 from askvault.services.search import search
 from askvault.settings import Settings
 
-CONTEXT_VERSION = 1
 DEFAULT_BUDGET_TOKENS = settings_module.DEFAULT_BUDGET_TOKENS
 # Hits scoring under this share of the best hit are noise, not evidence.
 MIN_SHARE_OF_TOP = 0.2
@@ -255,59 +254,3 @@ def _actions(
     for neighbour in neighbours[:3]:
         actions.append(f"read {neighbour.wikilink} ({neighbour.why})")
     return actions
-
-
-def context_pack_to_json(pack: ContextPack) -> dict[str, Any]:
-    """The versioned JSON envelope of an evidence pack (`askvault context --json`)."""
-    return {
-        "version": CONTEXT_VERSION,
-        "prompt": pack.prompt,
-        "budget_tokens": pack.budget_tokens,
-        "used_tokens": pack.used_tokens,
-        "degraded": pack.degraded,
-        "pages": [
-            {
-                "file": p.path,
-                "title": p.title,
-                "wikilink": p.wikilink,
-                "type": p.type,
-                "score": p.score,
-                "matched": [{"channel": c, "points": pts} for c, pts in p.matched],
-                "fresh": p.fresh,
-                "warning": p.warning,
-                "sources": list(p.sources),
-                "chunks": [
-                    {
-                        "citation": _citation(p.wikilink, c.heading),
-                        "heading": c.heading,
-                        "heading_path": list(c.heading_path),
-                        "lines": [c.lines[0], c.lines[1]],
-                        "score": c.score,
-                        "fresh": c.fresh,
-                        "text": c.text,
-                    }
-                    for c in p.chunks
-                ],
-            }
-            for p in pack.pages
-        ],
-        "neighbours": [
-            {"file": n.path, "title": n.title, "wikilink": n.wikilink, "why": n.why}
-            for n in pack.neighbours
-        ],
-        "sources": [
-            {
-                "file": w.path,
-                "cited_by": w.cited_by,
-                "lines": [w.lines[0], w.lines[1]],
-                "text": w.text,
-            }
-            for w in pack.source_windows
-        ],
-        "warnings": list(pack.warnings),
-        "actions": list(pack.actions),
-    }
-
-
-def _citation(page_link: str, heading: str | None) -> str:
-    return page_link if not heading else page_link[:-2] + f"#{heading}]]"

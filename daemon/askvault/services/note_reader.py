@@ -32,6 +32,7 @@ from askvault.core.links import heading_matches, page_link, resolve_link
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import Heading
+from askvault.services.documents.note import NoteDocument
 from askvault.settings import Settings
 
 # Top-level folders whose files (any text, not only .md) are raw sources an agent may read;
@@ -51,8 +52,8 @@ def read_vault_note(
     heading: str | None = None,
     start_line: int | None = None,
     end_line: int | None = None,
-) -> dict[str, Any]:
-    """The note `target` (a vault-relative path or a wikilink) as a JSON-ready dict:
+) -> NoteDocument:
+    """The note `target` (a vault-relative path or a wikilink) as a document:
     its frontmatter apart, and the body (or one heading's section, or a line range) with
     1-based file line numbers. Raises PathOutsideVault or VaultError naming the rule."""
     if heading is not None and (start_line is not None or end_line is not None):
@@ -99,18 +100,18 @@ def read_vault_note(
     if truncated:
         last = first + READ_MAX_LINES - 1
     text = "\n".join(all_lines[first - 1 : last]) if last >= first else ""
-    return {
-        "file": rel,
-        "wikilink": page_link(rel),
-        "frontmatter": json.loads(json.dumps(parsed.frontmatter, default=str)),
-        "frontmatter_lines": [1, body_first - 1] if body_first > 1 else None,
-        "heading": section,
-        "lines": [first, last],
-        "total_lines": len(all_lines),
-        "text": text,
-        "next_line": last + 1 if truncated else None,
-        "problems": list(note.problems) + list(parsed.problems),
-    }
+    return NoteDocument(
+        file=rel,
+        wikilink=page_link(rel),
+        frontmatter=json.loads(json.dumps(parsed.frontmatter, default=str)),
+        frontmatter_lines=(1, body_first - 1) if body_first > 1 else None,
+        heading=section,
+        lines=(first, last),
+        total_lines=len(all_lines),
+        text=text,
+        next_line=last + 1 if truncated else None,
+        problems=note.problems + parsed.problems,
+    )
 
 
 def number_lines(doc: dict[str, Any]) -> str:

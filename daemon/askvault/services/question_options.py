@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,20 +94,9 @@ def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsRe
                 else (" Known options: " + ", ".join(f"`{k}`" for k in KNOWN_OPTIONS) + ".")
             )
             warnings.append(f"Unknown option `{name}:` is ignored.{hint}")
-    folders = []
     key = written.get("ask_folders", "ask_folders")
-    for folder in _str_list(values.get("ask_folders"), key, errors):
-        clean = folder.strip().rstrip("/")
-        try:
-            resolved = resolve_inside(vault, clean)
-        except PathOutsideVault:
-            errors.append(f"{key}: {folder!r} is outside the vault")
-            continue
-        if not clean or not resolved.is_dir():
-            errors.append(f"{key}: {folder!r} is not a folder of the vault")
-            continue
-        folders.append(clean)
-    tags = [t.strip().lstrip("#") for t in _str_list(values.get("ask_tags"), "ask_tags", errors)]
+    folders = vault_folders(_str_list(values.get("ask_folders"), key, errors), vault, key, errors)
+    tags = clean_tags(_str_list(values.get("ask_tags"), "ask_tags", errors))
     max_sources = values.get("ask_max_sources")
     if max_sources is not None and (
         isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1
@@ -118,11 +108,34 @@ def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsRe
         max_sources = None
     model = _str_value(values.get("ask_model"), "ask_model", errors)
     language = _str_value(values.get("ask_language"), "ask_language", errors)
-    options = QuestionOptions(
-        tuple(folders), tuple(t for t in tags if t), max_sources, model, language
-    )
+    options = QuestionOptions(folders, tags, max_sources, model, language)
     narrowed = describe_options(options)
     return OptionsReading(options, errors, ([narrowed] if narrowed else []) + warnings)
+
+
+def vault_folders(
+    folders: Sequence[str], vault: Path, key: str, errors: list[str]
+) -> tuple[str, ...]:
+    """The folders that are folders of the vault (without a trailing `/`); one error,
+    under `key`, for each that is outside it or no folder."""
+    kept = []
+    for folder in folders:
+        clean = folder.strip().rstrip("/")
+        try:
+            resolved = resolve_inside(vault, clean)
+        except PathOutsideVault:
+            errors.append(f"{key}: {folder!r} is outside the vault")
+            continue
+        if not clean or not resolved.is_dir():
+            errors.append(f"{key}: {folder!r} is not a folder of the vault")
+            continue
+        kept.append(clean)
+    return tuple(kept)
+
+
+def clean_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """Tags as the index compares them: without `#` and spaces around; empty ones dropped."""
+    return tuple(t for t in (tag.strip().lstrip("#") for tag in tags) if t)
 
 
 def describe_options(options: QuestionOptions) -> str:

@@ -22,7 +22,6 @@ from askvault.core.query import (
     cjk_grams,
     fts_match_expression,
     query_terms,
-    snippet,
     trigram_match_expression,
 )
 from askvault.errors import OllamaError, StoreError
@@ -240,32 +239,3 @@ def _word_ranking(
         merged = ranking + [(cid, s) for cid, s in cjk if cid not in seen]
         ranking = sorted(merged, key=lambda item: (item[1], item[0]))[:depth]
     return ranking
-
-
-def hit_to_json(hit: Hit, wikilink_text: str, terms: list[str]) -> dict[str, Any]:
-    """One hit as DESIGN §6 prints it."""
-    return {
-        "score": hit.score,
-        "matched": [{"channel": c, "points": p} for c, p in hit.matched],
-        "wikilink": wikilink_text,
-        "type": hit.type,
-        "file": hit.note_path,
-        "heading": hit.heading,
-        "lines": [hit.lines[0], hit.lines[1]],
-        "snippet": snippet(hit.text, terms),
-    }
-
-
-def search_result_to_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
-    """The `askvault search --json` document; with `explain`, each hit's channel trace too."""
-    terms = query_terms(result.query)
-    hits = []
-    for hit in result.hits:
-        item = hit_to_json(hit, result.wikilinks.get(hit.chunk_id, ""), terms)
-        if explain:
-            item["explain"] = result.trace.get(hit.chunk_id, {})
-        hits.append(item)
-    doc: dict[str, Any] = {"query": result.query, "hits": hits, "degraded": result.degraded}
-    if explain:
-        doc["fusion"] = result.fusion
-    return doc

@@ -1,4 +1,5 @@
-"""`askvault status`: what the index holds and what is waiting, as one dict (DESIGN §6).
+"""`askvault status`: what the index holds and what is waiting, as one document (DESIGN §6;
+its fields: services/documents/status.py).
 
 Only the state of the current settings is reported: a reason why embeddings waited, saved
 by an earlier command with another Ollama host or model, is not shown as current.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, get_args
+from typing import NamedTuple, cast, get_args
 
 from askvault.adapters import answer_store, meta, store
 from askvault.adapters.db import Connection, connect
@@ -19,8 +20,15 @@ from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_
 from askvault.adapters.ollama_http import probe_ollama
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
-from askvault.records import InboxState
+from askvault.records import InboxState, Skipped
 from askvault.services import vault_presence
+from askvault.services.documents.status import (
+    EmbeddingState,
+    EmbedFailure,
+    OllamaState,
+    StaleAnswer,
+    StatusDocument,
+)
 from askvault.services.embedding import embed_waiting_reason, embedding_target
 from askvault.services.question_options import is_draft
 from askvault.settings import Settings
@@ -39,91 +47,115 @@ def lock_holder(settings: Settings) -> LockHolder | None:
         return None
 
 
-def collect_status(settings: Settings, *, probe: bool = True) -> dict[str, Any]:
+class _IndexState(NamedTuple):
+    """What the index says (all zero and empty when there is no index yet). A NamedTuple:
+    this private value's class is made on every `status` start-up, and a NamedTuple
+    costs a sixth of a dataclass to make."""
+
+    notes: int = 0
+    chunks: int = 0
+    embedded_chunks: int = 0
+    pending_embeddings: int = 0
+    skipped: tuple[Skipped, ...] = ()
+    embed_failures: tuple[EmbedFailure, ...] = ()
+    last_change_indexed_at: str | None = None
+    embedding: EmbeddingState | None = None
+    stale_answers: tuple[StaleAnswer, ...] = ()
+    vault_unavailable: str | None = None
+
+
+def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
     """The status document; works while the daemon runs (WAL readers never block it)."""
-    db_path = settings.db_path
-    doc: dict[str, Any] = {
-        "vault": str(settings.vault_path),
-        "index": str(db_path),
-        "notes": 0,
-        "chunks": 0,
-        "embedded_chunks": 0,
-        "pending_embeddings": 0,
-        "skipped": [],
-        "embed_failures": [],
-        "last_change_indexed_at": None,
-        "embedding": {
-            "model": settings.ollama.embed_model,
-            "fingerprint": None,
-            "index_model": None,
-            "building": None,
-            "waiting": None,
-        },
-        "stale_answers": [],
-    }
+    index = _IndexState()
     rows: dict[str, answer_store.QuestionRow] = {}
-    if db_path.exists():
-        conn = connect(db_path)
+    if settings.db_path.exists():
+        conn = connect(settings.db_path)
         try:
-            _index_state(conn, settings, doc)
+            index = _index_state(conn, settings)
             rows = answer_store.all_questions(conn)
-            doc["stale_answers"] = _stale_answers(conn, settings)
-            doc["vault_unavailable"] = vault_presence.refusal_of(conn)
         finally:
             conn.close()
-    ollama: dict[str, Any] = {
-        "url": settings.ollama.host,
-        "reachable": None,
-        "refused": None,
-        "embed_model": settings.ollama.embed_model,
-        "chat_model": settings.ollama.chat_model,
-    }
-    if probe:
-        status = probe_ollama(
-            settings.ollama.host,
-            timeout_s=min(settings.ollama.timeout_s, 3.0),
-            allow_remote=settings.ollama.allow_remote_ollama,
-        )
-        ollama["url"] = status.url
-        ollama["reachable"] = status.reachable
-        ollama["refused"] = status.refused
-        if status.error:
-            ollama["error"] = status.error
-            ollama["hint"] = status.hint
-    doc["ollama"] = ollama
     questions = inbox_questions(settings, rows)
-    doc["questions"] = {state: [q for q, s in questions if s == state] for state in QUESTION_STATES}
-    doc["queue"] = sum(len(doc["questions"][s]) for s in ("new", "answering", "waiting"))
+    by_state = {state: tuple(q for q, s in questions if s == state) for state in QUESTION_STATES}
     holder = lock_holder(settings)
-    doc["daemon"] = holder.pid if holder and holder.command == "run" else None
-    doc["writer"] = {"pid": holder.pid, "command": holder.command} if holder else None
-    return doc
+    return StatusDocument(
+        vault=str(settings.vault_path),
+        index=str(settings.db_path),
+        notes=index.notes,
+        chunks=index.chunks,
+        embedded_chunks=index.embedded_chunks,
+        pending_embeddings=index.pending_embeddings,
+        skipped=index.skipped,
+        embed_failures=index.embed_failures,
+        last_change_indexed_at=index.last_change_indexed_at,
+        embedding=index.embedding
+        or EmbeddingState(settings.ollama.embed_model, None, None, None, None),
+        stale_answers=index.stale_answers,
+        vault_unavailable=index.vault_unavailable,
+        ollama=_ollama_state(settings, probe),
+        questions=by_state,
+        queue=sum(len(by_state[s]) for s in ("new", "answering", "waiting")),
+        daemon=holder.pid if holder and holder.command == "run" else None,
+        writer=holder,
+    )
 
 
-def _index_state(conn: Connection, settings: Settings, doc: dict[str, Any]) -> None:
+def _ollama_state(settings: Settings, probe: bool) -> OllamaState:
+    """The configured host and models; reachability only when `probe`."""
+    ollama = settings.ollama
+    if not probe:
+        return OllamaState(
+            ollama.host, None, None, ollama.embed_model, ollama.chat_model, None, None
+        )
+    status = probe_ollama(
+        ollama.host,
+        timeout_s=min(ollama.timeout_s, 3.0),
+        allow_remote=ollama.allow_remote_ollama,
+    )
+    return OllamaState(
+        url=status.url,
+        reachable=status.reachable,
+        refused=status.refused,
+        embed_model=ollama.embed_model,
+        chat_model=ollama.chat_model,
+        error=status.error or None,
+        hint=status.hint if status.error else None,
+    )
+
+
+def _index_state(conn: Connection, settings: Settings) -> _IndexState:
     """Counts, and the embedding state of the configured model (not of another one)."""
-    doc.update(store.counts(conn))
+    counts = store.counts(conn)
     active = store.active_fingerprint(conn)
     live = store.live_fingerprints(conn)
     building = next((fp for fp in live if fp.state == "building"), None)
     wanted = settings.ollama.embed_model
     current = next((fp for fp in live if _same_model(fp.fingerprint.model, wanted)), None)
-    # Pending for the configured model: all chunks when it has no vectors at all yet.
-    doc["pending_embeddings"] = store.count_pending(conn, current)
-    doc["embedded_chunks"] = doc["chunks"] - (
-        store.count_pending(conn, active) if active else doc["chunks"]
-    )
-    doc["skipped"] = [{"path": s.path, "reason": s.reason} for s in store.list_skipped(conn)]
     target = building or current
-    doc["embed_failures"] = store.list_embed_failures(conn, target) if target else []
-    doc["last_change_indexed_at"] = meta.last_change_indexed_at(conn)
-    doc["embedding"] = {
-        "model": wanted,
-        "fingerprint": current.fingerprint.key if current else None,
-        "index_model": active.fingerprint.model if active else None,
-        "building": building.fingerprint.key if building else None,
-        "waiting": embed_waiting_reason(conn, embedding_target(settings.ollama.host, wanted)),
-    }
+    failures = store.list_embed_failures(conn, target) if target else []
+    chunks = counts["chunks"]
+    return _IndexState(
+        notes=counts["notes"],
+        chunks=chunks,
+        # Pending for the configured model: all chunks when it has no vectors at all yet.
+        pending_embeddings=store.count_pending(conn, current),
+        embedded_chunks=chunks - (store.count_pending(conn, active) if active else chunks),
+        skipped=tuple(store.list_skipped(conn)),
+        embed_failures=tuple(
+            EmbedFailure(str(f["file"]), str(f["reason"]), cast(int, f["attempts"]))
+            for f in failures
+        ),
+        last_change_indexed_at=meta.last_change_indexed_at(conn),
+        embedding=EmbeddingState(
+            model=wanted,
+            fingerprint=current.fingerprint.key if current else None,
+            index_model=active.fingerprint.model if active else None,
+            building=building.fingerprint.key if building else None,
+            waiting=embed_waiting_reason(conn, embedding_target(settings.ollama.host, wanted)),
+        ),
+        stale_answers=_stale_answers(conn, settings),
+        vault_unavailable=vault_presence.refusal_of(conn),
+    )
 
 
 def _same_model(a: str, b: str) -> bool:
@@ -131,19 +163,19 @@ def _same_model(a: str, b: str) -> bool:
     return a.removesuffix(":latest") == b.removesuffix(":latest")
 
 
-def _stale_answers(conn: Connection, settings: Settings) -> list[dict[str, Any]]:
+def _stale_answers(conn: Connection, settings: Settings) -> tuple[StaleAnswer, ...]:
     """Answers whose cited pages changed: those marked `status: stale` in their note, and
     those the user had edited, which askvault does not rewrite (so only listed here)."""
     root = settings.vault_path
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, StaleAnswer] = {}
     for row in answer_store.answers_with_status(conn, "stale"):
         if (root / row.path).is_file():
-            found[row.path] = {"path": row.path, "marked": True}
+            found[row.path] = StaleAnswer(row.path, marked=True)
     edited = meta.stale_answers_edited(conn)
     for path in edited:
         if path not in found and (root / path).is_file():
-            found[path] = {"path": path, "marked": False}
-    return [found[p] for p in sorted(found)]
+            found[path] = StaleAnswer(path, marked=False)
+    return tuple(found[p] for p in sorted(found))
 
 
 def inbox_questions(

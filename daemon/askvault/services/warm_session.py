@@ -2,8 +2,8 @@
 
 `askvault mcp` serves agents through this: each call is the same service function the
 CLI command calls (search, build_context, ask_question, collect_status) and returns the
-same JSON document as that command's `--json`, without paying for start-up, imports or a
-new connection each time. Calls may come from several threads: the shared search
+same typed document as that command's `--json` (services/documents/), without paying for
+start-up, imports or a new connection each time. Calls may come from several threads: the shared search
 connection is used by one call at a time, and `ask` (seconds of generation) runs on its
 own connection so that searches are not held up behind it.
 """
@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from askvault.adapters.db import Connection, connect
 from askvault.errors import AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, ModelClients, QuestionOptions, SearchFilters
 from askvault.services.ask import ask_question
-from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context, context_pack_to_json
+from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context
+from askvault.services.documents.answer import AnswerDocument, answer_document
+from askvault.services.documents.context import ContextDocument, context_document
+from askvault.services.documents.note import NoteDocument
+from askvault.services.documents.search import SearchDocument, search_document
+from askvault.services.documents.status import StatusDocument
 from askvault.services.note_reader import read_vault_note
-from askvault.services.question_options import parse_question_options
-from askvault.services.search import open_search, search, search_result_to_json
+from askvault.services.question_options import clean_tags, vault_folders
+from askvault.services.search import open_search, search
 from askvault.services.status import collect_status
 from askvault.settings import Settings
 
@@ -73,9 +77,9 @@ class WarmSession:
         query: str,
         *,
         limit: int | None = None,
-        folders: list[str] | None = None,
-        tags: list[str] | None = None,
-    ) -> dict[str, Any]:
+        folders: Sequence[str] = (),
+        tags: Sequence[str] = (),
+    ) -> SearchDocument:
         """The `askvault search --json` document."""
         filters = self._filters(folders, tags)
         with self._search_lock:
@@ -83,7 +87,7 @@ class WarmSession:
             result = search(
                 conn, self.settings, query, limit=limit, embedder=embedder, filters=filters
             )
-        return search_result_to_json(result)
+        return search_document(result)
 
     def context(
         self,
@@ -91,9 +95,9 @@ class WarmSession:
         *,
         budget: int = DEFAULT_BUDGET_TOKENS,
         include_sources: bool = False,
-        folders: list[str] | None = None,
-        tags: list[str] | None = None,
-    ) -> dict[str, Any]:
+        folders: Sequence[str] = (),
+        tags: Sequence[str] = (),
+    ) -> ContextDocument:
         """The `askvault context --json` envelope."""
         filters = self._filters(folders, tags)
         with self._search_lock:
@@ -107,7 +111,7 @@ class WarmSession:
                 filters=filters,
                 include_sources=include_sources,
             )
-        return context_pack_to_json(pack)
+        return context_document(pack)
 
     def read_note(
         self,
@@ -116,7 +120,7 @@ class WarmSession:
         heading: str | None = None,
         start_line: int | None = None,
         end_line: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> NoteDocument:
         """One note, confined to the vault (services/note_reader.py)."""
         with self._search_lock:
             conn: Connection | None = None
@@ -135,15 +139,15 @@ class WarmSession:
         self,
         question: str,
         *,
-        folders: list[str] | None = None,
+        folders: Sequence[str] = (),
         save: bool = False,
         should_stop: Callable[[], bool] = lambda: False,
-    ) -> dict[str, Any]:
+    ) -> AnswerDocument:
         """The `askvault ask --json` document. With `save`, the answer note is written under
         queries/answers/ (never over another file); nothing else in the vault is written,
         so the log note is left alone. Raises AnswerCancelled when `should_stop()` turns
         true first."""
-        options = self._options(folders, None)
+        options = QuestionOptions(folders=self._folders(folders))
         with self._ask_lock:
             if not self.settings.db_path.exists():
                 self.open()  # the CLI's "no index" error
@@ -167,23 +171,29 @@ class WarmSession:
                 )
             finally:
                 conn.close()
-        return {**outcome.result.as_json(), "saved": outcome.saved, "logged": outcome.logged}
+        return answer_document(outcome.result, saved=outcome.saved, logged=outcome.logged)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusDocument:
         """The `askvault status --json` document."""
         return collect_status(self.settings)
 
-    def _options(self, folders: list[str] | None, tags: list[str] | None) -> QuestionOptions:
-        """Folders and tags checked as a question note's are (inside the vault, a folder)."""
-        options, errors = parse_question_options(
-            {"folders": folders or None, "tags": tags or None}, self.settings.vault_path
-        )
+    def _folders(self, folders: Sequence[str]) -> tuple[str, ...]:
+        """Folders of the vault, checked as a question note's are; raises AskvaultError
+        naming each that is outside the vault or no folder."""
+        errors: list[str] = []
+        kept = vault_folders(folders, self.settings.vault_path, "folders", errors)
         if errors:
             raise AskvaultError("; ".join(errors), "pass folders relative to the vault root")
-        return options
+        return kept
 
-    def _filters(self, folders: list[str] | None, tags: list[str] | None) -> SearchFilters | None:
+    def _filters(self, folders: Sequence[str], tags: Sequence[str]) -> SearchFilters | None:
+        """Notes under one of `folders` (if any) with one of `tags` (if any)."""
         if not folders and not tags:
             return None
-        options = self._options(folders, tags)
-        return SearchFilters(folders=options.folders, tags=options.tags)
+        kept = clean_tags(tags)
+        if len(kept) != len(tags):
+            raise AskvaultError(
+                "tags: " + ", ".join(repr(t) for t in tags if not clean_tags([t])) + " is no tag",
+                "pass tag names, with or without #",
+            )
+        return SearchFilters(folders=self._folders(folders), tags=kept)

@@ -1,0 +1,79 @@
+"""The `askvault status --json` document (DESIGN §6), also the MCP `status` tool's result.
+
+Built by services/status.py, which gathers its parts from the index, the inbox, the lock
+and Ollama."""
+
+from __future__ import annotations
+
+from askvault.adapters.lockfile import LockHolder
+from askvault.core.schema import document, prop
+from askvault.records import InboxState, Skipped
+
+
+@document
+class EmbedFailure:
+    """A chunk text the embedding model refused or embedded unusably (retried later)."""
+
+    file: str = prop("A note holding the text.")
+    reason: str
+    attempts: int
+
+
+@document
+class EmbeddingState:
+    """The embedding state of the configured model."""
+
+    model: str = prop("The configured embedding model.")
+    fingerprint: str | None = prop("Its fingerprint in the index, when it has vectors.")
+    index_model: str | None = prop("The model whose vectors search uses now.")
+    building: str | None = prop("A model being embedded while the active one serves.")
+    waiting: str | None = prop("Why embedding waits (e.g. Ollama unreachable), else null.")
+
+
+@document
+class StaleAnswer:
+    """An answer whose cited pages changed since it was written."""
+
+    path: str
+    marked: bool = prop("False when the user edited the note, so askvault left it as it is.")
+
+
+@document
+class OllamaState:
+    """Ollama as the current settings reach it."""
+
+    url: str = prop("The Ollama host in force.")
+    reachable: bool | None = prop("Null when it was not probed.")
+    refused: bool | None = prop("The configuration refuses this host (not loopback).")
+    embed_model: str
+    chat_model: str
+    error: str | None = prop("Why it is not reachable.")
+    hint: str | None = prop("What to do about it.")
+
+
+@document
+class StatusDocument:
+    """`askvault status --json`: what the index holds, what waits, who is up."""
+
+    vault: str = prop("The vault's folder.")
+    index: str = prop("The index file.")
+    notes: int
+    chunks: int
+    embedded_chunks: int = prop("Chunks with a vector of the model search uses.")
+    pending_embeddings: int = prop("Chunks waiting for a vector of the configured model.")
+    skipped: tuple[Skipped, ...] = prop("Vault files the index leaves out, and why.")
+    embed_failures: tuple[EmbedFailure, ...] = prop("Texts the model refused (the first 20).")
+    last_change_indexed_at: str | None = prop("ISO 8601 with the local offset.")
+    embedding: EmbeddingState
+    stale_answers: tuple[StaleAnswer, ...]
+    vault_unavailable: str | None = prop(
+        "Why the last reconcile refused the vault (an empty mount), else null."
+    )
+    ollama: OllamaState
+    questions: dict[InboxState, tuple[str, ...]] = prop("The inbox's question notes by state.")
+    queue: int = prop("Questions askvault will answer without help (new, answering, waiting).")
+    daemon: int | None = prop("The pid of `askvault run`, if it runs.")
+    writer: LockHolder | None = prop(
+        "Who holds the vault's lock: its pid and command (`run` or `index`), either null "
+        "when unknown; null when nobody does."
+    )

@@ -1,0 +1,76 @@
+"""Every `--json` document is its typed model: what the CLI prints validates against the
+schema derived from the model (the same schema the MCP tools show agents), and a field is
+printed even when there is nothing to say (null), so a script can rely on the keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from askvault.cli.main import cli
+from askvault.core.schema import output_schema
+from askvault.services.documents.answer import AnswerDocument
+from askvault.services.documents.context import ContextDocument
+from askvault.services.documents.search import SearchDocument
+from askvault.services.documents.status import StatusDocument
+from support.fake_ollama import FakeOllama
+from support.settings_factory import cli_env
+from support.vault_factory import make_fixture_vault
+
+REPLY = "An embed shows another note inline [[Embeds]]. Cats rule the moon [[Nowhere]]."
+
+
+@pytest.fixture
+def env(tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
+    vault = make_fixture_vault(tmp_path / "vault")
+    return cli_env(vault, tmp_path / "state", fake_ollama.url)
+
+
+def json_of(env: dict[str, str], *args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, [*args, "--json"], env=env, catch_exceptions=False)
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("args", "model"),
+    [
+        (("search", "embed another note"), SearchDocument),
+        (("search", "embed another note", "--explain"), SearchDocument),
+        (("context", "fermentation of rye", "--include-sources"), ContextDocument),
+        (("status",), StatusDocument),
+        (("ask", "What does an embed show?"), AnswerDocument),
+    ],
+)
+def test_each_json_document_validates_against_the_schema_of_its_model(
+    env: dict[str, str], fake_ollama: FakeOllama, args: tuple[str, ...], model: type
+) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    fake_ollama.chat_script = [REPLY]
+    doc = json_of(env, *args)
+    jsonschema.Draft202012Validator(output_schema(model)).validate(doc)
+    if model is AnswerDocument:  # the reply's two links: one checked, one broken
+        assert [c["state"] for c in doc["citations"]] == ["resolved", "broken"]
+
+
+def test_search_explain_adds_the_trace_and_the_fusion_and_only_then(env: dict[str, str]) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    plain = json_of(env, "search", "embed another note")
+    explained = json_of(env, "search", "embed another note", "--explain")
+    assert set(plain) == {"query", "hits", "degraded"} and "explain" not in plain["hits"][0]
+    assert explained["fusion"] == "convex" and "words" in explained["hits"][0]["explain"]
+
+
+def test_status_before_the_first_index_prints_every_key_with_null_for_nothing(
+    env: dict[str, str],
+) -> None:
+    doc = json_of(env, "status")
+    assert doc["vault_unavailable"] is None and doc["notes"] == 0
+    assert doc["ollama"]["reachable"] is True
+    assert (doc["ollama"]["error"], doc["ollama"]["hint"]) == (None, None)
+    jsonschema.Draft202012Validator(output_schema(StatusDocument)).validate(doc)
