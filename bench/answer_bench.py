@@ -408,6 +408,8 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
         flags["queries.max_distance"] = args.max_distance
     if getattr(args, "verify", None):
         flags["queries.verify"] = args.verify
+    if getattr(args, "prompt", None):
+        flags["queries.prompt"] = args.prompt
     settings = load_settings(env={}, flags=flags)
     report = index_vault(settings, OllamaClients(settings))
     if report.embed_error or report.pending_embeddings:
@@ -432,6 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="queries.max_distance (0: measured default; 2: no cut-off)",
     )
     parser.add_argument("--verify", default=None, help="queries.verify (off | judge)")
+    parser.add_argument("--prompt", default=None, help="queries.prompt (answer | quote-first)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)

@@ -139,6 +139,12 @@ class QueriesSettings:
         " docs/benchmarks.md (a CPU reads ~20-50 prompt tokens/s).",
         min=64,
     )
+    prompt: str = _opt(
+        "answer",
+        "answer: the model answers from the numbered excerpts. quote-first: it first copies"
+        " the sentence that answers, then answers from it (the copy is never published).",
+        choices=("answer", "quote-first"),
+    )
     verify: str = _opt(
         "off",
         "judge: after the lexical check, the chat model is asked (a short, grammar-constrained"

@@ -171,3 +171,23 @@ def test_a_copied_excerpt_header_keeps_only_its_link() -> None:
     assert resolve_numbered_citations(reply, plan.excerpts) == (
         "[[Tags#Tag format]]: tags need a letter. [[Tags]] too."
     )
+
+
+def test_a_quote_first_reply_is_cut_into_its_quote_and_the_answer_that_is_checked() -> None:
+    from askvault.core.prompt import split_quoted_reply
+
+    reply = (
+        'Quote [2]: "To reopen the tab you closed last, press Ctrl+Shift+T."\n'
+        "Answer: Press Ctrl+Shift+T to get it back [2]."
+    )
+    cut = split_quoted_reply(reply)
+    assert cut.answer == "Press Ctrl+Shift+T to get it back [2]."
+    assert (cut.quote, cut.excerpt) == ("To reopen the tab you closed last, press Ctrl+Shift+T.", 2)
+
+
+def test_a_quote_first_reply_without_its_marks_is_checked_whole_but_its_quote_line() -> None:
+    from askvault.core.prompt import split_quoted_reply
+
+    assert split_quoted_reply("Press Ctrl+Shift+T [2].").answer == "Press Ctrl+Shift+T [2]."
+    cut = split_quoted_reply("Quote: To reopen it, press Ctrl+Shift+T.\nPress Ctrl+Shift+T [2].")
+    assert cut.answer == "Press Ctrl+Shift+T [2]." and cut.excerpt is None

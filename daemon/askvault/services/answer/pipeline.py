@@ -23,7 +23,7 @@ from askvault.core.abstention import distance_cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import annotate_answer
 from askvault.core.decision import Decision, decide
-from askvault.core.prompt import PromptPlan, build_messages
+from askvault.core.prompt import PromptPlan, build_messages, split_quoted_reply
 from askvault.core.timestamps import local_iso
 from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
@@ -84,6 +84,7 @@ def answer_question(
         num_ctx=settings.ollama.num_ctx,
         language=options.language,
         excerpt_tokens=settings.queries.excerpt_tokens,
+        form=settings.queries.prompt,
     )
     timings["retrieval_s"] = time.monotonic() - started
     try:
@@ -98,6 +99,10 @@ def answer_question(
         )
     except OllamaError as exc:
         return _waiting(base, found, plan, timings, exc)
+    if settings.queries.prompt == "quote-first":
+        generation = dataclasses.replace(
+            generation, reply=split_quoted_reply(generation.reply).answer
+        )
     started = time.monotonic()
     checked = check(conn, settings, notes, generation.reply, plan, question)
     timings["checks_s"] = time.monotonic() - started
