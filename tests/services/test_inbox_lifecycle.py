@@ -573,3 +573,56 @@ def test_refresh_set_while_the_daemon_was_stopped_is_acted_on_at_start(
     inbox.restart()
     inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
     assert "refresh:" not in answer.read_text(encoding="utf-8")
+
+
+# -- issue 25 item 11: a file name that is not valid UTF-8 -------------------------------
+
+
+def test_a_question_whose_file_name_is_not_utf8_is_answered_and_archived_under_a_safe_name(
+    vault: Path,
+    start: Callable[..., InboxDriver],
+    fake_ollama: FakeOllama,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import os
+
+    fake_ollama.chat_script = [REPLY]
+    inbox_dir = os.fsencode(vault / "queries/inbox")
+    data = b"---\nkept: yes\n---\nWhat does an embed show?\n"
+    with open(os.path.join(inbox_dir, b"Ferry \xfe.md"), "wb") as fh:
+        fh.write(data)
+    inbox = start()
+    archived = vault / "queries/archive/Ferry \ufffd.md"
+    inbox.run_until(archived.exists)
+    assert archived.read_bytes() == data, "archived byte for byte"
+    assert os.listdir(inbox_dir) == []
+    answer = vault / "queries/answers/Ferry \ufffd.md"
+    assert _status(answer) == "answered"
+    assert "> What does an embed show?" in answer.read_text(encoding="utf-8")
+    log = (vault / "queries/log.md").read_text(encoding="utf-8")
+    assert "[[queries/answers/Ferry \ufffd|What does an embed show?]]" in log
+    assert "not valid UTF-8" in caplog.text and "Traceback" not in caplog.text
+
+
+def test_a_waiting_question_whose_file_name_is_not_utf8_keeps_its_note_until_answered(
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
+) -> None:
+    import os
+
+    fake_ollama.set_fault("down")
+    with open(os.path.join(os.fsencode(vault / "queries/inbox"), b"Ferry \xfe.md"), "wb") as fh:
+        fh.write(QUESTION.encode("utf-8"))
+    inbox = start()
+    waiting = vault / "queries/answers/Ferry \ufffd.md"
+    inbox.run_until(lambda: _status(waiting) == "waiting")
+    first = waiting.stat()
+    inbox.run_for(5.0)
+    inbox.restart()
+    inbox.run_for(5.0)
+    again = waiting.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns), "kept"
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    inbox.run_until(lambda: (vault / "queries/archive/Ferry \ufffd.md").exists())
+    assert _status(waiting) == "answered"
+    assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Ferry \ufffd.md"]

@@ -18,6 +18,7 @@ from askvault.adapters import answer_store, meta, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
 from askvault.adapters.ollama_http import probe_ollama
+from askvault.adapters.vault import undecodable_name
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
@@ -185,7 +186,8 @@ def inbox_questions(
 
     new: not taken yet (settling, or edited after it failed); answering; waiting (for
     Ollama, retried by the daemon); filing (answered, being archived and logged); draft
-    (`draft: true`, left alone); failed (the answer note says why; waits for an edit).
+    (`draft: true`, left alone); failed (the answer note says why; waits for an edit). A name that is not valid UTF-8 is shown, and its rows found, with U+FFFD in
+    place of its bad bytes, as the inbox holds it.
     """
     folder = f"{settings.queries.folder}/{settings.queries.inbox}".strip("/")
     inbox = settings.vault_path / folder
@@ -202,7 +204,8 @@ def inbox_questions(
         return []
     out = []
     for name in names:
-        rel = f"{folder}/{name}"
+        bad = undecodable_name(f"{folder}/{name}")
+        rel = bad.path if bad else f"{folder}/{name}"
         data = _peek(inbox / name)
         out.append((rel, _question_state(rel, data, rows.get(rel))))
     return out

@@ -3,13 +3,16 @@
 A note is taken once it has settled: unchanged for `queries.settle_s`, by its file time
 or, when that is ahead (another machine's clock, a sync tool), since this inbox first saw
 its current bytes. Of the settled notes the oldest that `QuestionSchedule` lets through is
-next (not put off, not skipped until its bytes change); a name SQLite cannot hold is said
-once per version of the file and left alone.
+next (not put off, not skipped until its bytes change).
+
+A file name that is not valid UTF-8 (from another system, a sync tool) cannot be held by
+SQLite as it is: such a question is known by its name with U+FFFD in place of the bad bytes
+(`rel`: its rows, its answer note, its archived name) and read by its real name
+(`file_rel`), so it is answered like any other.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +23,23 @@ from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.schedule import QuestionSchedule, Signature
 from askvault.settings import Settings
 
-log = logging.getLogger(__name__)
-
 
 @dataclass(frozen=True)
 class QuestionFile:
-    """A question note of the inbox as listed: vault-relative path, path, signature."""
+    """A question note of the inbox as listed: its vault-relative path as the index holds
+    it, its path, its signature; a name that is not valid UTF-8 has its own `file_rel` (the
+    name on disk) and `name_problem` (what is wrong with it)."""
 
     rel: str
     abs_path: Path
     sig: Signature
+    file_rel: str = ""
+    name_problem: str | None = None
+
+    @property
+    def read_rel(self) -> str:
+        """The vault-relative path to read the note by."""
+        return self.file_rel or self.rel
 
 
 class InboxListing:
@@ -59,23 +69,15 @@ class InboxListing:
             name = entry.name
             if not name.lower().endswith(".md") or name.startswith((".", TEMP_PREFIX)):
                 continue
-            rel = f"{self.inbox_rel}/{name}"
+            file_rel = f"{self.inbox_rel}/{name}"
+            bad_name = undecodable_name(file_rel)
+            rel = bad_name.path if bad_name else file_rel
             present.add(rel)
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             sig = (st.st_size, st.st_mtime_ns, st.st_ino)
-            bad_name = undecodable_name(rel)
-            if bad_name is not None:
-                # Its rows could not be stored (SQLite holds UTF-8 text): said once per
-                # version of the file, then left alone; the other questions go on.
-                if not schedule.is_skipped(rel, sig):
-                    schedule.skip(rel, sig)
-                    log.warning(
-                        "question %s is not answered: %s; rename it", bad_name.path, bad_name.reason
-                    )
-                continue
             seen = self._first_seen.get(rel)
             if seen is None or seen[0] != sig:
                 self._first_seen[rel] = seen = (sig, now_mono)
@@ -84,7 +86,10 @@ class InboxListing:
                 continue
             if not schedule.is_due(rel):
                 continue
-            due.append((st.st_mtime_ns, name, QuestionFile(rel, Path(entry.path), sig)))
+            found = QuestionFile(rel, Path(entry.path), sig)
+            if bad_name is not None:
+                found = QuestionFile(rel, Path(entry.path), sig, file_rel, bad_name.reason)
+            due.append((st.st_mtime_ns, name, found))
         for rel in [
             r for r in self._first_seen if r not in present and not schedule.is_finishing(r)
         ]:

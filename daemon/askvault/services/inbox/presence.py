@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from askvault.adapters.vault import resolve_inside
+from askvault.adapters.vault import resolve_inside, undecodable_name
 from askvault.errors import AskvaultError
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.settings import Settings
@@ -69,6 +69,26 @@ class VaultPresence:
         except AskvaultError:
             return None
         return inbox if inbox.is_dir() else None
+
+
+def question_present(inbox: Path, question_rel: str) -> bool:
+    """Is the question `question_rel` (as the index holds it) still a file of `inbox`? A
+    name that is not valid UTF-8 is held with U+FFFD in place of its bad bytes: such a
+    question is there while a file of the inbox shows as that name."""
+    name = question_rel.rsplit("/", 1)[-1]
+    if os.path.lexists(inbox / name):
+        return True
+    if "\ufffd" not in name:
+        return False
+    try:
+        with os.scandir(inbox) as entries:
+            for entry in entries:
+                bad = undecodable_name(entry.name)
+                if bad is not None and bad.path == name:
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def _identity(root: Path) -> tuple[int, int] | None:

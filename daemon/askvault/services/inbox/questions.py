@@ -55,7 +55,7 @@ from askvault.services.answer import AnswerResult, answer_question
 from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.files import AnswerFiles, log_line_for, stem_of
 from askvault.services.inbox.listing import QuestionFile
-from askvault.services.inbox.presence import VaultPresence
+from askvault.services.inbox.presence import VaultPresence, question_present
 from askvault.services.inbox.schedule import QuestionSchedule, Signature
 from askvault.services.inbox.stale import StaleMarks
 from askvault.services.inbox.upkeep import AnswerUpkeep
@@ -138,6 +138,12 @@ class InboxQuestions:
             self.fail(conn, cand, question, reason, note.content_hash, notices)
             return
         asked = row.asked if row else local_iso(self.clock.time())
+        if cand.name_problem is not None and row is None:
+            log.warning(
+                "question %s: %s; answered and archived with U+FFFD in place of its bad bytes",
+                cand.rel,
+                cand.name_problem,
+            )
         answer_path = self._begin(conn, cand, row, question, asked, options, notices, note)
         watch = _QuestionWatch(cand.abs_path, cand.sig, should_stop, self.clock)
         try:
@@ -158,7 +164,7 @@ class InboxQuestions:
         """The question note read and parsed, or None when there is nothing to ask yet (a
         draft, an empty new note, a note that vanished) or it failed (recorded)."""
         try:
-            note = read_note(self.root, cand.rel, self.settings.index.max_note_bytes)
+            note = read_note(self.root, cand.read_rel, self.settings.index.max_note_bytes)
         except NoteUnreadable as exc:
             if os.path.lexists(cand.abs_path):  # else it vanished between listing and reading
                 self.fail(conn, cand, "", f"the question note cannot be read: {exc.message}", None)
@@ -310,7 +316,7 @@ class InboxQuestions:
         for row in answer_store.questions_answered(conn):
             if not self.schedule.is_due(row.path):
                 continue
-            if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
+            if not question_present(inbox, row.path):
                 self.finish_answered(conn, row, None)
 
     def _answer(

@@ -29,7 +29,7 @@ from askvault.core.ownership import owned_note, properties_of, sign_note, withou
 from askvault.errors import AskvaultError, DiskFull, IndexBusy
 from askvault.records import AnswerStatus
 from askvault.services.inbox.files import AnswerFiles, stem_of
-from askvault.services.inbox.presence import VaultPresence
+from askvault.services.inbox.presence import VaultPresence, question_present
 from askvault.services.question_options import is_draft
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class AnswerUpkeep:
             return
         gone: list[tuple[str, str]] = []
         for row in answer_store.questions_unfinished(conn):
-            if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
+            if not question_present(inbox, row.path):
                 gone.append((row.path, row.answer_path))
         if orphans:
             asked = {r.answer_path for r in answer_store.questions_unfinished(conn)}
@@ -82,7 +82,7 @@ class AnswerUpkeep:
                     answer.path not in asked
                     and q.startswith(self.inbox_rel + "/")
                     and "/" not in q[len(self.inbox_rel) + 1 :]
-                    and not os.path.lexists(inbox / q.rsplit("/", 1)[-1])
+                    and not question_present(inbox, q)
                 ):
                     gone.append((q, answer.path))
         for question_rel, answer_path in gone:
