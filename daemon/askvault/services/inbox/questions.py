@@ -61,7 +61,7 @@ from askvault.services.inbox.stale import StaleMarks
 from askvault.services.inbox.upkeep import AnswerUpkeep
 from askvault.services.question_options import (
     describe_options,
-    is_draft,
+    question_note_state,
     read_question_options,
 )
 from askvault.settings import Settings
@@ -173,7 +173,7 @@ class InboxQuestions:
             self.fail(conn, cand, "", f"the question note leads outside the vault: {exc}", None)
             return None
         parsed = parse_note(cand.rel, note.text)
-        if is_draft(parsed.frontmatter.get("draft")) or not parsed.body.strip():
+        if question_note_state(parsed) != "question":
             # A draft, or a new note still empty (Obsidian's `Untitled.md`): not yet.
             self.schedule.skip(cand.rel, cand.sig)
             return None
