@@ -122,8 +122,10 @@ def inbox_vault(root: Path) -> Path:
 
 
 def inbox_settings(vault: Path, state: Path, host: str, **flags: Any) -> Settings:
-    """Settings over `vault` with a short settle time, the vault indexed."""
-    settings = settings_for(vault, state, host, **{"queries.settle_s": 0.2, **flags})
+    """Settings over `vault` with short settle times (whether a question looks finished
+    or not: these tests are not about typing), then `flags`; the vault indexed."""
+    quick = {"queries.settle_s": 0.2, "queries.unfinished_settle_s": 0.2}
+    settings = settings_for(vault, state, host, **{**quick, **flags})
     index_vault(settings, OllamaClients(settings))
     return settings
 

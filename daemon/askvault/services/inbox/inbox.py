@@ -26,11 +26,12 @@ from typing import Literal
 
 from askvault.adapters.db import Connection
 from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
+from askvault.core.settling import settle_wait_s
 from askvault.errors import DiskFull, IndexBusy
 from askvault.records import ModelClients
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.files import AnswerFiles
-from askvault.services.inbox.listing import InboxListing, QuestionFile
+from askvault.services.inbox.listing import InboxListing, QuestionFile, SettleRule
 from askvault.services.inbox.presence import VaultPresence
 from askvault.services.inbox.questions import InboxQuestions
 from askvault.services.inbox.schedule import QuestionSchedule
@@ -47,7 +48,8 @@ Step = Literal["question", "idle", "vault gone"]
 
 class Inbox:
     """The question inbox of one vault: answers its question notes one at a time and
-    keeps their answer notes true (DESIGN §2)."""
+    keeps their answer notes true (DESIGN §2). `settle_rule` replaces the rule that tells
+    a finished question from one being typed (core/settling.py), to measure others."""
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Inbox:
         clock: Clock = SYSTEM_CLOCK,
         backoff_first_s: float = BACKOFF_FIRST_S,
         backoff_max_s: float = BACKOFF_MAX_S,
+        settle_rule: SettleRule | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -65,7 +68,7 @@ class Inbox:
         self.schedule = QuestionSchedule(backoff_first_s, backoff_max_s, clock)
         self.stale = StaleMarks(self.files)
         self.upkeep = AnswerUpkeep(self.files, self.presence)
-        self.listing = InboxListing(settings, self.schedule, clock)
+        self.listing = InboxListing(settings, self.schedule, clock, settle_rule or settle_wait_s)
         self.questions = InboxQuestions(
             settings,
             clients,
