@@ -194,7 +194,11 @@ def is_draft(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
 
 
-def question_note_state(note: ParsedNote) -> Literal["draft", "empty", "question"]:
+# What a note of the inbox is (question_note_state).
+NoteState = Literal["draft", "empty", "question"]
+
+
+def question_note_state(note: ParsedNote) -> NoteState:
     """What a note of the inbox is: a draft (`draft: true`, left alone until removed),
     empty (no question text yet: a new note, a template's properties alone; left alone
     until it has text), or a question."""

@@ -30,7 +30,7 @@ from askvault.errors import AskvaultError
 from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.focus import ObsidianFocus, focus_on
 from askvault.services.inbox.schedule import QuestionSchedule, Signature
-from askvault.services.question_options import question_note_state
+from askvault.services.question_options import NoteState, question_note_state
 from askvault.settings import Settings
 
 # How long a version must stay unchanged before it is taken (<= 0: now), given the two
@@ -46,7 +46,7 @@ class _Read:
 
     sig: Signature
     question: str | None
-    state: str
+    state: NoteState
     was_draft: bool
 
 
