@@ -292,7 +292,7 @@ def replay(session: Session, settings: Settings, rule: SettleRule | None = None)
 
 
 def replay_all(
-    sessions: list[Session], settings: Settings, rule: SettleRule | None = None
+    sessions: list[Session], settings: Settings, rule: SettleRule = settle_wait_s
 ) -> list[Replay]:
     """Every session replayed, one after the other, into `settings`' vault."""
     return [replay(session, settings, rule) for session in sessions]

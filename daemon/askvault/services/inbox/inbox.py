@@ -8,7 +8,8 @@ Each part owns one job and the others call its public methods:
 - `schedule` (`QuestionSchedule`): when each question may be tried again;
 - `stale` (`StaleMarks`): answers whose cited notes changed;
 - `upkeep` (`AnswerUpkeep`): unfinished notes of questions that left, `refresh: true`;
-- `listing` (`InboxListing`): which question is next, once it has settled;
+- `listing` (`InboxListing`): which question is next, once it is finished, not still
+  being typed (core/settling.py; its `focus` tells which note Obsidian shows);
 - `questions` (`InboxQuestions`): one question's steps, from its note to its archive.
 
 The inbox is driven from outside in two steps, `tick()` (the upkeep, in its order) and
@@ -59,7 +60,7 @@ class Inbox:
         clock: Clock = SYSTEM_CLOCK,
         backoff_first_s: float = BACKOFF_FIRST_S,
         backoff_max_s: float = BACKOFF_MAX_S,
-        settle_rule: SettleRule | None = None,
+        settle_rule: SettleRule = settle_wait_s,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -68,7 +69,7 @@ class Inbox:
         self.schedule = QuestionSchedule(backoff_first_s, backoff_max_s, clock)
         self.stale = StaleMarks(self.files)
         self.upkeep = AnswerUpkeep(self.files, self.presence)
-        self.listing = InboxListing(settings, self.schedule, clock, settle_rule or settle_wait_s)
+        self.listing = InboxListing(settings, self.schedule, clock, settle_rule)
         self.questions = InboxQuestions(
             settings,
             clients,
