@@ -281,7 +281,7 @@ def replay(session: Session, settings: Settings, rule: SettleRule | None = None)
                 continue
             if result.answered_after_s is not None and not pending:
                 break
-            later = _next_change(now, pending, written, settings)
+            later = min(stop + POLL_S, _next_change(now, pending, written, settings))
             clock.advance(later - now)
             now = later
     finally:
@@ -352,11 +352,13 @@ def _next_change(
     now: float, pending: list[Action], written: dict[str, float], settings: Settings
 ) -> float:
     """The next poll of the inbox thread at which what the inbox sees can have changed:
-    the next write, or a note of the inbox reaching one of the two settle times. Between
-    them every poll would see the same; the replay skips them."""
+    the next write, or a note of the inbox reaching one of the two settle times (infinity:
+    none is ahead). Between them every poll would see the same; the replay skips them."""
     q = settings.queries
     times = [a.at for a in pending[:1]]
     for mtime in written.values():
         times += [mtime + q.settle_s, mtime + q.unfinished_settle_s]
-    later = min((t for t in times if t > now), default=now + POLL_S)
+    later = min((t for t in times if t > now), default=math.inf)
+    if later == math.inf:
+        return later  # nothing will change any more
     return max(now + POLL_S, math.ceil(round(later / POLL_S, 6)) * POLL_S)
