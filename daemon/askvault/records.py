@@ -20,7 +20,7 @@ AnswerStatus = Literal[AnswerOutcome, "answering", "stale"]
 # still to be moved to the archive (`archiving`), then to be logged (`logging`).
 QuestionStatus = Literal["answering", "waiting", "failed", "archiving", "logging"]
 # A question note in the inbox as `askvault status` reports it.
-InboxState = Literal["new", "answering", "waiting", "filing", "draft", "failed"]
+InboxState = Literal["new", "answering", "waiting", "filing", "draft", "empty", "failed"]
 # An embedding model's vectors: serving searches, being built beside the active one
 # (a model change), or replaced (its bit table dropped, its cached vectors kept).
 FingerprintState = Literal["active", "building", "retired"]

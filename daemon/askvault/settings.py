@@ -131,7 +131,20 @@ class QueriesSettings:
     answers: str = _opt("answers", "Sub-folder where answer notes are written.")
     archive: str = _opt("archive", "Sub-folder where answered questions are moved.")
     log: str = _opt("log.md", "Log note (one line per question).")
-    settle_s: float = _opt(3.0, "A question is taken once unchanged for this long (s).", min=0)
+    settle_s: float = _opt(
+        3.0,
+        "A question that looks finished (it ends with a question mark; or with a full stop"
+        " and you are not on the note in Obsidian; or `draft: true` was just removed) is"
+        " taken once unchanged for this long (s).",
+        min=0,
+    )
+    unfinished_settle_s: float = _opt(
+        60.0,
+        "A question that does not look finished is taken once unchanged for this long (s):"
+        " longer than people pause mid-sentence (up to 30 s in the replayed typing"
+        " sessions).",
+        min=0,
+    )
     max_sources: int = _opt(8, "Most pages sent to the model for one answer.", min=1)
     excerpt_tokens: int = _opt(
         1000,

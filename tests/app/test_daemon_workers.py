@@ -72,3 +72,30 @@ def test_default_workers_are_empty_until_the_inbox_module_exists(
     settings = settings_for(tmp_path, tmp_path / "state", fake_ollama.url)
     workers = default_workers(settings)
     assert all(hasattr(w, "run") and hasattr(w, "notice") for w in workers)
+
+
+def test_the_inbox_thread_answers_a_dropped_question_and_stops_promptly(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    """InboxWorker only waits and wakes: a real thread, the real clock, one question."""
+    from askvault.app.clients import OllamaClients
+    from askvault.app.inbox_loop import InboxWorker
+    from askvault.services.inbox.inbox import Inbox
+    from support.inbox_driver import inbox_settings, inbox_vault
+
+    vault = inbox_vault(tmp_path / "vault")
+    settings = inbox_settings(vault, tmp_path / "state", fake_ollama.url)
+    fake_ollama.chat_script = ["An embed shows another note inline [[Embeds]]."]
+    worker = InboxWorker(Inbox(settings, OllamaClients(settings)))
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    thread.start()
+    try:
+        (vault / "queries/inbox/Q.md").write_text("What does an embed show?\n", encoding="utf-8")
+        worker.notice(["queries/inbox/Q.md"])
+        _wait(lambda: (vault / "queries/archive/Q.md").exists(), timeout_s=20.0)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive(), "the inbox thread must stop promptly"
+    assert "status: answered" in (vault / "queries/answers/Q.md").read_text(encoding="utf-8")

@@ -14,10 +14,12 @@ from invariants import FaultWorld
 from support.daemon_process import DaemonProcess, launched_daemons
 from support.fake_ollama import FakeOllama
 
-# Small batches, fast settle and debounce: the drills stay quick at small sizes.
+# Small batches, fast settle (whether a question looks finished or not) and debounce: the
+# drills stay quick at small sizes.
 DRILL_ENV = {
     "ASKVAULT_DAEMON__DEBOUNCE_S": "0.05",
     "ASKVAULT_QUERIES__SETTLE_S": "0.2",
+    "ASKVAULT_QUERIES__UNFINISHED_SETTLE_S": "0.2",
     "ASKVAULT_OLLAMA__EMBED_BATCH_SIZE": "8",
     "ASKVAULT_OLLAMA__TIMEOUT_S": "5",
     "ASKVAULT_OLLAMA__REPLY_SILENCE_S": "1",
@@ -51,6 +53,7 @@ def inproc(world: FaultWorld) -> Iterator[Callable[..., InProcessDaemon]]:
             **{
                 "daemon.debounce_s": 0.05,
                 "queries.settle_s": 0.2,
+                "queries.unfinished_settle_s": 0.2,
                 "ollama.embed_batch_size": 8,
                 **flags,
             }

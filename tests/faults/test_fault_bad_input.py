@@ -219,13 +219,15 @@ def test_hostile_app_json_is_ignored_with_a_warning_and_never_hangs_start_up(
     assert daemon.wait(5) == 0
 
 
-def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_the_inbox(
+def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_answered_in_the_inbox(
     world: FaultWorld,
     fake_ollama: FakeOllama,
     daemons: Callable[..., DaemonProcess],
 ) -> None:
     """Issue 15 item 9: one such name failed the whole watcher batch (the other changes
-    waited for the 600 s reconcile), and such a question got a traceback at every pass."""
+    waited for the 600 s reconcile), and such a question got a traceback at every pass;
+    issue 25 item 11: then it got no note at all, only a log line. It is answered now,
+    under its name with U+FFFD in place of the bad byte."""
     world.write("Note.md", "# Note\n\nThe ferry leaves at noon.\n")
     daemon = daemons()
     vault = os.fsencode(world.vault)
@@ -252,10 +254,18 @@ def test_a_non_utf8_name_is_skipped_per_path_in_the_watcher_batch_and_the_inbox(
         20,
         "the good question is answered",
     )
-    daemon.wait_for_log("is not answered: file name is not valid UTF-8", 5)
+    wait_until(
+        lambda: (world.vault / "queries/archive/Q-\ufffd.md").exists(),
+        20,
+        "the question with a bad name is answered and archived under a safe name",
+    )
+    assert (world.vault / "queries/archive/Q-\ufffd.md").read_bytes() == (
+        b"When does the ferry leave?\n"
+    )
+    assert "status: " in (world.vault / "queries/answers/Q-\ufffd.md").read_text("utf-8")
     time.sleep(1.0)  # several inbox passes
-    assert daemon.log().count("is not answered: file name is not valid UTF-8") == 1
+    assert daemon.log().count("file name is not valid UTF-8; answered and archived") == 1
     assert "Traceback" not in daemon.log() and "surrogates not allowed" not in daemon.log()
-    assert os.path.exists(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md")), "kept"
+    assert not os.path.exists(os.path.join(vault, b"queries", b"inbox", b"Q-\xfe.md"))
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(5) == 0

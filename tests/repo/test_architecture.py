@@ -317,3 +317,177 @@ def test_the_schema_check_sees_a_schema_and_not_other_dicts(tmp_path: Path) -> N
         encoding="utf-8",
     )
     assert hand_written_schemas(module) == ["line 1", "line 2", "line 5"]
+
+
+def _services_bases(path: Path, module: str) -> list[str]:
+    """`Class(Base)` in `path` where Base is a class of another module of services/ (by
+    name or through its module): an inheritance chain spread over files."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: dict[str, str] = {}  # a class name bound by an import -> its services module
+    modules: set[str] = set()  # names bound to a services module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "askvault.services":
+                modules |= {alias.asname or alias.name for alias in node.names}
+            elif node.module.startswith("askvault.services."):
+                names |= {alias.asname or alias.name: node.module for alias in node.names}
+        elif isinstance(node, ast.Import):
+            modules |= {
+                alias.asname
+                for alias in node.names
+                if alias.asname and alias.name.startswith("askvault.services.")
+            }
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for base in node.bases:
+            written = ast.unparse(base)
+            if isinstance(base, ast.Name) and names.get(base.id, module) != module:
+                found.append(f"{node.name}({written}) from {names[base.id]}")
+            elif isinstance(base, ast.Attribute) and (
+                written.startswith("askvault.services.") or written.split(".")[0] in modules
+            ):
+                found.append(f"{node.name}({written})")
+    return found
+
+
+def test_no_class_of_services_inherits_from_a_class_of_another_module() -> None:
+    """STYLE rule 16: an object of several jobs holds its parts by name (the inbox has
+    `files`, `upkeep`, `schedule`...) and calls their public methods; no base-class chain
+    spread over the files of services/."""
+    offenders = []
+    for path in sorted((PACKAGE / "services").rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        offenders += [f"{module}: {found}" for found in _services_bases(path, module)]
+    assert offenders == []
+
+
+def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import askvault.services.indexer\n"
+        "from askvault.services import status\n"
+        "from askvault.services.inbox.files import AnswerFiles\n"
+        "import askvault.services.inbox.upkeep as upkeep\n"
+        "from askvault.errors import AskvaultError\n"
+        "class Local:\n    pass\n"
+        "class A(AnswerFiles):\n    pass\n"
+        "class B(upkeep.AnswerUpkeep):\n    pass\n"
+        "class C(Local, AskvaultError):\n    pass\n"
+        "class D(status.Status, askvault.services.indexer.Indexer):\n    pass\n",
+        encoding="utf-8",
+    )
+    found = _services_bases(module, "askvault.services.m")
+    assert found == [
+        "A(AnswerFiles) from askvault.services.inbox.files",
+        "B(upkeep.AnswerUpkeep)",
+        "D(status.Status)",
+        "D(askvault.services.indexer.Indexer)",
+    ]
+
+
+def _private_calls(path: Path) -> list[str]:
+    """Calls of another object's private method (`x._name(...)` where x is not `self` or
+    `cls`): a private method called from outside its class."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, owner = node.func.attr, node.func.value
+        if not name.startswith("_") or name.startswith("__"):
+            continue
+        if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+            continue
+        found.append(f"line {node.lineno}: .{name}(")
+    return found
+
+
+def test_the_inbox_calls_no_private_method_of_another_object() -> None:
+    """The inbox's parts talk through their public methods only (STYLE rule 16)."""
+    offenders = []
+    for path in sorted((PACKAGE / "services" / "inbox").rglob("*.py")):
+        offenders += [f"{path.name} {where}" for where in _private_calls(path)]
+    assert offenders == []
+
+
+def test_the_private_call_check_sees_a_call_through_a_part(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "class A:\n"
+        "    def f(self, other):\n"
+        "        self._mine()\n"
+        "        self.files._own_answer()\n"
+        "        other._peek()\n"
+        "        super().__init__()\n",
+        encoding="utf-8",
+    )
+    assert _private_calls(module) == ["line 4: ._own_answer(", "line 5: ._peek("]
+
+
+# Modules outside app/ that start a thread, each with why. An adapter may run the threads
+# of the outside system it owns; services and core never start one.
+THREADS_OUTSIDE_APP = {
+    "adapters/watcher.py": "watchdog's observer and the debounce thread that flushes it",
+    "adapters/mcp_server.py": "the MCP SDK runs each tool call in a worker thread",
+    "services/indexer.py": (
+        "a parsing pool worker process watches for its parent's death; issue 24 item 5 "
+        "moves it out of services/"
+    ),
+}
+THREAD_STARTERS = {"Thread", "Timer", "ThreadPoolExecutor", "start_new_thread", "to_thread"}
+
+
+def threads_started_in(path: Path) -> list[str]:
+    """Where a module starts a thread: `Thread(`, `Timer(`, `ThreadPoolExecutor(`,
+    `_thread.start_new_thread(`, `anyio.to_thread`, by name or as an attribute."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+        if name in THREAD_STARTERS:
+            found.append((node.lineno, name))
+    return [f"line {line}: {name}" for line, name in sorted(found)]
+
+
+def test_threads_are_started_only_in_app() -> None:
+    """The daemon's threads live in app/ (STYLE rule 14): services are driven by them, so
+    that a service runs in a test without a thread (the inbox: `tick()` and `process()`
+    under a clock moved by hand)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("app/") or rel in THREADS_OUTSIDE_APP:
+            continue
+        offenders += [f"{rel} {where}" for where in threads_started_in(path)]
+    assert offenders == [], "start the thread in app/ and hand the service its work"
+    stale = [rel for rel in THREADS_OUTSIDE_APP if not threads_started_in(PACKAGE / rel)]
+    assert stale == [], "an exception that starts no thread any more: remove it"
+
+
+def test_the_thread_check_sees_every_way_to_start_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import threading, anyio\n"
+        "from threading import Thread\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "threading.Thread(target=print).start()\n"
+        "Thread(target=print)\n"
+        "threading.Timer(1, print)\n"
+        "ThreadPoolExecutor(2)\n"
+        "anyio.to_thread.run_sync(print)\n"
+        "threading.Event().wait(1)\n",
+        encoding="utf-8",
+    )
+    assert [w.split(": ")[1] for w in threads_started_in(module)] == [
+        "Thread",
+        "Thread",
+        "Timer",
+        "ThreadPoolExecutor",
+        "to_thread",
+    ]

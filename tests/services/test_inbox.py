@@ -1,4 +1,5 @@
-"""The inbox protocol: InboxWorker on its own thread, a temp vault, the fake Ollama."""
+"""The inbox protocol: an Inbox stepped with a clock moved by hand, a temp vault, the fake
+Ollama."""
 
 from __future__ import annotations
 
@@ -13,16 +14,15 @@ import pytest
 from askvault.adapters import answer_store, meta
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
-from askvault.services.answer_files import AnswerFiles
+from askvault.services.inbox.files import AnswerFiles
 from askvault.services.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.inbox_worker import (
-    Running,
+from support.inbox_driver import (
+    InboxDriver,
+    driver_starter,
     inbox_settings,
     inbox_vault,
-    wait_for,
-    worker_starter,
 )
 
 QUESTION = "What does an embed show?\n"
@@ -40,8 +40,8 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 
 
 @pytest.fixture
-def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
-    with worker_starter(settings) as start:
+def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
+    with driver_starter(settings) as start:
         yield start
 
 
@@ -57,23 +57,23 @@ def _status(path: Path) -> str | None:
 
 
 def test_question_is_answered_archived_byte_for_byte_and_logged(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     data = b"---\nunknown_key: kept\n---\r\nWhat does an embed show?\r\n"
     question = vault / "queries/inbox/How do embeds work.md"
     question.write_bytes(data)
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/How do embeds work.md"
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     archived = vault / "queries/archive/How do embeds work.md"
-    wait_for(archived.exists)
+    inbox.run_until(archived.exists)
     assert archived.read_bytes() == data
     assert not question.exists()
     text = answer.read_text(encoding="utf-8")
     assert "> [!question]\n> What does an embed show?" in text
     assert "[[Embeds]]" in text and "**resolved** → `Embeds.md`" in text
-    log = wait_for(
+    log = inbox.run_until(
         lambda: (
             (vault / "queries/log.md").read_text(encoding="utf-8")
             if (vault / "queries/log.md").exists()
@@ -86,94 +86,92 @@ def test_question_is_answered_archived_byte_for_byte_and_logged(
     )
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_draft_is_left_alone_until_the_key_is_removed(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     question = vault / "queries/inbox/Q.md"
     question.write_text("---\ndraft: true\n---\nWhat does an embed show?\n", encoding="utf-8")
-    run_worker()
-    time.sleep(1.0)
+    inbox = start()
+    inbox.run_for(5.0)
     assert not (vault / "queries/answers").exists() or not any(
         (vault / "queries/answers").iterdir()
     )
     question.write_text(QUESTION, encoding="utf-8")
-    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "answered")
+    inbox.run_until(lambda: _status(vault / "queries/answers/Q.md") == "answered")
 
 
 def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
     question = vault / "queries/inbox/Q.md"
     question.write_text(
         "---\nfolders: [../outside]\nmax_sources: 0\n---\nWhat?\n", encoding="utf-8"
     )
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "failed")
+    inbox.run_until(lambda: _status(answer) == "failed")
     text = answer.read_text(encoding="utf-8")
     assert "'../outside' is outside the vault" in text and "max_sources" in text
     assert question.exists(), "a failed question stays in the inbox to be fixed"
     question.write_text(
         "---\nfolders: [folder]\n---\nWhat does the second section explain?\n", encoding="utf-8"
     )
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_an_empty_question_gets_no_note_until_it_has_text(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     # Issue 14 item 3: an empty new note is not a failed question, only an unwritten one.
     fake_ollama.chat_script = [REPLY]
     empty = vault / "queries/inbox/Empty.md"
     empty.write_text("---\ntags: [x]\n---\n\n", encoding="utf-8")
-    run_worker()
-    time.sleep(1.0)
+    inbox = start()
+    inbox.run_for(5.0)
     assert not (vault / "queries/answers/Empty.md").exists()
     empty.write_text("---\ntags: [x]\n---\n" + QUESTION, encoding="utf-8")
-    wait_for(lambda: (vault / "queries/archive/Empty.md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/Empty.md").exists())
 
 
 def test_ollama_down_then_back_answers_by_itself(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.set_fault("down")
     question = vault / "queries/inbox/Q.md"
     question.write_text("embed another note inline\n", encoding="utf-8")
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: _status(answer) == "waiting")
     text = answer.read_text(encoding="utf-8")
     assert "Waiting for Ollama" in text and "extractive, not an answer" in text
     assert question.exists()
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    wait_for(lambda: _status(answer) == "answered", timeout=15)
+    inbox.run_until(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
 
 
 def test_user_edited_answer_is_never_overwritten(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Q.md").write_text("embed another note inline\n", encoding="utf-8")
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: _status(answer) == "waiting")
     answer.write_text("my own notes here\n", encoding="utf-8")
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
     assert answer.read_text(encoding="utf-8") == "my own notes here\n"
 
 
 def test_question_edited_mid_answer_is_answered_again_with_the_edit(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     question = vault / "queries/inbox/Q.md"
     calls: list[int] = []
@@ -186,19 +184,22 @@ def test_question_edited_mid_answer_is_answered_again_with_the_edit(
 
     fake_ollama.chat_script = reply
     question.write_text(QUESTION, encoding="utf-8")
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     assert "exactly?" in answer.read_text(encoding="utf-8")
     assert len(calls) == 2
     # The answer note lands before the question is archived: wait for the archive too.
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
     assert (vault / "queries/archive/Q.md").read_text(encoding="utf-8").endswith("exactly?\n")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
 def test_question_deleted_mid_answer_is_handled(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path,
+    start: Callable[..., InboxDriver],
+    fake_ollama: FakeOllama,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     question = vault / "queries/inbox/Q.md"
 
@@ -208,29 +209,29 @@ def test_question_deleted_mid_answer_is_handled(
 
     fake_ollama.chat_script = reply
     question.write_text(QUESTION, encoding="utf-8")
-    running = run_worker()
-    wait_for(lambda: fake_ollama.requests_to("/api/chat"))
-    time.sleep(0.8)
-    assert running.thread.is_alive() and not running.errors
+    inbox = start()
+    inbox.run_until(lambda: fake_ollama.requests_to("/api/chat"))
+    inbox.run_for(5.0)
+    assert "failed unexpectedly" not in caplog.text
     assert not (vault / "queries/answers/Q.md").exists()
     assert not (vault / "queries/archive/Q.md").exists()
 
 
 def test_re_asking_gives_a_new_answer_and_keeps_the_first(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY, REPLY]
     question = vault / "queries/inbox/Q.md"
     question.write_text(QUESTION, encoding="utf-8")
-    run_worker()
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox = start()
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
     first = (vault / "queries/answers/Q.md").read_bytes()
     question.write_text(QUESTION, encoding="utf-8")
-    wait_for(lambda: (vault / "queries/archive/Q (2).md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/Q (2).md").exists())
     assert _status(vault / "queries/answers/Q (2).md") == "answered"
     assert (vault / "queries/answers/Q.md").read_bytes() == first
     # The log line is appended after the archive: wait for it rather than read at once.
-    wait_for(
+    inbox.run_until(
         lambda: (
             (vault / "queries/log.md")
             .read_text(encoding="utf-8")
@@ -241,7 +242,7 @@ def test_re_asking_gives_a_new_answer_and_keeps_the_first(
 
 
 def test_questions_are_answered_oldest_first(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     import os
 
@@ -257,26 +258,26 @@ def test_questions_are_answered_oldest_first(
         path.write_text(f"Question {name}?\n", encoding="utf-8")
         past = time.time() - age
         os.utime(path, (past, past))
-    run_worker()
-    wait_for(lambda: len(asked) == 3)
+    inbox = start()
+    inbox.run_until(lambda: len(asked) == 3)
     assert asked == ["Question B?", "Question C?", "Question A?"]
 
 
 def test_cited_note_change_marks_the_answer_stale(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    running = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     _edit_and_index(settings, vault / "Embeds.md")
-    running.worker.on_notes_changed(["Embeds.md"], [])
-    wait_for(lambda: _status(answer) == "stale")
+    inbox.on_notes_changed(["Embeds.md"], [])
+    inbox.run_until(lambda: _status(answer) == "stale")
     text = answer.read_text(encoding="utf-8")
     assert "> [!warning] Stale answer" in text and "[[Embeds]]" in text
-    running.worker.on_notes_changed(["Links.md"], [])  # not cited: nothing happens
-    time.sleep(0.5)
+    inbox.on_notes_changed(["Links.md"], [])  # not cited: nothing happens
+    inbox.run_for(5.0)
     assert text == answer.read_text(encoding="utf-8")
 
 
@@ -292,34 +293,34 @@ def _edit_and_index(settings: Settings, path: Path) -> None:
 
 
 def test_a_change_report_of_a_note_the_answer_already_saw_does_not_mark_it_stale(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     # An indexing pass commits notes in groups and reports them at its end: an answer that
     # read a note committed early in the pass has seen its current content.
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    running = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "answered")
-    running.worker.on_notes_changed(["Embeds.md"], [])
-    time.sleep(0.5)
+    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.on_notes_changed(["Embeds.md"], [])
+    inbox.run_for(5.0)
     assert _status(answer) == "answered"
     _edit_and_index(settings, vault / "Embeds.md")
-    running.worker.on_notes_changed(["Embeds.md"], [])
-    wait_for(lambda: _status(answer) == "stale")
+    inbox.on_notes_changed(["Embeds.md"], [])
+    inbox.run_until(lambda: _status(answer) == "stale")
 
 
 def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    running = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     answer.write_text(answer.read_text(encoding="utf-8") + "\nmy note\n", encoding="utf-8")
     edited = answer.read_bytes()
-    running.worker.on_notes_changed([], ["Embeds.md"])
+    inbox.on_notes_changed([], ["Embeds.md"])
 
     def listed() -> list[str]:
         conn = connect(settings.db_path)
@@ -328,24 +329,22 @@ def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(
         finally:
             conn.close()
 
-    assert wait_for(listed) == ["queries/answers/Q.md"]
+    assert inbox.run_until(listed) == ["queries/answers/Q.md"]
     assert answer.read_bytes() == edited
 
 
 def test_a_waiting_question_survives_a_restart(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    first = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "waiting")
-    first.stop.set()
-    first.thread.join(10)
+    inbox.run_until(lambda: _status(answer) == "waiting")
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    run_worker()
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.restart()
+    inbox.run_until(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
@@ -380,7 +379,7 @@ def test_question_summary_is_one_truncated_line() -> None:
 
 
 def test_a_crash_right_after_the_answering_note_is_written_resumes_that_note(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     # The state a kill -9 leaves between writing the `answering` note and recording the
     # question: the note and its row exist, the question row does not.
@@ -398,9 +397,9 @@ def test_a_crash_right_after_the_answering_note_is_written_resumes_that_note(
         conn.close()
     assert written == "queries/answers/Q.md"
     fake_ollama.chat_script = [REPLY]
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
@@ -429,7 +428,7 @@ def test_write_answer_records_the_name_before_the_file_exists(
 def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     renamed: bool,
 ) -> None:
@@ -476,7 +475,17 @@ def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     if renamed:
         (vault / rel).write_bytes(new)
     fake_ollama.chat_script = [REPLY]
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: _status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
+
+
+def test_notice_looks_again_only_for_questions_and_answer_notes(settings: Settings) -> None:
+    from askvault.app.clients import OllamaClients
+    from askvault.services.inbox.inbox import Inbox
+
+    inbox = Inbox(settings, OllamaClients(settings))
+    assert inbox.notice(["queries/inbox/Q.md"])
+    assert inbox.notice(["Notes/A.md", "queries/answers/Q.md"])
+    assert not inbox.notice(["queries/archive/Q.md", "queries/log.md", "Notes/A.md"])

@@ -1,6 +1,6 @@
 """Issue 15: questions that cannot be archived, crash points of the archive step, a hostile
-log, and waiting notes that are not rewritten for nothing (InboxWorker on its own thread, a
-temp vault, the fake Ollama)."""
+log, and waiting notes that are not rewritten for nothing (an Inbox stepped with a clock
+moved by hand, a temp vault, the fake Ollama)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,16 +16,14 @@ import pytest
 from askvault.adapters import answer_store
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
-from askvault.services.answer_files import AnswerFiles, log_line_for
+from askvault.services.inbox.files import AnswerFiles, log_line_for
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.inbox_worker import (
-    Running,
+from support.inbox_driver import (
+    InboxDriver,
+    driver_starter,
     inbox_settings,
     inbox_vault,
-    wait_for,
-    wait_for_logged,
-    worker_starter,
 )
 
 QUESTION = "What does an embed show?\n"
@@ -46,15 +43,17 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 
 
 @pytest.fixture
-def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
-    with worker_starter(settings, backoff_max_s=0.8) as start:
+def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
+    with driver_starter(settings, backoff_max_s=0.8) as start:
         yield start
 
 
-# Retries at 0.05 s doubling to 0.2 s (the worker looks at its inbox every 0.25 s): the
-# tests below count RETRIES logged retries instead of sleeping through them.
-FAST_RETRIES = {"backoff_first_s": 0.05, "backoff_max_s": 0.2}
+# The tests below count this many logged retries (the inbox's clock moves by itself).
 RETRIES = 4
+
+
+def logged(caplog: pytest.LogCaptureFixture, text: str) -> int:
+    return sum(text in r.getMessage() for r in caplog.records)
 
 
 def read(path: Path) -> str:
@@ -118,7 +117,7 @@ def _block_archive(how: str, vault: Path, tmp_path: Path, undo: list[Callable[[]
 def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_reason(
     vault: Path,
     tmp_path: Path,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     how: str,
     caplog: pytest.LogCaptureFixture,
@@ -129,10 +128,10 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
     undo: list[Callable[[], None]] = []
     _block_archive(how, vault, tmp_path, undo)
     try:
-        run_worker(**FAST_RETRIES)
+        inbox = start()
         answer = vault / "queries/answers/Q.md"
-        wait_for(lambda: "could not archive the question" in read(answer))
-        wait_for_logged(caplog, "is answered but cannot be archived", RETRIES)
+        inbox.run_until(lambda: "could not archive the question" in read(answer))
+        inbox.run_until(lambda: logged(caplog, "is answered but cannot be archived") >= RETRIES)
         assert chats(fake_ollama) == 1, "answered more than once"
         assert names(vault / "queries/answers") == ["Q.md"]
         assert status_of(answer) == "answered"
@@ -145,12 +144,12 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
     finally:
         for step in reversed(undo):
             step()
-    wait_for(lambda: not question.exists())
+    inbox.run_until(lambda: not question.exists())
     assert (vault / "queries/archive/Q.md").read_text(encoding="utf-8") == QUESTION
     assert names(vault / "queries/archive") == ["Q.md"]
-    wait_for(lambda: log_lines(vault))
-    wait_for(lambda: "Question not archived" not in read(answer))
-    time.sleep(0.5)
+    inbox.run_until(lambda: log_lines(vault))
+    inbox.run_until(lambda: "Question not archived" not in read(answer))
+    inbox.run_for(5.0)
     assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
     assert chats(fake_ollama) == 1
     assert names(vault / "queries/answers") == ["Q.md"] and status_of(answer) == "answered"
@@ -198,7 +197,7 @@ def _question_rows(settings: Settings) -> int:
 def test_crash_between_archive_link_and_inbox_unlink_archives_once_and_logs_once(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
 ) -> None:
     question = vault / Q_REL
@@ -206,10 +205,10 @@ def test_crash_between_archive_link_and_inbox_unlink_archives_once_and_logs_once
     _answered_state(settings)
     (vault / "queries/archive").mkdir()
     os.link(question, vault / "queries/archive/Q.md")
-    run_worker()
-    wait_for(lambda: not question.exists())
-    wait_for(lambda: log_lines(vault))
-    wait_for(lambda: _question_rows(settings) == 0)
+    inbox = start()
+    inbox.run_until(lambda: not question.exists())
+    inbox.run_until(lambda: log_lines(vault))
+    inbox.run_until(lambda: _question_rows(settings) == 0)
     assert names(vault / "queries/archive") == ["Q.md"]
     assert names(vault / "queries/answers") == ["Q.md"]
     assert chats(fake_ollama) == 0 and len(log_lines(vault)) == 1
@@ -218,14 +217,14 @@ def test_crash_between_archive_link_and_inbox_unlink_archives_once_and_logs_once
 def test_crash_between_inbox_unlink_and_the_transaction_still_logs_the_line(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
 ) -> None:
     _answered_state(settings)
     (vault / "queries/archive").mkdir()
     (vault / "queries/archive/Q.md").write_text(QUESTION, encoding="utf-8")  # moved, then kill
-    run_worker()
-    wait_for(lambda: _question_rows(settings) == 0)
+    inbox = start()
+    inbox.run_until(lambda: _question_rows(settings) == 0)
     assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
     assert chats(fake_ollama) == 0
 
@@ -233,37 +232,37 @@ def test_crash_between_inbox_unlink_and_the_transaction_still_logs_the_line(
 def test_crash_between_the_log_append_and_the_delete_does_not_log_twice(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
 ) -> None:
     _answered_state(settings, status="logging")
     (vault / "queries/log.md").write_text(
         log_line_for(QUESTION, "queries/answers/Q.md"), encoding="utf-8"
     )
-    run_worker()
-    wait_for(lambda: _question_rows(settings) == 0)
+    inbox = start()
+    inbox.run_until(lambda: _question_rows(settings) == 0)
     assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
 
 
 def test_an_answered_question_edited_before_its_archive_is_logged_and_asked_anew(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.chat_script = lambda messages: REPLY
     question = vault / Q_REL
     question.write_text("How do embeds show notes?\n", encoding="utf-8")  # not the answered text
     _answered_state(settings)
-    run_worker()
-    wait_for(lambda: status_of(vault / "queries/answers/Q (2).md") == "answered")
-    wait_for(lambda: len(log_lines(vault)) == 2)
+    inbox = start()
+    inbox.run_until(lambda: status_of(vault / "queries/answers/Q (2).md") == "answered")
+    inbox.run_until(lambda: len(log_lines(vault)) == 2)
     assert chats(fake_ollama) == 1
 
 
 def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
 ) -> None:
     # Where hard links are refused, a name is reserved as an empty file, then the finished
@@ -296,8 +295,10 @@ def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
             answer_store.record_placeholder(conn, "queries/archive/R.md")
     finally:
         conn.close()
-    run_worker()
-    wait_for(lambda: not (vault / Q_REL).exists() and not (vault / "queries/inbox/R.md").exists())
+    inbox = start()
+    inbox.run_until(
+        lambda: not (vault / Q_REL).exists() and not (vault / "queries/inbox/R.md").exists()
+    )
     assert names(vault / "queries/answers") == ["Q.md", "R.md", "Users own empty note.md"]
     assert names(vault / "queries/archive") == ["Q.md", "R.md"]
     assert (vault / "queries/archive/R.md").read_text(encoding="utf-8") == QUESTION
@@ -310,7 +311,7 @@ def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
 
 def test_a_log_symlinked_to_a_user_note_is_never_appended_to(
     vault: Path,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.chat_script = lambda messages: REPLY
@@ -318,9 +319,9 @@ def test_a_log_symlinked_to_a_user_note_is_never_appended_to(
     journal.write_text("# Journal\n", encoding="utf-8")
     (vault / "queries/log.md").symlink_to("../Journal.md")
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
-    run_worker()
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
-    time.sleep(0.5)
+    inbox = start()
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox.run_for(5.0)
     assert journal.read_text(encoding="utf-8") == "# Journal\n"
     assert (vault / "queries/log.md").is_symlink()
     assert chats(fake_ollama) == 1
@@ -328,15 +329,13 @@ def test_a_log_symlinked_to_a_user_note_is_never_appended_to(
 
 def test_start_up_keeps_a_user_file_named_like_a_temp_file(
     vault: Path,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
 ) -> None:
     kept = vault / "queries/answers/.askvault-tmp-my notes.md"
     kept.parent.mkdir(parents=True)
     kept.write_text("mine")
     os.utime(kept, (1, 1))
-    running = run_worker()
-    time.sleep(0.5)
-    running.halt()
+    start().run_for(5.0)
     assert kept.read_text() == "mine"
 
 
@@ -345,50 +344,45 @@ def test_start_up_keeps_a_user_file_named_like_a_temp_file(
 
 def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     vault: Path,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
-    run_worker(**FAST_RETRIES)
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: status_of(answer) == "waiting")
+    inbox.run_until(lambda: status_of(answer) == "waiting")
     first = answer.stat()
-    waits = len(
-        [r for r in caplog.records if "question queries/inbox/Q.md waits" in r.getMessage()]
-    )
+    waits = logged(caplog, "question queries/inbox/Q.md waits")
     seen = set()
 
     def retried() -> bool:
         with_stat = answer.stat()
         seen.add((with_stat.st_ino, with_stat.st_mtime_ns))
-        return (
-            sum("question queries/inbox/Q.md waits" in r.getMessage() for r in caplog.records)
-            >= waits + RETRIES
-        )
+        return logged(caplog, "question queries/inbox/Q.md waits") >= waits + RETRIES
 
-    wait_for(retried)
+    inbox.run_until(retried)
     assert seen == {(first.st_ino, first.st_mtime_ns)}, "the waiting note was rewritten"
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    wait_for(lambda: status_of(answer) == "answered")
+    inbox.run_until(lambda: status_of(answer) == "answered")
     assert names(vault / "queries/answers") == ["Q.md"]
 
 
 def test_waiting_note_is_rewritten_when_its_reason_changes(
     vault: Path,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: status_of(answer) == "waiting")
+    inbox.run_until(lambda: status_of(answer) == "waiting")
     before = read(answer)
     fake_ollama.set_fault("500")
-    wait_for(lambda: read(answer) != before)
+    inbox.run_until(lambda: read(answer) != before)
     assert status_of(answer) == "waiting"
 
 

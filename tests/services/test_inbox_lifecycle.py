@@ -1,6 +1,6 @@
 """The life of question and answer notes (issues 14 and 15): ownership that survives an
 index rebuild, a vault that goes away mid-answer, answers that cannot be written, the
-new-note flow. InboxWorker on its own thread, a temp vault, the fake Ollama."""
+new-note flow. An Inbox stepped with a clock moved by hand, a temp vault, the fake Ollama."""
 
 from __future__ import annotations
 
@@ -14,17 +14,16 @@ from askvault.adapters import answer_store
 from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.core.ownership import sign_note
-from askvault.services.answer_files import AnswerFiles
-from askvault.services.answer_upkeep import AnswerUpkeep
+from askvault.services.inbox.files import AnswerFiles
+from askvault.services.inbox.presence import VaultPresence
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.inbox_worker import (
-    Running,
+from support.inbox_driver import (
+    InboxDriver,
+    driver_starter,
     inbox_settings,
     inbox_vault,
-    wait_for,
-    worker_starter,
 )
 
 QUESTION = "What does an embed show?\n"
@@ -42,8 +41,8 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 
 
 @pytest.fixture
-def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
-    with worker_starter(settings) as start:
+def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
+    with driver_starter(settings) as start:
         yield start
 
 
@@ -81,43 +80,43 @@ def _answer_rows(settings: Settings) -> list[str]:
 def test_a_waiting_question_is_finished_in_place_after_the_index_is_deleted(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     rebuild: bool,
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    first = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "waiting")
-    first.halt()
+    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.close()
     assert 'askvault: "v1:' in answer.read_text(encoding="utf-8")
     _delete_index(settings, rebuild=rebuild)
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    run_worker()
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists(), timeout=15)
+    inbox = start()
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
     assert _status(answer) in ("answered", "no-answer")
     assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
 
 
 def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    first = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(answer) == "waiting")
-    first.halt()
+    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.close()
     # An edit that keeps the marker line: the marker no longer matches the text.
     edited = answer.read_text(encoding="utf-8").replace("Waiting for Ollama", "My own words")
     answer.write_text(edited, encoding="utf-8")
     _delete_index(settings, rebuild=True)
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    run_worker()
-    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    inbox = start()
+    inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
     assert answer.read_text(encoding="utf-8") == edited
     assert "queries/answers/Q.md" not in _answer_rows(settings)
 
@@ -128,7 +127,7 @@ def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
 def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     forgery: str,
 ) -> None:
@@ -151,31 +150,30 @@ def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
     _delete_index(settings, rebuild=True)
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    run_worker()
-    wait_for(lambda: _status(answers / "Q (2).md") == "answered", timeout=15)
+    inbox = start()
+    inbox.run_until(lambda: _status(answers / "Q (2).md") == "answered")
     assert target.read_text(encoding="utf-8") == text
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     from askvault.services.indexer import index_paths
 
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    first = run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
-    first.halt()
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox.close()
     before = answer.read_bytes()
     _delete_index(settings, rebuild=False)
-    running = run_worker()
-    wait_for(lambda: "queries/answers/Q.md" in _answer_rows(settings))
+    inbox = start()
+    inbox.run_until(lambda: "queries/answers/Q.md" in _answer_rows(settings))
     # The rebuilt index reads every note: a report, not a change.
     index_vault(settings, OllamaClients(settings))
-    running.worker.on_notes_changed(["Embeds.md", "Links.md"], [])
-    time.sleep(0.6)
+    inbox.on_notes_changed(["Embeds.md", "Links.md"], [])
+    inbox.run_for(5.0)
     assert answer.read_bytes() == before
     embeds = vault / "Embeds.md"
     embeds.write_text(embeds.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
@@ -184,8 +182,8 @@ def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
         index_paths(conn, settings, ["Embeds.md"])
     finally:
         conn.close()
-    running.worker.on_notes_changed(["Embeds.md"], [])
-    wait_for(lambda: _status(answer) == "stale")
+    inbox.on_notes_changed(["Embeds.md"], [])
+    inbox.run_until(lambda: _status(answer) == "stale")
     conn = connect(settings.db_path)
     try:
         row = answer_store.get_answer(conn, "queries/answers/Q.md")
@@ -202,7 +200,7 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
 ) -> None:
     from askvault.errors import VaultUnavailable
 
-    worker = AnswerUpkeep(settings)
+    worker, presence = AnswerFiles(settings), VaultPresence(settings)
     conn = connect(settings.db_path)
     try:
         vault.rename(tmp_path / "aside")
@@ -219,9 +217,9 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
         with pytest.raises(OSError):
             worker.append_log_line("## [2026-12-01] query | Q\n")
         assert not vault.exists()
-        assert worker.vault_present() is False
+        assert presence.vault_present() is False
         vault.mkdir()  # an empty mount point in its place
-        assert worker.vault_present() is False
+        assert presence.vault_present() is False
         with pytest.raises(VaultUnavailable):
             worker.write_answer(
                 conn,
@@ -235,7 +233,7 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
         assert list(vault.iterdir()) == []
         vault.rmdir()
         (tmp_path / "aside").rename(vault)
-        assert worker.vault_present() is True
+        assert presence.vault_present() is True
     finally:
         conn.close()
 
@@ -244,7 +242,7 @@ def test_no_answer_note_or_folder_is_created_where_the_vault_was(
 def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     status: str,
 ) -> None:
@@ -273,9 +271,9 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
     finally:
         conn.close()
     fake_ollama.chat_script = [REPLY]
-    run_worker()
+    inbox = start()
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
     assert _status(answer) == "answered"
     assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
 
@@ -285,12 +283,11 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
 PROBLEM = "queries/Answers cannot be written.md"
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 @pytest.mark.parametrize("fault", ["answers_is_a_file", "answers_links_out_of_the_vault"])
 def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_can(
     vault: Path,
     tmp_path: Path,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     fault: str,
 ) -> None:
@@ -303,21 +300,21 @@ def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_ca
     question = vault / "queries/inbox/Q.md"
     question.write_bytes(QUESTION.encode("utf-8"))
     fake_ollama.chat_script = [REPLY]
-    run_worker()
+    inbox = start()
     problem = vault / PROBLEM
-    wait_for(problem.exists)
+    inbox.run_until(problem.exists)
     text = problem.read_text(encoding="utf-8")
     assert "askvault cannot write answer notes" in text and "queries/answers/" in text
     assert ("not a folder" in text) if fault == "answers_is_a_file" else ("outside" in text)
     first = problem.stat()
-    time.sleep(1.6)  # several retries with the same reason: the note is not rewritten
+    inbox.run_for(5.0)  # several retries with the same reason: the note is not rewritten
     again = problem.stat()
     assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
     assert question.read_bytes() == QUESTION.encode("utf-8"), "the question is never touched"
     assert list((tmp_path / "elsewhere").iterdir() if fault != "answers_is_a_file" else []) == []
     answers.unlink()
-    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "answered", timeout=20)
-    wait_for(lambda: not problem.exists())
+    inbox.run_until(lambda: _status(vault / "queries/answers/Q.md") == "answered")
+    inbox.run_until(lambda: not problem.exists())
 
 
 def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
@@ -346,27 +343,26 @@ def test_the_problem_note_is_rate_limited_and_never_written_over_a_users_note(
 # -- issue 14 item 3: the new-note flow --------------------------------------------------
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 @pytest.mark.parametrize(
     "content",
     ["", " \n\t\n", "---\ntags: [question]\n---\n\n"],
     ids=["zero_bytes", "whitespace_only", "template_frontmatter_only"],
 )
 def test_obsidians_untitled_note_is_not_answered_until_it_is_renamed_and_typed(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, content: str
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama, content: str
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     untitled = vault / "queries/inbox/Untitled.md"
     untitled.write_text(content, encoding="utf-8")
-    run_worker()
-    time.sleep(1.0)
+    inbox = start()
+    inbox.run_for(5.0)
     assert not (vault / "queries/answers").exists() or not any(
         (vault / "queries/answers").iterdir()
     ), "no failed note for an empty new note"
     named = vault / "queries/inbox/How do embeds work.md"
     untitled.rename(named)
     named.write_text(QUESTION, encoding="utf-8")
-    wait_for(lambda: (vault / "queries/archive/How do embeds work.md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/How do embeds work.md").exists())
     assert [p.name for p in (vault / "queries/answers").iterdir()] == ["How do embeds work.md"]
     assert not fake_ollama.requests_to("/api/chat")[1:], "asked once"
 
@@ -376,39 +372,39 @@ BAD = "---\nmax_sources: 0\n---\nWhat does an embed show?\n"
 
 @pytest.mark.parametrize("how", ["renamed_and_fixed", "deleted", "moved_out_of_the_inbox"])
 def test_a_failed_note_is_removed_when_its_question_leaves_the_inbox(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama, how: str
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama, how: str
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     question = vault / "queries/inbox/Q.md"
     question.write_text(BAD, encoding="utf-8")
-    run_worker()
+    inbox = start()
     failed = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(failed) == "failed")
+    inbox.run_until(lambda: _status(failed) == "failed")
     if how == "renamed_and_fixed":
         renamed = vault / "queries/inbox/R.md"
         question.rename(renamed)
         renamed.write_text(QUESTION, encoding="utf-8")
-        wait_for(lambda: (vault / "queries/archive/R.md").exists())
+        inbox.run_until(lambda: (vault / "queries/archive/R.md").exists())
         assert _status(vault / "queries/answers/R.md") == "answered"
     elif how == "deleted":
         question.unlink()
     else:
         question.rename(vault / "Q.md")
-    wait_for(lambda: not failed.exists())
+    inbox.run_until(lambda: not failed.exists())
 
 
 def test_a_failed_note_edited_by_the_user_is_kept_when_its_question_goes(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running]
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver]
 ) -> None:
     question = vault / "queries/inbox/Q.md"
     question.write_text(BAD, encoding="utf-8")
-    run_worker()
+    inbox = start()
     failed = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(failed) == "failed")
+    inbox.run_until(lambda: _status(failed) == "failed")
     failed.write_text(failed.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
     mine = failed.read_bytes()
     question.unlink()
-    wait_for(lambda: "queries/answers/Q.md" not in _answer_rows(settings))
+    inbox.run_until(lambda: "queries/answers/Q.md" not in _answer_rows(settings))
     assert failed.read_bytes() == mine
 
 
@@ -416,31 +412,31 @@ def test_a_failed_note_edited_by_the_user_is_kept_when_its_question_goes(
 def test_a_waiting_note_whose_question_was_deleted_while_stopped_is_removed_at_start(
     vault: Path,
     settings: Settings,
-    run_worker: Callable[..., Running],
+    start: Callable[..., InboxDriver],
     fake_ollama: FakeOllama,
     index_lost: bool,
 ) -> None:
     fake_ollama.set_fault("down")
     question = vault / "queries/inbox/Q.md"
     question.write_text(QUESTION, encoding="utf-8")
-    first = run_worker()
+    inbox = start()
     waiting = vault / "queries/answers/Q.md"
-    wait_for(lambda: _status(waiting) == "waiting")
-    first.halt()
+    inbox.run_until(lambda: _status(waiting) == "waiting")
+    inbox.close()
     question.unlink()
     if index_lost:
         _delete_index(settings, rebuild=True)
-    run_worker()
+    inbox = start()
     # The file goes first, its row in the transaction after: wait for both (a loaded
     # machine showed the gap).
-    wait_for(lambda: not waiting.exists() and _answer_rows(settings) == [])
+    inbox.run_until(lambda: not waiting.exists() and _answer_rows(settings) == [])
 
 
 # -- issue 14 item 4: log lines that link to their answer -------------------------------
 
 
 def test_log_lines_keep_their_shape_and_link_to_the_answer_golden() -> None:
-    from askvault.services.answer_files import log_line_for
+    from askvault.services.inbox.files import log_line_for
 
     day = time.strftime("%Y-%m-%d")
     lines = "".join(
@@ -465,34 +461,34 @@ def test_log_lines_keep_their_shape_and_link_to_the_answer_golden() -> None:
 
 
 def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     log = vault / "queries/log.md"
     (vault / "queries/inbox/Bad.md").write_text(BAD, encoding="utf-8")
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    run_worker()
-    wait_for(lambda: _status(vault / "queries/answers/Q.md") == "waiting")
-    wait_for(lambda: _status(vault / "queries/answers/Bad.md") == "failed")
-    time.sleep(0.5)
+    inbox = start()
+    inbox.run_until(lambda: _status(vault / "queries/answers/Q.md") == "waiting")
+    inbox.run_until(lambda: _status(vault / "queries/answers/Bad.md") == "failed")
+    inbox.run_for(5.0)
     assert not log.exists()
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    wait_for(lambda: log.exists() and log.read_text(encoding="utf-8").strip(), timeout=15)
+    inbox.run_until(lambda: log.exists() and log.read_text(encoding="utf-8").strip())
     assert log.read_text(encoding="utf-8") == (
         f"## [{time.strftime('%Y-%m-%d')}] query | [[queries/answers/Q|What does an embed show?]]\n"
     )
 
 
 def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     import re
 
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
-    run_worker()
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox = start()
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
     text = (vault / "queries/answers/Q.md").read_text(encoding="utf-8")
     times = dict(re.findall(r'^(asked|answered|index_as_of): "([^"]*)"$', text, re.MULTILINE))
     assert set(times) == {"asked", "answered", "index_as_of"}
@@ -503,12 +499,12 @@ def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
 # -- issue 14 item 5: `refresh: true` on a stale answer ----------------------------------
 
 
-def _stale_answer(vault: Path, settings: Settings, running: Running, question: bytes) -> Path:
+def _stale_answer(vault: Path, settings: Settings, inbox: InboxDriver, question: bytes) -> Path:
     from askvault.services.indexer import index_paths
 
     (vault / "queries/inbox/Q.md").write_bytes(question)
     answer = vault / "queries/answers/Q.md"
-    wait_for(lambda: (vault / "queries/archive/Q.md").exists())
+    inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
     embeds = vault / "Embeds.md"
     embeds.write_text(embeds.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
     conn = connect(settings.db_path)
@@ -516,8 +512,8 @@ def _stale_answer(vault: Path, settings: Settings, running: Running, question: b
         index_paths(conn, settings, ["Embeds.md"])
     finally:
         conn.close()
-    running.worker.on_notes_changed(["Embeds.md"], [])
-    wait_for(lambda: _status(answer) == "stale")
+    inbox.on_notes_changed(["Embeds.md"], [])
+    inbox.run_until(lambda: _status(answer) == "stale")
     return answer
 
 
@@ -529,54 +525,104 @@ def _set_refresh(answer: Path) -> None:
     )
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_refresh_on_a_stale_answer_asks_again_beside_it_and_keeps_the_old(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY, REPLY]
     question = b"---\nask_folders: []\nkept: yes\n---\nWhat does an embed show?\n"
-    running = run_worker()
-    answer = _stale_answer(vault, settings, running, question)
+    inbox = start()
+    answer = _stale_answer(vault, settings, inbox, question)
     _set_refresh(answer)
-    running.worker.notice(["queries/answers/Q.md"])
+    inbox.notice(["queries/answers/Q.md"])
     fresh = vault / "queries/answers/Q (2).md"
-    wait_for(lambda: (vault / "queries/archive/Q (2).md").exists(), timeout=15)
+    inbox.run_until(lambda: (vault / "queries/archive/Q (2).md").exists())
     assert _status(fresh) == "answered"
     old = answer.read_text(encoding="utf-8")
     assert _status(answer) == "stale" and "refresh:" not in old
     assert (vault / "queries/archive/Q (2).md").read_bytes() == question, "asked as it was"
     assert len(fake_ollama.requests_to("/api/chat")) == 2
-    time.sleep(0.5)
+    inbox.run_for(5.0)
     assert not (vault / "queries/answers/Q (3).md").exists(), "asked once"
-    running.worker.on_notes_changed(["Embeds.md"], [])  # still ours: still marked
+    inbox.on_notes_changed(["Embeds.md"], [])  # still ours: still marked
     assert "queries/answers/Q.md" in _answer_rows(settings)
 
 
-@pytest.mark.slow  # seconds of waiting: that nothing happens meanwhile is what it checks
 def test_refresh_on_an_answer_edited_by_the_user_is_not_acted_on(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY, REPLY]
-    running = run_worker()
-    answer = _stale_answer(vault, settings, running, QUESTION.encode("utf-8"))
+    inbox = start()
+    answer = _stale_answer(vault, settings, inbox, QUESTION.encode("utf-8"))
     _set_refresh(answer)
     answer.write_text(answer.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
     mine = answer.read_bytes()
-    running.worker.notice(["queries/answers/Q.md"])
-    time.sleep(1.5)
+    inbox.notice(["queries/answers/Q.md"])
+    inbox.run_for(5.0)
     assert answer.read_bytes() == mine
     assert not (vault / "queries/answers/Q (2).md").exists()
     assert list((vault / "queries/inbox").iterdir()) == []
 
 
 def test_refresh_set_while_the_daemon_was_stopped_is_acted_on_at_start(
-    vault: Path, settings: Settings, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY, REPLY]
-    running = run_worker()
-    answer = _stale_answer(vault, settings, running, QUESTION.encode("utf-8"))
-    running.halt()
+    inbox = start()
+    answer = _stale_answer(vault, settings, inbox, QUESTION.encode("utf-8"))
     _set_refresh(answer)
-    run_worker()
-    wait_for(lambda: _status(vault / "queries/answers/Q (2).md") == "answered", timeout=15)
+    inbox.restart()
+    inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
     assert "refresh:" not in answer.read_text(encoding="utf-8")
+
+
+# -- issue 25 item 11: a file name that is not valid UTF-8 -------------------------------
+
+
+def test_a_question_whose_file_name_is_not_utf8_is_answered_and_archived_under_a_safe_name(
+    vault: Path,
+    start: Callable[..., InboxDriver],
+    fake_ollama: FakeOllama,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import os
+
+    fake_ollama.chat_script = [REPLY]
+    inbox_dir = os.fsencode(vault / "queries/inbox")
+    data = b"---\nkept: yes\n---\nWhat does an embed show?\n"
+    with open(os.path.join(inbox_dir, b"Ferry \xfe.md"), "wb") as fh:
+        fh.write(data)
+    inbox = start()
+    archived = vault / "queries/archive/Ferry \ufffd.md"
+    inbox.run_until(archived.exists)
+    assert archived.read_bytes() == data, "archived byte for byte"
+    assert os.listdir(inbox_dir) == []
+    answer = vault / "queries/answers/Ferry \ufffd.md"
+    assert _status(answer) == "answered"
+    assert "> What does an embed show?" in answer.read_text(encoding="utf-8")
+    log = (vault / "queries/log.md").read_text(encoding="utf-8")
+    assert "[[queries/answers/Ferry \ufffd|What does an embed show?]]" in log
+    assert "not valid UTF-8" in caplog.text and "Traceback" not in caplog.text
+
+
+def test_a_waiting_question_whose_file_name_is_not_utf8_keeps_its_note_until_answered(
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
+) -> None:
+    import os
+
+    fake_ollama.set_fault("down")
+    with open(os.path.join(os.fsencode(vault / "queries/inbox"), b"Ferry \xfe.md"), "wb") as fh:
+        fh.write(QUESTION.encode("utf-8"))
+    inbox = start()
+    waiting = vault / "queries/answers/Ferry \ufffd.md"
+    inbox.run_until(lambda: _status(waiting) == "waiting")
+    first = waiting.stat()
+    inbox.run_for(5.0)
+    inbox.restart()
+    inbox.run_for(5.0)
+    again = waiting.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns), "kept"
+    fake_ollama.chat_script = [REPLY]
+    fake_ollama.recover()
+    inbox.run_until(lambda: (vault / "queries/archive/Ferry \ufffd.md").exists())
+    assert _status(waiting) == "answered"
+    assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Ferry \ufffd.md"]

@@ -15,12 +15,11 @@ from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.question_options import read_question_options
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
-from support.inbox_worker import (
-    Running,
+from support.inbox_driver import (
+    InboxDriver,
+    driver_starter,
     inbox_settings,
     inbox_vault,
-    wait_for,
-    worker_starter,
 )
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -38,32 +37,32 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 
 
 @pytest.fixture
-def run_worker(settings: Settings) -> Iterator[Callable[..., Running]]:
-    with worker_starter(settings) as start:
+def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
+    with driver_starter(settings) as start:
         yield start
 
 
-def _answered(vault: Path, stem: str) -> str:
-    wait_for(lambda: (vault / f"queries/archive/{stem}.md").exists())
+def _answered(inbox: InboxDriver, vault: Path, stem: str) -> str:
+    inbox.run_until(lambda: (vault / f"queries/archive/{stem}.md").exists())
     return (vault / f"queries/answers/{stem}.md").read_text(encoding="utf-8")
 
 
 def test_a_template_tags_property_never_narrows_the_search(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(
         "---\ntags: [physics, question]\nlanguage: en\nmodel: gpt\n---\nWhat does an embed show?\n",
         encoding="utf-8",
     )
-    run_worker()
-    text = _answered(vault, "Q")
+    inbox = start()
+    text = _answered(inbox, vault, "Q")
     assert "status: answered" in text and "0 page(s) retrieved" not in text
     assert "Question options" not in text, "ordinary properties are not options"
 
 
 def test_ask_options_narrow_the_search_and_are_shown_in_the_note_and_its_trace(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     prompts: list[str] = []
 
@@ -77,8 +76,8 @@ def test_ask_options_narrow_the_search_and_are_shown_in_the_note_and_its_trace(
         "What does the second section explain?\n",
         encoding="utf-8",
     )
-    run_worker()
-    text = _answered(vault, "Q")
+    inbox = start()
+    text = _answered(inbox, vault, "Q")
     narrowed = "Narrowed by this question's options: folders `folder`; at most 2 source(s)."
     assert f"> [!note] Question options\n> {narrowed}" in text
     assert f"> options: {narrowed}" in text  # the trace
@@ -86,15 +85,15 @@ def test_ask_options_narrow_the_search_and_are_shown_in_the_note_and_its_trace(
 
 
 def test_unknown_and_misspelt_option_keys_are_warned_about_in_the_answer_note(
-    vault: Path, run_worker: Callable[..., Running], fake_ollama: FakeOllama
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(
         "---\nfoldrs: [folder]\nask_tagz: [x]\nask_colour: red\n---\nWhat does an embed show?\n",
         encoding="utf-8",
     )
-    run_worker()
-    text = _answered(vault, "Q")
+    inbox = start()
+    text = _answered(inbox, vault, "Q")
     assert "> Unknown option `foldrs:` is ignored. Did you mean `ask_folders:`?" in text
     assert "> Unknown option `ask_tagz:` is ignored. Did you mean `ask_tags:`?" in text
     assert "> Unknown option `ask_colour:` is ignored. Known options: `ask_folders`" in text

@@ -66,6 +66,7 @@ __all__ = [
     "load_ignore_rules",
     "move_to_free_name",
     "read_note",
+    "read_small_file",
     "resolve_inside",
     "scan_vault",
     "stat_note",
@@ -322,6 +323,23 @@ def load_ignore_rules(
     problems: list[str] = []
     raw = _read_app_json(root, problems)
     return build_ignore_rules(raw, extra_globs, internal_folders, max_note_bytes, problems)
+
+
+def read_small_file(root: Path, rel_path: str, max_bytes: int) -> bytes | None:
+    """The bytes of a small regular file of the vault (Obsidian's own JSON files), or None
+    when it is missing, not a regular file, outside the vault, larger than `max_bytes` or
+    unreadable: opened non-blocking, never waited on, never followed out of the vault."""
+    try:
+        fd = _open_for_reading(resolve_inside(root, rel_path))
+    except (OSError, PathOutsideVault):
+        return None
+    try:
+        data, _, _ = _read_stable(fd, rel_path, max_bytes)
+    except (OSError, VaultError):
+        return None
+    finally:
+        os.close(fd)
+    return data
 
 
 def _read_app_json(root: Path, problems: list[str]) -> bytes | None:

@@ -37,6 +37,7 @@ from askvault.app.work import IndexWork, WorkQueue
 from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.records import ModelClients
+from askvault.services.inbox.inbox import Inbox
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
 
@@ -68,9 +69,8 @@ def default_workers(
 ) -> list[Worker]:
     """The workers `askvault run` starts: the question inbox (its clients from `clients`,
     by default the composition root's)."""
-    return [
-        InboxWorker(settings, clients or OllamaClients(settings), busy_timeout_s=busy_timeout_s)
-    ]
+    inbox = Inbox(settings, clients or OllamaClients(settings))
+    return [InboxWorker(inbox, busy_timeout_s=busy_timeout_s)]
 
 
 class Daemon:

@@ -211,6 +211,8 @@ def _question_lines(questions: dict[str, list[str]]) -> list[str]:
         parts.append(f"{counts['filing']} answered, being archived")
     parts.append(f"{counts['draft']} draft{'' if counts['draft'] == 1 else 's'}")
     parts.append(f"{counts['failed']} failed")
+    if counts.get("empty"):
+        parts.append(f"{counts['empty']} with no question text yet")
     out = [f"questions    {', '.join(parts)}"]
     out.extend(
         f"failed       {path} (its answer note says why; edit the question to retry)"

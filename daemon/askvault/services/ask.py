@@ -12,7 +12,7 @@ from askvault.core.answer_note import render_answer_note
 from askvault.errors import AnswerCancelled, OllamaError
 from askvault.records import Embedder, Generator, ModelClients, QuestionOptions
 from askvault.services.answer import AnswerResult, answer_question
-from askvault.services.answer_files import AnswerFiles
+from askvault.services.inbox.files import AnswerFiles
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 

@@ -15,11 +15,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from askvault.adapters.vault import resolve_inside
 from askvault.errors import PathOutsideVault
-from askvault.records import QuestionOptions
+from askvault.records import ParsedNote, QuestionOptions
 
 LOG_SUMMARY_CHARS = 80
 OPTION_PREFIX = "ask_"
@@ -192,6 +192,19 @@ def _str_value(value: Any, key: str, errors: list[str]) -> str | None:
 def is_draft(value: Any) -> bool:
     """`draft: true` (or yes): the question is not ready."""
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
+# What a note of the inbox is (question_note_state).
+NoteState = Literal["draft", "empty", "question"]
+
+
+def question_note_state(note: ParsedNote) -> NoteState:
+    """What a note of the inbox is: a draft (`draft: true`, left alone until removed),
+    empty (no question text yet: a new note, a template's properties alone; left alone
+    until it has text), or a question."""
+    if is_draft(note.frontmatter.get("draft")):
+        return "draft"
+    return "question" if note.body.strip() else "empty"
 
 
 def question_summary(question: str, limit: int = LOG_SUMMARY_CHARS) -> str:

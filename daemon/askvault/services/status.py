@@ -3,8 +3,8 @@ its fields: services/documents/status.py).
 
 Only the state of the current settings is reported: a reason why embeddings waited, saved
 by an earlier command with another Ollama host or model, is not shown as current.
-Questions are counted by state (to be answered, drafts, failed until edited) and stale
-answers are listed, marked or not.
+Questions are counted by state (to be answered, drafts, notes with no question text yet,
+failed until edited) and stale answers are listed, marked or not.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from askvault.adapters import answer_store, meta, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
 from askvault.adapters.ollama_http import probe_ollama
+from askvault.adapters.vault import undecodable_name
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
@@ -30,7 +31,7 @@ from askvault.services.documents.status import (
     StatusDocument,
 )
 from askvault.services.embedding import embed_waiting_reason, embedding_target
-from askvault.services.question_options import is_draft
+from askvault.services.question_options import question_note_state
 from askvault.settings import Settings
 
 # The states a question note in the inbox can be in, as `status` reports them.
@@ -185,7 +186,10 @@ def inbox_questions(
 
     new: not taken yet (settling, or edited after it failed); answering; waiting (for
     Ollama, retried by the daemon); filing (answered, being archived and logged); draft
-    (`draft: true`, left alone); failed (the answer note says why; waits for an edit).
+    (`draft: true`, left alone); empty (no question text yet: a new note, or properties
+    alone, left alone as the inbox leaves it); failed (the answer note says why; waits for
+    an edit). A name that is not valid UTF-8 is shown, and its rows found, with U+FFFD in
+    place of its bad bytes, as the inbox holds it.
     """
     folder = f"{settings.queries.folder}/{settings.queries.inbox}".strip("/")
     inbox = settings.vault_path / folder
@@ -202,7 +206,8 @@ def inbox_questions(
         return []
     out = []
     for name in names:
-        rel = f"{folder}/{name}"
+        bad = undecodable_name(f"{folder}/{name}")
+        rel = bad.path if bad else f"{folder}/{name}"
         data = _peek(inbox / name)
         out.append((rel, _question_state(rel, data, rows.get(rel))))
     return out
@@ -211,13 +216,15 @@ def inbox_questions(
 def _question_state(
     rel: str, data: bytes | None, row: answer_store.QuestionRow | None
 ) -> InboxState:
-    text = (data or b"").decode("utf-8", errors="replace")
-    if is_draft(parse_note(rel, text).frontmatter.get("draft")):
+    kind = question_note_state(parse_note(rel, (data or b"").decode("utf-8", errors="replace")))
+    if kind == "draft":
         return "draft"
+    if row is not None and row.status in ("archiving", "logging"):
+        return "filing"
+    if data is not None and kind == "empty":
+        return "empty"  # the inbox leaves it alone until it has text
     if row is None:
         return "new"
-    if row.status in ("archiving", "logging"):
-        return "filing"
     if row.status == "failed":
         # Failed on these very bytes: only an edit changes that. Other bytes are asked anew.
         same = data is not None and hashlib.sha256(data).hexdigest() == row.content_sha256

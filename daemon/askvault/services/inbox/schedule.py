@@ -7,9 +7,8 @@ name SQLite cannot hold) is skipped until its bytes change.
 
 from __future__ import annotations
 
-import time
-
 from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S, Backoff
+from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 
 Signature = tuple[int, int, int]  # (size, mtime_ns, inode) of a question note
 
@@ -21,8 +20,14 @@ class QuestionSchedule:
     their backoff after they leave the inbox listing (a vanished question is still to be
     logged)."""
 
-    def __init__(self, first_s: float = BACKOFF_FIRST_S, max_s: float = BACKOFF_MAX_S) -> None:
+    def __init__(
+        self,
+        first_s: float = BACKOFF_FIRST_S,
+        max_s: float = BACKOFF_MAX_S,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.first_s, self.max_s = first_s, max_s
+        self.clock = clock
         self._backoff: dict[str, Backoff] = {}
         self._retry_at: dict[str, float] = {}
         self._skip_sig: dict[str, Signature] = {}
@@ -32,7 +37,7 @@ class QuestionSchedule:
         """Put `rel` off for its next backoff delay; returns the delay."""
         backoff = self._backoff.setdefault(rel, Backoff(self.first_s, self.max_s))
         delay = backoff.failed()
-        self._retry_at[rel] = time.monotonic() + delay
+        self._retry_at[rel] = self.clock.monotonic() + delay
         return delay
 
     def put_off_finishing(self, rel: str) -> float:
@@ -40,9 +45,9 @@ class QuestionSchedule:
         self._finishing.add(rel)
         return self.put_off(rel)
 
-    def is_due(self, rel: str, now: float) -> bool:
-        """False while `rel` is put off (`now` from time.monotonic())."""
-        return self._retry_at.get(rel, 0.0) <= now
+    def is_due(self, rel: str) -> bool:
+        """False while `rel` is put off."""
+        return self._retry_at.get(rel, float("-inf")) <= self.clock.monotonic()
 
     def skip(self, rel: str, sig: Signature) -> None:
         """Leave `rel` alone until its bytes change."""

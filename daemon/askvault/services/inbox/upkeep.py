@@ -1,10 +1,9 @@
 """The upkeep of askvault's notes beside the answering itself (issues 14 and 15).
 
-`AnswerUpkeep` is the part of the inbox worker that keeps the notes under `queries/`
-true to their questions between answers:
+`AnswerUpkeep` is the part of the inbox that keeps the notes under `queries/` true to
+their questions between answers (through the inbox's `AnswerFiles`, and only while
+`VaultPresence` finds the inbox folder):
 
-- the vault's presence: a vault moved away or unmounted is logged once and nothing is
-  written, removed or forgotten until it is back (issue 15, 13);
 - unfinished notes (`answering`, `waiting`, `failed`) of questions that left the inbox are
   removed, and those that lost their rows are found again by their ownership marker
   (issue 14 item 3, issue 15 16e);
@@ -19,9 +18,7 @@ import logging
 import os
 import stat
 import threading
-import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from askvault.adapters import answer_store
@@ -31,9 +28,9 @@ from askvault.adapters.vault import resolve_inside, write_new_file
 from askvault.core.ownership import owned_note, properties_of, sign_note, without_property
 from askvault.errors import AskvaultError, DiskFull, IndexBusy
 from askvault.records import AnswerStatus
-from askvault.services.answer_files import AnswerFiles, stem_of
+from askvault.services.inbox.files import AnswerFiles, stem_of
+from askvault.services.inbox.presence import VaultPresence, question_present
 from askvault.services.question_options import is_draft
-from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +39,14 @@ REFRESH_STATUSES: tuple[AnswerStatus, ...] = ("stale", "answered", "no-answer")
 UNFINISHED_STATUSES: tuple[AnswerStatus, ...] = ("answering", "waiting", "failed")
 
 
-class AnswerUpkeep(AnswerFiles):
+class AnswerUpkeep:
     """Keeps one vault's unfinished and refreshed answer notes in step with its inbox."""
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        self.inbox_rel = f"{settings.queries.folder}/{settings.queries.inbox}"
-        self._root_id = _identity(self.root)
-        self._gone_since: float | None = None
+    def __init__(self, files: AnswerFiles, presence: VaultPresence) -> None:
+        self.files = files
+        self.presence = presence
+        self.root = files.root
+        self.inbox_rel = files.inbox_rel
         self._touched_lock = threading.Lock()
         self._answers_touched: set[str] = set()
 
@@ -64,55 +61,18 @@ class AnswerUpkeep(AnswerFiles):
             {r.path for r in answer_store.answers_with_status(conn, REFRESH_STATUSES)}
         )
 
-    def vault_present(self) -> bool:
-        """Is the vault there? Its root must be a folder and be the one the worker started
-        on, or (moved and put back, copied) hold the `queries/` folder. The change either
-        way is logged once; while it is gone nothing is written, removed or forgotten."""
-        root_id = _identity(self.root)
-        present = root_id is not None and (
-            root_id == self._root_id
-            or os.path.isdir(os.path.join(self.root, self.settings.queries.folder))
-        )
-        if present and self._root_id is None:
-            self._root_id = root_id
-        if not present and self._gone_since is None:
-            self._gone_since = time.monotonic()
-            log.warning(
-                "the vault %s is gone (moved away or unmounted?): questions and answer"
-                " notes wait until it is back",
-                self.root,
-            )
-        elif present and self._gone_since is not None:
-            log.info(
-                "the vault %s is back after %.0f s; unfinished answers are finished",
-                self.root,
-                time.monotonic() - self._gone_since,
-            )
-            self._gone_since = None
-            self._root_id = root_id
-        return present
-
-    def present_inbox(self) -> Path | None:
-        """The inbox folder, or None when it is not there (a vault moved away, an
-        unmounted drive): passes that forget questions do nothing then."""
-        try:
-            inbox = resolve_inside(self.root, self.inbox_rel)
-        except AskvaultError:
-            return None
-        return inbox if inbox.is_dir() else None
-
     def forget_vanished(self, conn: Connection, *, orphans: bool = False) -> None:
         """Questions not answered yet whose note left the inbox (deleted, renamed, moved):
         their `answering` / `waiting` / `failed` note, if still askvault's own, is removed
         with their rows, so no note says forever that it will be replaced. With `orphans`
         (at start-up) also such notes that have no question row at all. Nothing is done
         while the inbox folder is missing (a vault moved away)."""
-        inbox = self.present_inbox()
+        inbox = self.presence.present_inbox()
         if inbox is None:
             return
         gone: list[tuple[str, str]] = []
         for row in answer_store.questions_unfinished(conn):
-            if not os.path.lexists(inbox / row.path.rsplit("/", 1)[-1]):
+            if not question_present(inbox, row.path):
                 gone.append((row.path, row.answer_path))
         if orphans:
             asked = {r.answer_path for r in answer_store.questions_unfinished(conn)}
@@ -122,11 +82,11 @@ class AnswerUpkeep(AnswerFiles):
                     answer.path not in asked
                     and q.startswith(self.inbox_rel + "/")
                     and "/" not in q[len(self.inbox_rel) + 1 :]
-                    and not os.path.lexists(inbox / q.rsplit("/", 1)[-1])
+                    and not question_present(inbox, q)
                 ):
                     gone.append((q, answer.path))
         for question_rel, answer_path in gone:
-            own = self._own_answer(conn, answer_path) if answer_path else None
+            own = self.files.own_answer(conn, answer_path) if answer_path else None
             if own is not None:
                 with contextlib.suppress(OSError, AskvaultError):
                     resolve_inside(self.root, own).unlink()
@@ -160,7 +120,7 @@ class AnswerUpkeep(AnswerFiles):
             return
         path = resolve_inside(self.root, rel)
         st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > self.settings.index.max_note_bytes:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > self.files.settings.index.max_note_bytes:
             return
         data = path.read_bytes()
         if row.holds(data):
@@ -189,7 +149,7 @@ class AnswerUpkeep(AnswerFiles):
                 conn,
                 replace(row, written_sha256=hashlib.sha256(data).hexdigest(), previous_sha256=""),
             )
-        if not self._rewrite_own(
+        if not self.files.rewrite_own(
             conn,
             path,
             new,
@@ -208,7 +168,7 @@ class AnswerUpkeep(AnswerFiles):
 
     def _question_bytes(self, row: AnswerRow, question: Any) -> bytes | None:
         """The archived question note of `row` (options and all), else its question text."""
-        if row.question_path.startswith(self.archive_rel + "/"):
+        if row.question_path.startswith(self.files.archive_rel + "/"):
             with contextlib.suppress(OSError, AskvaultError):
                 archived = resolve_inside(self.root, row.question_path)
                 if archived.is_file() and not archived.is_symlink():
@@ -217,19 +177,19 @@ class AnswerUpkeep(AnswerFiles):
             return (question.strip() + "\n").encode("utf-8")
         return None
 
-    def _unfinished_answer(self, conn: Connection, question_rel: str) -> str | None:
+    def unfinished_answer(self, conn: Connection, question_rel: str) -> str | None:
         """Our own answering / waiting / failed note of a question with no row, if any."""
         orphan = answer_store.unfinished_answer_of(conn, question_rel)
         if orphan is None:
             orphan = self._adopt_unfinished(conn, question_rel)
-        return self._own_answer(conn, orphan.path) if orphan else None
+        return self.files.own_answer(conn, orphan.path) if orphan else None
 
     def _adopt_unfinished(self, conn: Connection, question_rel: str) -> AnswerRow | None:
         """An unfinished note of this question that lost its row (`<stem>.md` or
         `<stem> (N).md` whose marker proves it ours), recorded again; else None."""
         stem = stem_of(question_rel)
         try:
-            folder = resolve_inside(self.root, self.answers_rel)
+            folder = resolve_inside(self.root, self.files.answers_rel)
             names = sorted(
                 e.name
                 for e in os.scandir(folder)
@@ -239,10 +199,10 @@ class AnswerUpkeep(AnswerFiles):
         except (OSError, AskvaultError):
             return None
         for name in names:
-            rel = f"{self.answers_rel}/{name}"
+            rel = f"{self.files.answers_rel}/{name}"
             if answer_store.get_answer(conn, rel) is not None:
                 continue
-            row = self.adopt_own_note(conn, rel)
+            row = self.files.adopt_own_note(conn, rel)
             if (
                 row is not None
                 and row.question_path == question_rel
@@ -250,12 +210,3 @@ class AnswerUpkeep(AnswerFiles):
             ):
                 return row
         return None
-
-
-def _identity(root: Path) -> tuple[int, int] | None:
-    """(device, inode) of the vault root if it is a folder, else None."""
-    try:
-        st = os.stat(root)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

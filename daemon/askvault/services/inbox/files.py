@@ -1,6 +1,7 @@
 """The files of the inbox protocol: askvault's own answer notes, the archive, the log.
 
-`AnswerFiles` owns every write the question inbox makes under `queries/` (DESIGN §2):
+`AnswerFiles` owns every write the question inbox makes under `queries/` (DESIGN §2), and
+`askvault ask --save`'s:
 answer notes are rewritten only while their bytes are still askvault's (sha256 in the
 `answers` table, re-checked right before the rename), new ones never overwrite (`(2)`),
 the archive move is idempotent and reports why it cannot happen, the log is appended
@@ -25,6 +26,7 @@ from askvault.adapters.answer_store import AnswerRow
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import (
     append_line,
+    cleanup_temp_files,
     move_to_free_name,
     resolve_inside,
     write_atomic,
@@ -43,6 +45,7 @@ from askvault.core.ownership import owned_note, question_stems, sign_note
 from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
 from askvault.records import AnswerStatus
+from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
 
@@ -55,10 +58,12 @@ PROBLEM_NOTE_MIN_INTERVAL_S = 60.0
 class AnswerFiles:
     """askvault's files under `queries/` for one vault."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
+        self.clock = clock
         self.root = settings.vault_path
         q = settings.queries
+        self.inbox_rel = f"{q.folder}/{q.inbox}"
         self.answers_rel = f"{q.folder}/{q.answers}"
         self.archive_rel = f"{q.folder}/{q.archive}"
         self.log_rel = f"{q.folder}/{q.log}"
@@ -66,7 +71,16 @@ class AnswerFiles:
         self._problem: tuple[str, str] | None = None  # (reason, since) shown in the note
         self._problem_shown_at = float("-inf")
 
-    def _own_answer(self, conn: Connection, rel: str) -> str | None:
+    def remove_leftovers(self, conn: Connection) -> None:
+        """At start-up: the temp files of writers that are gone, in every folder askvault
+        writes into (a refresh writes into the inbox), and the empty names a crash left
+        reserved."""
+        for rel in (self.answers_rel, self.archive_rel, self.inbox_rel):
+            with contextlib.suppress(AskvaultError, OSError):
+                cleanup_temp_files(resolve_inside(self.root, rel))
+        self.clean_placeholders(conn)
+
+    def own_answer(self, conn: Connection, rel: str) -> str | None:
         """`rel` if that answer note still holds exactly the bytes askvault wrote, else None.
 
         With no row (an index deleted and rebuilt), the note's ownership marker decides:
@@ -160,7 +174,7 @@ class AnswerFiles:
         stem = owned.question_stem if owned else question_stems(stem_of(rel))[-1]
         return sign_note(text, stem).encode("utf-8")
 
-    def _rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> bool:
+    def rewrite_own(self, conn: Connection, path: Path, data: bytes, row: AnswerRow) -> bool:
         """Replace our own note's bytes: the new hash is recorded beside the old one before
         the rename and alone after it, so a crash anywhere leaves a note we still know.
 
@@ -220,12 +234,12 @@ class AnswerFiles:
             if isinstance(exc, AskvaultError)
             else (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
         )
-        now = time.monotonic() if now is None else now
+        now = self.clock.monotonic() if now is None else now
         if self._problem is not None and self._problem[0] == reason:
             return
         if now - self._problem_shown_at < PROBLEM_NOTE_MIN_INTERVAL_S:
             return
-        since = self._problem[1] if self._problem else local_iso(time.time())
+        since = self._problem[1] if self._problem else local_iso(self.clock.time())
         log.warning("answer notes cannot be written to %s: %s", self.answers_rel, reason)
         text = sign_note(render_write_problem(self.answers_rel, reason, since), WRITE_PROBLEM_STEM)
         try:
@@ -304,7 +318,7 @@ class AnswerFiles:
                     and what_it_says(path.read_bytes().decode("utf-8")) == what_it_says(text)
                 ):
                     return own_path
-            if self._rewrite_own(
+            if self.rewrite_own(
                 conn, path, data, AnswerRow(own_path, question_rel, status, digest, cited)
             ):
                 return own_path
@@ -405,9 +419,9 @@ class AnswerFiles:
                 answer_store.forget_placeholders(conn, paths)
         return removed
 
-    def _show_archive_problem(self, conn: Connection, answer_path: str, reason: str | None) -> None:
+    def show_archive_problem(self, conn: Connection, answer_path: str, reason: str | None) -> None:
         """Add (`reason`) or drop (None) the archive warning in our own answer note."""
-        own = self._own_answer(conn, answer_path)
+        own = self.own_answer(conn, answer_path)
         row = answer_store.get_answer(conn, own) if own else None
         if own is None or row is None:
             return  # edited by the user, moved or deleted: the log says why
@@ -417,7 +431,7 @@ class AnswerFiles:
             new = with_archive_warning(text, reason) if reason else without_archive_warning(text)
             if new != text:
                 data = self.signed(new, own, text)
-                self._rewrite_own(
+                self.rewrite_own(
                     conn,
                     path,
                     data,
@@ -428,7 +442,8 @@ class AnswerFiles:
         except (OSError, UnicodeDecodeError, AskvaultError) as exc:
             log.warning("could not update %s about its question's archive: %s", own, exc)
 
-    def _list_edited_stale(self, conn: Connection, rel: str) -> None:
+    def list_edited_stale(self, conn: Connection, rel: str) -> None:
+        """List `rel` in `status` as a stale answer the user edited (so not marked)."""
         with write_transaction(conn):
             listed = meta.stale_answers_edited(conn)
             if rel not in listed:
@@ -440,15 +455,16 @@ class AnswerFiles:
 _LINK_BREAKERS = re.compile(r"[\[\]|#^]")
 
 
-def log_line_for(question: str, answer_rel: str | None = None) -> str:
+def log_line_for(question: str, answer_rel: str | None = None, now: float | None = None) -> str:
     """The line `queries/log.md` gets for an answered question: `## [YYYY-MM-DD] query |
     <summary>`, the summary a link to its answer note when there is one (issue 14 item 4):
     `## [2026-12-01] query | [[queries/answers/How do embeds work|How do embeds work?]]`.
 
     A note name that cannot be a link target (`[`, `]`, `|`, `#`, `^`) keeps the summary
-    as plain text; brackets and bars in the summary become parentheses and slashes."""
+    as plain text; brackets and bars in the summary become parentheses and slashes. The
+    day is today's, or that of `now` (seconds since the epoch)."""
     summary = question_summary(question)
-    day = time.strftime("%Y-%m-%d")
+    day = time.strftime("%Y-%m-%d", time.localtime(now))
     target = strip_md_suffix(answer_rel) if answer_rel else answer_rel
     if not target or _LINK_BREAKERS.search(target):
         return f"## [{day}] query | {summary}\n"
