@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from askvault.core.links import (
@@ -163,18 +161,16 @@ def test_resolve_link_returns_none_for_missing(index) -> None:  # type: ignore[n
     assert resolve_link("Missing page", index) is None
 
 
-def test_resolve_link_is_fast_at_vault_scale() -> None:
+def test_resolve_link_finds_every_name_and_alias_at_vault_scale() -> None:
+    # Speed is bench/answer_path_bench.py's to measure, not a timed assert's.
     notes = [(f"folder{i % 50}/sub{i % 7}/Note {i}.md", (f"alias {i}",)) for i in range(6500)]
-    start = time.perf_counter()
     index = build_link_index(notes)
     found = sum(
         resolve_link(name, index) is not None
         for i in range(40_000)
         for name in ((f"note {i % 6500}" if i % 3 else f"Alias {i % 6500}"),)
     )
-    elapsed = time.perf_counter() - start
     assert found == 40_000
-    assert elapsed < 1.0
 
 
 HEADINGS = (
