@@ -29,6 +29,7 @@ from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
     model_present,
     probe_ollama,
 )
+from askvault.core.controls import strip_controls
 from askvault.errors import (
     InputRefused,
     ModelMissing,
@@ -82,13 +83,14 @@ def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
             raise ModelMissing(model, host) from exc
+        error = strip_controls(str(exc.error))  # the server's words, shown and written
         if 400 <= exc.status_code < 500 or exc.status_code == 500:
             raise InputRefused(
-                f"Ollama at {host} refused the request: {exc.error} (status {exc.status_code})",
+                f"Ollama at {host} refused the request: {error} (status {exc.status_code})",
                 UNAVAILABLE_HINT,
             ) from exc
         raise OllamaUnavailable(
-            f"Ollama at {host} failed: {exc.error} (status {exc.status_code})", UNAVAILABLE_HINT
+            f"Ollama at {host} failed: {error} (status {exc.status_code})", UNAVAILABLE_HINT
         ) from exc
     except httpx.TimeoutException as exc:
         raise OllamaUnavailable(
