@@ -265,6 +265,7 @@ class ReplyUsage:
     reply_tokens: int | None = None
     prompt_eval_s: float | None = None
     generation_s: float | None = None
+    done_reason: str | None = None  # "stop", or "length" when num_predict cut the reply
 
 
 class OllamaGenerator:
@@ -357,9 +358,11 @@ def _usage(part: Any) -> ReplyUsage:
     def count(n: Any) -> int | None:
         return n if isinstance(n, int) and n >= 0 else None
 
+    reason = getattr(part, "done_reason", None)
     return ReplyUsage(
         count(part.prompt_eval_count),
         count(part.eval_count),
         seconds(part.prompt_eval_duration),
         seconds(part.eval_duration),
+        reason if isinstance(reason, str) else None,
     )

@@ -22,13 +22,15 @@ from askvault.core import answer_parts
 from askvault.core.abstention import distance_cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import annotate_answer
+from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
 from askvault.core.prompt import PromptPlan, build_messages, split_quoted_reply
+from askvault.core.reply import cut_note
 from askvault.core.timestamps import local_iso
 from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
 from askvault.services.answer.checking import Checked, check
-from askvault.services.answer.generation import Generation, TokenSink, generate
+from askvault.services.answer.generation import Generation, TokenSink, generate, reply_limits
 from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
@@ -60,7 +62,7 @@ def answer_question(
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     """
-    question = question.strip()
+    question = strip_controls(question).strip()
     base = AnswerNote(
         question=question,
         status="failed",
@@ -96,6 +98,7 @@ def answer_question(
             on_token=on_token,
             should_stop=should_stop,
             timings=timings,
+            limits=reply_limits(settings),
         )
     except OllamaError as exc:
         return _waiting(base, found, plan, timings, exc)
@@ -147,6 +150,15 @@ class _Steps:
     verification: Verification
     decision: Decision
 
+    @property
+    def warnings(self) -> list[str]:
+        """The retrieval's warnings, and the reply's cut."""
+        cut = self.generation.cut
+        return [
+            *(strip_controls(w) for w in self.found.warnings),  # names of files: no controls
+            *([cut_note(cut, self.generation.limits)] if cut and self.generation.limits else []),
+        ]
+
 
 def _compose(
     conn: Connection,
@@ -178,7 +190,7 @@ def _compose(
         if keeps
         else (),
         caveats=answer_parts.caveats(
-            pack, report, steps.found.warnings, decision.status, steps.verification.error
+            pack, report, steps.warnings, decision.status, steps.verification.error
         ),
         ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
         passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
@@ -193,7 +205,7 @@ def _compose(
         report=report,
         grounding=grounding,
         cited_paths=cited,
-        warnings=list(steps.found.warnings),
+        warnings=steps.warnings,
         timings=timings,
         excerpts=steps.plan.excerpts,
         prompt_tokens=steps.plan.prompt_tokens,
