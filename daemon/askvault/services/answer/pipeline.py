@@ -25,7 +25,7 @@ from askvault.core.citations import annotate_answer
 from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
 from askvault.core.prompt import PromptPlan, build_messages, split_quoted_reply
-from askvault.core.reply import cut_note
+from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
 from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
@@ -106,8 +106,9 @@ def answer_question(
         generation = dataclasses.replace(
             generation, reply=split_quoted_reply(generation.reply).answer
         )
+    safe = sanitize_reply(generation.reply)  # untrusted: checked as published (core/reply.py)
     started = time.monotonic()
-    checked = check(conn, settings, notes, generation.reply, plan, question)
+    checked = check(conn, settings, notes, safe.text, plan, question)
     timings["checks_s"] = time.monotonic() - started
     verification = Verification()
     if settings.queries.verify == "judge":
@@ -122,7 +123,7 @@ def answer_question(
         timings["verify_s"] = verification.seconds
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     decision = decide(
-        generation.reply,
+        safe.text,
         checked.report,
         nearest_distance=found.nearest_distance,
         cutoff=cutoff,
@@ -134,7 +135,7 @@ def answer_question(
         settings,
         notes,
         base,
-        _Steps(found, plan, generation, checked, verification, decision),
+        _Steps(found, plan, generation, safe, checked, verification, decision),
         timings,
     )
 
@@ -146,16 +147,18 @@ class _Steps:
     found: Retrieval
     plan: PromptPlan
     generation: Generation
+    safe: SafeReply
     checked: Checked
     verification: Verification
     decision: Decision
 
     @property
     def warnings(self) -> list[str]:
-        """The retrieval's warnings, and the reply's cut."""
+        """The retrieval's warnings, what the reply's sanitising changed, and its cut."""
         cut = self.generation.cut
         return [
             *(strip_controls(w) for w in self.found.warnings),  # names of files: no controls
+            *self.safe.notes,
             *([cut_note(cut, self.generation.limits)] if cut and self.generation.limits else []),
         ]
 
