@@ -113,6 +113,22 @@ def test_a_reply_that_never_ends_is_cut_by_ask_checked_and_says_so(
     assert "status: answered" in note and "cut at 400 tokens" in err
 
 
+def test_a_verdict_that_never_ends_is_read_to_its_limits_and_the_lexical_check_stands(
+    world: FaultWorld, env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    """`queries.verify = judge`: the second chat request asks for a verdict; it never ends."""
+    fake_ollama.chat_script = [FACT, '{"verdict": "yes"} ']
+    fake_ollama.set_fault("endless", paths=("/api/chat",), after=1)
+    result = CliRunner().invoke(
+        cli,
+        ["ask", "Which plant needs shade?", "--json"],
+        env={**env, "ASKVAULT_QUERIES__VERIFY": "judge"},
+    )
+    doc = json.loads(result.stdout)
+    assert len(fake_ollama.requests_to("/api/chat")) == 2
+    assert doc["status"] == "answered"
+
+
 def test_a_huge_reply_is_read_up_to_the_byte_cap(
     world: FaultWorld, env: dict[str, str], fake_ollama: FakeOllama
 ) -> None:

@@ -118,6 +118,7 @@ class _Fault:
     delay_s: float
     remaining: int | None
     paths: tuple[str, ...] | None
+    skip: int = 0  # matching requests served normally before the fault starts
 
 
 class _Server(ThreadingHTTPServer):
@@ -223,8 +224,10 @@ class FakeOllama:
         delay_s: float = 5.0,
         count: int | None = None,
         paths: Iterable[str] | None = None,
+        after: int = 0,
     ) -> None:
-        """Inject a fault for the next `count` requests (None: until cleared).
+        """Inject a fault for the next `count` requests (None: until cleared), once `after`
+        of them have been served normally.
 
         `down` closes the listening socket (connections are refused) until `recover()`
         or `set_fault(None)`; `count` and `paths` do not apply to it. `paths` limits the
@@ -235,7 +238,7 @@ class FakeOllama:
         with self._lock:
             self._fault = None
             if kind not in (None, "down"):
-                self._fault = _Fault(kind, delay_s, count, tuple(paths) if paths else None)
+                self._fault = _Fault(kind, delay_s, count, tuple(paths) if paths else None, after)
         if kind == "down":
             self._unlisten()
         elif self._httpd is None:
@@ -249,6 +252,9 @@ class FakeOllama:
         with self._lock:
             fault = self._fault
             if fault is None or (fault.paths is not None and path not in fault.paths):
+                return None
+            if fault.skip > 0:
+                fault.skip -= 1
                 return None
             if fault.remaining is not None:
                 fault.remaining -= 1

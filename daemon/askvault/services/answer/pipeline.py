@@ -119,6 +119,7 @@ def answer_question(
             model=base.model,
             num_ctx=settings.ollama.num_ctx,
             should_stop=should_stop,
+            limits=reply_limits(settings),
         )
         timings["verify_s"] = verification.seconds
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
