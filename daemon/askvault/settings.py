@@ -47,13 +47,28 @@ class OllamaSettings:
     reply_silence_s: float = _opt(
         600.0,
         "Longest silence of a streamed answer, before its first piece (a CPU reads the whole"
-        " prompt first) or between two pieces (s). A slow answer is never cut off.",
+        " prompt first) or between two pieces (s); `reply_max_s` bounds the writing.",
         min_excl=0,
     )
     num_ctx: int = _opt(4096, "Context window requested from the chat model (tokens).", min=512)
     temperature: float = _opt(0.1, "Sampling temperature of answers (low: repeatable).", min=0)
     num_predict: int = _opt(
-        400, "Longest answer, in tokens (1 to 3 short paragraphs need ~250).", min=16
+        400,
+        "Longest answer, in tokens (1 to 3 short paragraphs need ~250): asked of Ollama and"
+        " enforced by askvault too (a reply cut there says so).",
+        min=16,
+    )
+    reply_max_bytes: int = _opt(
+        32768,
+        "Longest answer, in bytes of text: askvault stops reading there, checks what"
+        " arrived and says the reply was cut.",
+        min=1024,
+    )
+    reply_max_s: float = _opt(
+        300.0,
+        "Longest time writing one answer, from its first piece to its last (s): askvault"
+        " stops reading there, checks what arrived and says the reply was cut.",
+        min_excl=0,
     )
     embed_batch_size: int = _opt(32, "Texts per embedding request.", min=1)
     embed_max_tokens: int = _opt(

@@ -57,3 +57,12 @@ def test_configure_logging_replaces_its_own_handler() -> None:
         root.removeHandler(second)
         logging.getLogger("askvault").setLevel(logging.NOTSET)
     assert sys.stderr  # the default stream is untouched
+
+
+def test_log_lines_show_control_characters_as_escapes_in_every_format() -> None:
+    """A file name or a server's error text must not drive the terminal reading the log."""
+    record = _record(logging.WARNING, "question \x1b]0;pwned\x07.md waits: \x1b[2J")
+    for log_format, env in (("text", {}), ("json", {}), ("text", {"JOURNAL_STREAM": "1:1"})):
+        line = make_formatter(log_format, io.StringIO(), env).format(record)
+        assert "\x1b" not in line and "\x07" not in line
+        assert "\\x1b]0;pwned\\x07.md" in line.replace("\\\\", "\\")

@@ -186,6 +186,20 @@ def test_ask_tool_equals_cli_ask_json_apart_from_timings_and_writes_nothing(
     assert doc["status"] == "answered" and doc["saved"] is None
 
 
+def test_ask_tool_returns_the_reply_as_published_without_controls_or_remote_content(
+    session: WarmSession, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        "An embed shows another note inline [[Embeds]]. "
+        "![x](http://host/p.png?d=1)\x1b]0;title\x07\x9b2J"
+    ]
+    doc = structured(session, "ask", {"question": "What \x1b[2Jdoes an embed show?"})
+    text = json.dumps(doc, ensure_ascii=False)
+    assert not any(ch in text for ch in "\x1b\x07\x9b")
+    assert doc["question"] == "What does an embed show?"
+    assert "`![x](http://host/p.png?d=1)`" in doc["answer"]
+
+
 # -- read_note --------------------------------------------------------------------------
 
 

@@ -59,6 +59,19 @@ def test_ask_shows_the_answer_as_published_when_checking_changed_it(
     assert "broken links shown as plain text" not in out
 
 
+def test_ask_shows_the_reply_without_the_control_characters_that_drive_a_terminal(
+    env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    """A reply could clear the screen, set the window title or rewrite the printed report."""
+    fake_ollama.chat_script = [
+        "An embed shows another note inline\x1b[2J\x1b]0;pwned\x07 [[Embeds]].\r\x1b[1A"
+    ]
+    result = CliRunner().invoke(cli, ["ask", "What does an embed show?"], env=env)
+    assert result.exit_code == 0, result.output
+    assert not any(ch in result.stdout + result.stderr for ch in "\x1b\x07\x9b\r")
+    assert "An embed shows another note inline" in result.stdout
+
+
 def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllama) -> None:
     fake_ollama.chat_script = [REPLY]
     result = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--json"], env=env)

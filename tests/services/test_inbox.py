@@ -374,6 +374,11 @@ def test_parse_question_options_validates_and_keeps_unknown_keys_out(vault: Path
 
 def test_question_summary_is_one_truncated_line() -> None:
     assert question_summary("# How do\n embeds work?") == "How do"
+
+
+def test_question_summary_has_no_control_characters() -> None:
+    """It is the log note's line and the `Logged:` line on the terminal."""
+    assert question_summary("What \x1b[2Jis\x07 this?") == "What is this?"
     long = question_summary("word " * 50)
     assert len(long) <= 80 and long.endswith("…")
 

@@ -7,7 +7,10 @@ follow the client's pydantic types (ollama 0.6.x). What it offers:
   so texts sharing words are close and paraphrases overlap a little;
 - scripted chat (`chat_script`: replies consumed in order, or a callable), with an
   extractive default reply that cites the first `[[Page]]` of the prompt;
-- faults settable while running (`set_fault`): down, slow, 404, 500, die_midstream;
+- faults settable while running (`set_fault`): down, slow, 404, 500, die_midstream, and
+  endless (a chat reply that never ends: its pieces again and again, `done` never sent,
+  `num_predict` ignored, until the client hangs up);
+- `num_predict` honoured as Ollama does (the reply stops there, `done_reason: length`);
 - malformed vectors for chosen texts (`malformed`: a marker in the text -> `short`, `long`,
   `empty`, `nan` or `inf`), so one batch can come back ragged or with non-finite values;
 - a request log (`requests`, `embedded_inputs`, `embed_calls`).
@@ -34,7 +37,7 @@ from typing import Any
 DEFAULT_MODELS = ("nomic-embed-text", "all-minilm", "llama3.2")
 DEFAULT_DIMENSION = 64
 FAKE_CHARS_PER_TOKEN = 4
-FAULT_KINDS = ("down", "slow", "404", "500", "die_midstream")
+FAULT_KINDS = ("down", "slow", "404", "500", "die_midstream", "endless")
 MALFORMED_KINDS = ("short", "long", "empty", "nan", "inf")
 NO_ANSWER_REPLY = "The notes provided do not contain the answer to this question."
 MODIFIED_AT = "2025-01-01T00:00:00Z"
@@ -115,6 +118,7 @@ class _Fault:
     delay_s: float
     remaining: int | None
     paths: tuple[str, ...] | None
+    skip: int = 0  # matching requests served normally before the fault starts
 
 
 class _Server(ThreadingHTTPServer):
@@ -220,8 +224,10 @@ class FakeOllama:
         delay_s: float = 5.0,
         count: int | None = None,
         paths: Iterable[str] | None = None,
+        after: int = 0,
     ) -> None:
-        """Inject a fault for the next `count` requests (None: until cleared).
+        """Inject a fault for the next `count` requests (None: until cleared), once `after`
+        of them have been served normally.
 
         `down` closes the listening socket (connections are refused) until `recover()`
         or `set_fault(None)`; `count` and `paths` do not apply to it. `paths` limits the
@@ -232,7 +238,7 @@ class FakeOllama:
         with self._lock:
             self._fault = None
             if kind not in (None, "down"):
-                self._fault = _Fault(kind, delay_s, count, tuple(paths) if paths else None)
+                self._fault = _Fault(kind, delay_s, count, tuple(paths) if paths else None, after)
         if kind == "down":
             self._unlisten()
         elif self._httpd is None:
@@ -246,6 +252,9 @@ class FakeOllama:
         with self._lock:
             fault = self._fault
             if fault is None or (fault.paths is not None and path not in fault.paths):
+                return None
+            if fault.skip > 0:
+                fault.skip -= 1
                 return None
             if fault.remaining is not None:
                 fault.remaining -= 1
@@ -338,6 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
     _die = False
+    _endless = False
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr line."""
@@ -381,7 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, body: dict[str, Any]) -> None:
         path = self.path.split("?", 1)[0]
         self.fake._log(path, body)
-        self._die = False
+        self._die = self._endless = False
         fault = self.fake._take_fault(path)
         if fault is not None:
             if fault.kind == "slow":
@@ -396,6 +406,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             elif fault.kind == "die_midstream":
                 self._die = True
+            elif fault.kind == "endless":
+                self._endless = True
         route = _ROUTES.get((self.command, path))
         if route is None:
             self._send_text(404, "404 page not found")
@@ -497,12 +509,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, body: dict[str, Any], reply: str, shape: Callable[[str], dict]) -> None:
         model = str(body.get("model") or "")
         pieces = _PIECE.findall(reply)
+        if self._endless and body.get("stream", True):
+            self._send_endless(model, [shape(p) for p in pieces or ["more "]])
+            return
+        limit = (body.get("options") or {}).get("num_predict")
+        cut = isinstance(limit, int) and 0 < limit < len(pieces)
+        pieces = pieces[:limit] if cut else pieces
         final = {
             "model": model,
             "created_at": _now(),
             **shape(""),
             "done": True,
-            "done_reason": "stop",
+            "done_reason": "length" if cut else "stop",
             "total_duration": 2_000_000,
             "load_duration": 100_000,
             "prompt_eval_count": 10,
@@ -567,6 +585,27 @@ class _Handler(BaseHTTPRequestHandler):
                     self._drop()
                     return
         self.wfile.write(b"0\r\n\r\n")
+
+    def _send_endless(self, model: str, shapes: list[dict[str, Any]]) -> None:
+        """The pieces of a reply again and again, never `done`, until the client hangs up
+        (or the server stops)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        i = 0
+        while not self.fake._halt.is_set():
+            chunk = {"model": model, "created_at": _now(), **shapes[i % len(shapes)], "done": False}
+            line = (json.dumps(chunk) + "\n").encode()
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            except OSError:
+                return  # the client hung up: what a reply that never ends waits for
+            i += 1
+            if self.fake.token_delay_s and self.fake._halt.wait(self.fake.token_delay_s):
+                break
+        self._drop()
 
     def _drop(self) -> None:
         self.close_connection = True

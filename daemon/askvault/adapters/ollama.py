@@ -29,6 +29,7 @@ from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
     model_present,
     probe_ollama,
 )
+from askvault.core.controls import strip_controls
 from askvault.errors import (
     InputRefused,
     ModelMissing,
@@ -82,13 +83,14 @@ def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
             raise ModelMissing(model, host) from exc
+        error = strip_controls(str(exc.error))  # the server's words, shown and written
         if 400 <= exc.status_code < 500 or exc.status_code == 500:
             raise InputRefused(
-                f"Ollama at {host} refused the request: {exc.error} (status {exc.status_code})",
+                f"Ollama at {host} refused the request: {error} (status {exc.status_code})",
                 UNAVAILABLE_HINT,
             ) from exc
         raise OllamaUnavailable(
-            f"Ollama at {host} failed: {exc.error} (status {exc.status_code})", UNAVAILABLE_HINT
+            f"Ollama at {host} failed: {error} (status {exc.status_code})", UNAVAILABLE_HINT
         ) from exc
     except httpx.TimeoutException as exc:
         raise OllamaUnavailable(
@@ -263,6 +265,7 @@ class ReplyUsage:
     reply_tokens: int | None = None
     prompt_eval_s: float | None = None
     generation_s: float | None = None
+    done_reason: str | None = None  # "stop", or "length" when num_predict cut the reply
 
 
 class OllamaGenerator:
@@ -355,9 +358,11 @@ def _usage(part: Any) -> ReplyUsage:
     def count(n: Any) -> int | None:
         return n if isinstance(n, int) and n >= 0 else None
 
+    reason = getattr(part, "done_reason", None)
     return ReplyUsage(
         count(part.prompt_eval_count),
         count(part.eval_count),
         seconds(part.prompt_eval_duration),
         seconds(part.eval_duration),
+        reason if isinstance(reason, str) else None,
     )

@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from askvault.core.controls import escape_controls
+
 # syslog priorities (sd-daemon.h): <3> error, <4> warning, <6> info, <7> debug.
 SYSLOG_PRIORITY = {
     logging.CRITICAL: 2,
@@ -32,7 +34,16 @@ LEVELS = {
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(message)s"
 
 
-class JournalFormatter(logging.Formatter):
+class TextFormatter(logging.Formatter):
+    """The standard formatter, with control characters written as escapes: a message may
+    hold what came from outside (a file name, a server's error text), which must not drive
+    the terminal or the journal viewer reading it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().format(record))
+
+
+class JournalFormatter(TextFormatter):
     """`<N>message`: no timestamp, the level as a syslog priority prefix."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -51,10 +62,10 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": escape_controls(record.getMessage()),
         }
         if record.exc_info:
-            doc["exc"] = self.formatException(record.exc_info)
+            doc["exc"] = escape_controls(self.formatException(record.exc_info))
         return json.dumps(doc, ensure_ascii=False)
 
 
@@ -78,7 +89,7 @@ def make_formatter(log_format: str, stream: IO[str], env: Mapping[str, str]) -> 
         return JsonFormatter()
     if is_journal_stream(stream, env):
         return JournalFormatter("%(message)s")
-    return logging.Formatter(TEXT_FORMAT, datefmt="%Y-%m-%d %H:%M:%S")
+    return TextFormatter(TEXT_FORMAT, datefmt="%Y-%m-%d %H:%M:%S")
 
 
 def configure_logging(

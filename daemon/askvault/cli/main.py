@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from askvault import __version__
+from askvault.core.controls import strip_controls
 from askvault.errors import AskvaultError
 from askvault.settings import Settings, load_settings
 
@@ -77,9 +78,10 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(*args, **kwargs)
         except AskvaultError as exc:
-            click.echo(f"askvault: {exc.message}", err=True)
+            # A message may carry what a server sent (Ollama's error text): no controls.
+            click.echo(f"askvault: {strip_controls(exc.message)}", err=True)
             if exc.hint:
-                click.echo(f"hint: {exc.hint}", err=True)
+                click.echo(f"hint: {strip_controls(exc.hint)}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             sys.exit(130)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from askvault.core.controls import strip_controls
 from askvault.core.progress import RateWindow, format_duration
 
 if TYPE_CHECKING:
@@ -301,8 +302,9 @@ def show_context(doc: dict[str, Any]) -> None:
 
 
 def echo_token(piece: str) -> None:
-    """One streamed piece of the model's reply, shown as it comes."""
-    sys.stdout.write(piece)
+    """One streamed piece of the model's reply, shown as it comes, without its control
+    characters (a reply must not drive the terminal: clear it, retitle it, rewrite lines)."""
+    sys.stdout.write(strip_controls(piece))
     sys.stdout.flush()
 
 
@@ -317,21 +319,21 @@ def show_answer(outcome: AskOutcome) -> None:
         if result.answer != result.reply:
             # Excerpt numbers became links, links that back nothing went, unsupported
             # sentences got a marker, quotes a footnote: show what the note says.
-            click.echo("\nAs checked and published:\n" + result.answer)
+            click.echo("\nAs checked and published:\n" + strip_controls(result.answer))
         if result.status == "answered" and result.report is not None:
             quotes = render_quote_notes(result.report, result.answer)
             if quotes:
-                click.echo("\n" + quotes)
-        click.echo("\n" + render_citation_report(result.report))
+                click.echo("\n" + strip_controls(quotes))
+        click.echo("\n" + strip_controls(render_citation_report(result.report)))
     if result.status == "waiting" and result.note.passages:
         click.echo("\nBest passages found (extractive, not an answer):")
         for passage in result.note.passages:
             click.echo(
                 f"- {passage.wikilink}" + (f" — {passage.heading}" if passage.heading else "")
             )
-            click.echo("  > " + " ".join(passage.text.split())[:200])
+            click.echo("  > " + " ".join(strip_controls(passage.text).split())[:200])
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {strip_controls(warning)}", err=True)
     if outcome.saved:
         click.echo(f"\nSaved: {outcome.saved}")
     if outcome.logged:

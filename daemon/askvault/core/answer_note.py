@@ -20,6 +20,7 @@ from askvault.core.citations import (
     quote_notes,
     quote_text,
 )
+from askvault.core.inert import inert_line, neutralise
 from askvault.records import AnswerStatus
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
@@ -243,7 +244,7 @@ def render_quote_notes(report: CitationReport, answer: str) -> str:
     note the claim rests on, copied from the excerpt by askvault, and the link to where
     they stand."""
     return "\n".join(
-        f"[^{n.number}]: “{quote_text(n.quote)}” — [[{n.source}]]"
+        f"[^{n.number}]: “{inert_line(quote_text(n.quote))}” — [[{n.source}]]"
         for n in quote_notes(report)
         if f"[^{n.number}]" in answer
     )
@@ -330,7 +331,8 @@ def _passages_section(note: AnswerNote, title: str) -> str:
     for p in note.passages:
         where = f"{p.wikilink}" + (f" — {p.heading}" if p.heading else "")
         lines.append(f"- {where}")
-        lines += [f"  > {line}" if line.strip() else "  >" for line in p.text.strip().split("\n")]
+        text = neutralise(p.text.strip())  # a note's words: nothing in them loads
+        lines += [f"  > {line}" if line.strip() else "  >" for line in text.split("\n")]
     return "\n".join(lines)
 
 
@@ -366,5 +368,5 @@ def _quoted(text: str) -> str:
 
 
 def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    # The model's sentences and the notes' words: inert, never cut inside a code span.
+    return inert_line(text, limit)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from askvault.core.abstention import is_refusal
 from askvault.core.claims import CitedLink, Claim, link_spans, split_claims, strip_links
@@ -99,9 +100,10 @@ class Citation:
         """The link as written, without label: `A`, `A#Heading`, `A#^block`."""
         return link_target_text(self.link)
 
-    @property
+    @cached_property
     def support(self) -> SupportVerdict | None:
-        """The best verdict over the citing sentences, or None when not checked."""
+        """The best verdict over the citing sentences, or None when not checked (computed
+        once: a link a long reply repeats has thousands of them)."""
         order: tuple[SupportVerdict, ...] = ("supported", "weak", "unsupported")
         verdicts = [s.verdict for s in self.supports]
         return next((v for v in order if v in verdicts), None)
@@ -221,6 +223,7 @@ def check_citations(
     against them (None: against the cited notes' text, for callers without a prompt).
     """
     claims = split_claims(answer)
+    pending_slugs = frozenset(pending_slugs)  # looked up once per link
     judged = claim_contents([c.judged for c in claims], tokenize, given=question)
     # Whether a sentence says anything at all does not depend on the question.
     sizes = [len(c) for c in content_tokens([c.judged for c in claims], tokenize)]
@@ -285,13 +288,10 @@ def _repeats(
 ) -> tuple[tuple[int, int], ...]:
     """The sentences every checked claim of which repeats an earlier one, with the links
     that close them."""
-    out = []
-    for start, flags in repeated.items():
-        if flags and all(flags):
-            end = max(c.anchor for c in claims if c.sentence_start == start)
-            end = max(end, max(c.sentence_end for c in claims if c.sentence_start == start))
-            out.append((start, end))
-    return tuple(out)
+    ends: dict[int, int] = {}  # sentence start -> the end of its last claim or link
+    for c in claims:
+        ends[c.sentence_start] = max(ends.get(c.sentence_start, 0), c.anchor, c.sentence_end)
+    return tuple((start, ends[start]) for start, flags in repeated.items() if flags and all(flags))
 
 
 def _header(title: str, heading: str | None) -> str:
@@ -339,7 +339,7 @@ def _resolve(
     """The link's state, and the texts its claims are judged against."""
     path = resolve_link(link.target, index) if link.target else None
     if path is None:
-        if link.target and slug(link.target) in set(pending_slugs):
+        if link.target and slug(link.target) in pending_slugs:
             return Citation(
                 link,
                 "pending",
@@ -585,9 +585,13 @@ _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _BLOCK_ID = re.compile(r"(?<!\S)\^[A-Za-z0-9-]+(?=\s|$)")
 # Between two links of one group: white space, commas and "and".
 _LINK_GLUE = re.compile(r"^(?:[\s,;]|and\b|&)*$", re.IGNORECASE)
-_CLOSES_CLAIM = re.compile(r"^[ \t]*(?:$|\n|[.,;!?)\]]|!?\[\[)")
-_WORD_BEFORE = re.compile(r"\w[*_`)\]]*[ \t]*$")
-_LINE_OPENING = re.compile(r"(?:^|\n)[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?$")
+# Matched at a link's end, what says it closes a claim; before its start, what says the
+# sentence reads it as a word, and what says it opens a line. Each looks only at the few
+# characters beside the link (a long reply has thousands of links: no scan of the text
+# before each).
+_CLOSES_CLAIM = re.compile(r"[ \t]*(?:$|\n|[.,;!?)\]]|!?\[\[)")
+_LINE_OPENING = re.compile(r"[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?")
+_OPENING_CHARS = frozenset(" \t>-*+.)0123456789")
 
 
 def _link_words(link: Link) -> str:
@@ -604,19 +608,53 @@ def _unlinked(answer: str, span: CitedLink) -> tuple[int, int, str]:
     """The edit that takes a link out of the published text: a link in citation position
     (closing a claim, beside other links, after a full stop) goes, with the space before
     it; one the sentence reads as a word, or one that opens a line, becomes its text."""
-    before = answer[: span.start]
-    reads_as_word = _WORD_BEFORE.search(before) is not None and not _CLOSES_CLAIM.match(
-        answer[span.end :]
-    )
-    if reads_as_word or _LINE_OPENING.search(before) or span.link.label:
+    reads_as_word = _word_before(answer, span.start) and not _CLOSES_CLAIM.match(answer, span.end)
+    if reads_as_word or _opens_line(answer, span.start) or span.link.label:
         return (span.start, span.end, _link_words(span.link))
-    start = len(before.rstrip(" \t"))
+    start = span.start
+    while start > 0 and answer[start - 1] in " \t":
+        start -= 1
     return (start, span.end, "")
+
+
+def _word_before(text: str, end: int) -> bool:
+    """Whether text[:end] ends (or ends before a last line break) with a word, then closing
+    emphasis, code, brackets and spaces (`\\w[*_`)\\]]*[ \\t]*$`)."""
+    for stop in (end, end - 1) if text[end - 1 : end] == "\n" else (end,):
+        pos = stop
+        while pos > 0 and text[pos - 1] in " \t":
+            pos -= 1
+        run = pos
+        while run > 0 and text[run - 1] in "*_`)]":
+            run -= 1
+        if "_" in text[run:pos] or (run > 0 and _is_word_char(text[run - 1])):
+            return True
+    return False
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _opens_line(text: str, end: int) -> bool:
+    """Whether text[:end] after its last line break holds only spaces, quote markers and
+    a list marker (or ends with the line break itself)."""
+    if end == 0 or text[end - 1] == "\n":
+        return True
+    start = end
+    while start > 0 and text[start - 1] in _OPENING_CHARS:
+        start -= 1
+    if start > 0 and text[start - 1] != "\n":
+        return False
+    return _LINE_OPENING.fullmatch(text, start, end) is not None
 
 
 def _spaces_after(text: str, end: int) -> int:
     """How many spaces (not line breaks) follow `end`."""
-    return len(text[end:]) - len(text[end:].lstrip(" \t"))
+    pos = end
+    while pos < len(text) and text[pos] in " \t":
+        pos += 1
+    return pos - end
 
 
 def _marker_position(answer: str, start: int) -> int:

@@ -17,6 +17,7 @@ sentence (`and` alone says nothing a note could support).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field, replace
 
 from askvault.core.links import MD_LINK_TEXT, WIKILINK, extract_links, mask_code
@@ -83,7 +84,37 @@ class Claim:
 
 @dataclass
 class _Line:
-    claims: list[Claim] = field(default_factory=list)
+    """The claims of a line, a paragraph or a list, as indices into the answer's claims."""
+
+    claims: list[int] = field(default_factory=list)
+    uncited: list[int] = field(default_factory=list)  # those without a link yet, in order
+
+    def add(self, index: int, claim: Claim) -> None:
+        self.claims.append(index)
+        if not claim.links:
+            self.uncited.append(index)
+
+    def extend(self, other: _Line) -> None:
+        self.claims.extend(other.claims)
+        self.uncited.extend(other.uncited)
+
+
+class _Spans:
+    """The answer's links in reading order, looked up by offset (a long reply has thousands:
+    a scan of all of them per line or per claim made the check quadratic)."""
+
+    def __init__(self, spans: list[CitedLink]) -> None:
+        self.spans = spans
+        self.starts = [s.start for s in spans]
+        self.ends = [s.end for s in spans]  # links never overlap: sorted as well
+
+    def starting_in(self, start: int, end: int) -> list[CitedLink]:
+        """The links that start in [start, end)."""
+        return self.spans[bisect_left(self.starts, start) : bisect_left(self.starts, end)]
+
+    def overlapping(self, start: int, end: int) -> list[CitedLink]:
+        """The links that share a character with [start, end)."""
+        return self.spans[bisect_right(self.ends, start) : bisect_left(self.starts, end)]
 
 
 def link_spans(text: str) -> list[CitedLink]:
@@ -95,8 +126,10 @@ def link_spans(text: str) -> list[CitedLink]:
     spans: list[CitedLink] = []
     for match in WIKILINK.finditer(masked):
         start = match.start()
-        backslashes = len(masked[:start]) - len(masked[:start].rstrip("\\"))
-        if backslashes % 2 == 1:
+        before = start
+        while before > 0 and masked[before - 1] == "\\":
+            before -= 1
+        if (start - before) % 2 == 1:
             continue
         parsed = extract_links(text[start : match.end()])
         if parsed:
@@ -114,13 +147,11 @@ def split_claims(answer: str) -> list[Claim]:
     """The claims of `answer` in reading order, each with the links that cite it."""
     # An embed in an answer is an example of syntax, not a citation: its text stays in
     # the claim (and is shown as code, see citations.annotate_answer).
-    spans = [s for s in link_spans(answer) if not s.link.embed]
+    spans = _Spans([s for s in link_spans(answer) if not s.link.embed])
     # Words are looked for with links and code blanked, so `[[file.pdf]]` ends no sentence
     # and a link's name is never a claim's word.
     masked = mask_code(answer)
-    plain = masked
-    for s in spans:
-        plain = plain[: s.start] + " " * (s.end - s.start) + plain[s.end :]
+    plain = _blank_spans(masked, spans.spans)
     lines = _line_spans(answer)
     claims: list[Claim] = []
     block = _Line()  # the claims of the paragraph or list being read
@@ -131,7 +162,7 @@ def split_claims(answer: str) -> list[Claim]:
             if block.claims:
                 previous, block = block, _Line()
             continue
-        line_links = [s for s in spans if start <= s.start < end]
+        line_links = spans.starting_in(start, end)
         if _HEADING.match(text) or _is_separator(text):
             block, previous = _Line(), _Line()
             continue
@@ -143,14 +174,14 @@ def split_claims(answer: str) -> list[Claim]:
             block, previous = _Line(), _Line()  # a header row names columns, it claims nothing
             continue
         if line_links and _only_citation_words(plain[start:end]):
-            _attach(block.claims or previous.claims, line_links, claims)
+            _attach(block if block.claims else previous, line_links, claims)
             continue
         line = _Line()
         prefix = _LINE_PREFIX.match(text)
         content_start = start + (prefix.end() if prefix else 0)
         for s0, s1 in _sentences(answer, plain, content_start, end):
-            _cut_sentence(answer, plain, spans, s0, s1, line_links, line, claims)
-        block.claims.extend(line.claims)
+            _cut_sentence(answer, plain, spans, s0, s1, spans.starting_in(s0, s1), line, claims)
+        block.extend(line)
     # A marker or an added link goes after the links that already close the claim.
     return [
         replace(
@@ -158,6 +189,19 @@ def split_claims(answer: str) -> list[Claim]:
         )
         for c in claims
     ]
+
+
+def _blank_spans(text: str, spans: list[CitedLink]) -> str:
+    """`text` with each of `spans` (in order, apart) replaced by spaces."""
+    if not spans:
+        return text
+    pieces = []
+    cursor = 0
+    for s in spans:
+        pieces += [text[cursor : s.start], " " * (s.end - s.start)]
+        cursor = s.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
 
 
 def _line_spans(text: str) -> list[tuple[int, int]]:
@@ -209,15 +253,15 @@ def text_sentences(text: str) -> list[str]:
 def _cut_sentence(
     answer: str,
     plain: str,
-    spans: list[CitedLink],
+    spans: _Spans,
     s0: int,
     s1: int,
-    line_links: list[CitedLink],
+    sentence_links: list[CitedLink],
     line: _Line,
     claims: list[Claim],
 ) -> None:
     """Cut one sentence into claims at its links; append them to `claims` and `line`."""
-    groups = _groups(answer, [s for s in line_links if s0 <= s.start < s1])
+    groups = _groups(answer, sentence_links)
     pending: list[CitedLink] = []
     seg_start = s0
     if groups and not _words(plain, s0, groups[0][0].start):
@@ -225,7 +269,7 @@ def _cut_sentence(
         # at the start of a line they cite what follows.
         lead = groups.pop(0)
         if line.claims:
-            _attach(line.claims, lead, claims, last_only=True)
+            _attach(line, lead, claims, last_only=True)
         else:
             pending = list(lead)
         seg_start = lead[-1].end
@@ -255,10 +299,10 @@ def _cut_sentence(
         if own:
             own[-1] = _with_links(own[-1], pending)
         else:
-            _attach(line.claims, pending, claims, last_only=True)
+            _attach(line, pending, claims, last_only=True)
     for claim in own:
+        line.add(len(claims), claim)
         claims.append(claim)
-        line.claims.append(claim)
 
 
 def _groups(answer: str, links: list[CitedLink]) -> list[list[CitedLink]]:
@@ -280,7 +324,7 @@ def _words(plain: str, start: int, end: int) -> int:
 def _claim(
     answer: str,
     plain: str,
-    spans: list[CitedLink],
+    spans: _Spans,
     start: int,
     end: int,
     s0: int,
@@ -300,13 +344,11 @@ def _claim(
     )
 
 
-def _text_without_links(answer: str, spans: list[CitedLink], start: int, end: int) -> str:
+def _text_without_links(answer: str, spans: _Spans, start: int, end: int) -> str:
     """answer[start:end] without the recognised links in it (links in code stay: code)."""
     pieces = []
     cursor = start
-    for s in spans:
-        if s.end <= start or s.start >= end:
-            continue
+    for s in spans.overlapping(start, end):
         pieces.append(answer[cursor : max(cursor, s.start)])
         cursor = max(cursor, s.end)
     pieces.append(answer[cursor:end])
@@ -327,20 +369,20 @@ def _with_links(claim: Claim, links: list[CitedLink]) -> Claim:
 
 
 def _attach(
-    targets: list[Claim], links: list[CitedLink], claims: list[Claim], *, last_only: bool = False
+    targets: _Line, links: list[CitedLink], claims: list[Claim], *, last_only: bool = False
 ) -> None:
-    """Give `links` to the last of `targets`, or (a line of links) to each uncited one of
-    them, else the last; `targets` and `claims` are updated in place."""
-    if not targets:
+    """Give `links` to the last claim of `targets`, or (a line of links) to each uncited one
+    of them, else the last; `claims` and `targets` are updated in place."""
+    if not targets.claims:
         return
-    chosen = [len(targets) - 1]
-    if not last_only:
-        chosen = [i for i, c in enumerate(targets) if not c.links] or chosen
+    if last_only or not targets.uncited:
+        chosen = [targets.claims[-1]]
+    else:
+        chosen, targets.uncited = targets.uncited, []
     for i in chosen:
-        claim = targets[i]
-        updated = _with_links(claim, links)
-        claims[next(j for j, c in enumerate(claims) if c is claim)] = updated
-        targets[i] = updated
+        claims[i] = _with_links(claims[i], links)
+    if targets.uncited and targets.uncited[-1] == chosen[-1]:
+        targets.uncited.pop()
 
 
 def _tidy(text: str) -> str:

@@ -204,20 +204,39 @@ def _mask_paragraph_code(text: str) -> str:
     if "`" not in text:
         return text
     out = list(text)
+    for start, end in code_spans(text):
+        for pos in range(start, end):
+            if out[pos] != "\n":
+                out[pos] = " "
+    return "".join(out)
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each inline code span of one paragraph, backticks included.
+
+    CommonMark: a run of backticks opens a span that the next run of the same length
+    closes; a run that no later run matches is literal text. Linear: each run finds its
+    closer through the next run of its width, found once from the end.
+    """
+    if "`" not in text:
+        return []
     runs = [m for m in _BACKTICKS.finditer(text) if not _is_escaped(text, m.start())]
+    following: list[int | None] = [None] * len(runs)
+    last_of_width: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        width = len(runs[i].group(0))
+        following[i] = last_of_width.get(width)
+        last_of_width[width] = i
+    spans: list[tuple[int, int]] = []
     i = 0
     while i < len(runs):
-        opener = runs[i]
-        width = len(opener.group(0))
-        closer = next((j for j in range(i + 1, len(runs)) if len(runs[j].group(0)) == width), None)
+        closer = following[i]
         if closer is None:
             i += 1
             continue
-        for pos in range(opener.start(), runs[closer].end()):
-            if out[pos] != "\n":
-                out[pos] = " "
+        spans.append((runs[i].start(), runs[closer].end()))
         i = closer + 1
-    return "".join(out)
+    return spans
 
 
 def extract_links(text: str, *, masked: str | None = None, line_offset: int = 0) -> list[Link]:

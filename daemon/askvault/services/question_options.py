@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from askvault.adapters.vault import resolve_inside
+from askvault.core.controls import strip_controls
 from askvault.errors import PathOutsideVault
 from askvault.records import ParsedNote, QuestionOptions
 
@@ -208,7 +209,8 @@ def question_note_state(note: ParsedNote) -> NoteState:
 
 
 def question_summary(question: str, limit: int = LOG_SUMMARY_CHARS) -> str:
-    """The question on one line (first line, `#` and extra spaces dropped), truncated."""
-    first = next((line for line in question.splitlines() if line.strip()), "")
+    """The question on one line (first line, `#`, control characters and extra spaces
+    dropped), truncated."""
+    first = next((line for line in strip_controls(question).splitlines() if line.strip()), "")
     flat = " ".join(re.sub(r"^#+\s*", "", first.strip()).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

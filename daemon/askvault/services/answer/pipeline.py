@@ -22,13 +22,15 @@ from askvault.core import answer_parts
 from askvault.core.abstention import distance_cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import annotate_answer
+from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
 from askvault.core.prompt import PromptPlan, build_messages, split_quoted_reply
+from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
 from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
 from askvault.services.answer.checking import Checked, check
-from askvault.services.answer.generation import Generation, TokenSink, generate
+from askvault.services.answer.generation import Generation, TokenSink, generate, reply_limits
 from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
@@ -60,7 +62,7 @@ def answer_question(
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     """
-    question = question.strip()
+    question = strip_controls(question).strip()
     base = AnswerNote(
         question=question,
         status="failed",
@@ -96,6 +98,7 @@ def answer_question(
             on_token=on_token,
             should_stop=should_stop,
             timings=timings,
+            limits=reply_limits(settings),
         )
     except OllamaError as exc:
         return _waiting(base, found, plan, timings, exc)
@@ -103,8 +106,9 @@ def answer_question(
         generation = dataclasses.replace(
             generation, reply=split_quoted_reply(generation.reply).answer
         )
+    safe = sanitize_reply(generation.reply)  # untrusted: checked as published (core/reply.py)
     started = time.monotonic()
-    checked = check(conn, settings, notes, generation.reply, plan, question)
+    checked = check(conn, settings, notes, safe.text, plan, question)
     timings["checks_s"] = time.monotonic() - started
     verification = Verification()
     if settings.queries.verify == "judge":
@@ -115,11 +119,12 @@ def answer_question(
             model=base.model,
             num_ctx=settings.ollama.num_ctx,
             should_stop=should_stop,
+            limits=reply_limits(settings),
         )
         timings["verify_s"] = verification.seconds
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     decision = decide(
-        generation.reply,
+        safe.text,
         checked.report,
         nearest_distance=found.nearest_distance,
         cutoff=cutoff,
@@ -131,7 +136,7 @@ def answer_question(
         settings,
         notes,
         base,
-        _Steps(found, plan, generation, checked, verification, decision),
+        _Steps(found, plan, generation, safe, checked, verification, decision),
         timings,
     )
 
@@ -143,9 +148,20 @@ class _Steps:
     found: Retrieval
     plan: PromptPlan
     generation: Generation
+    safe: SafeReply
     checked: Checked
     verification: Verification
     decision: Decision
+
+    @property
+    def warnings(self) -> list[str]:
+        """The retrieval's warnings, what the reply's sanitising changed, and its cut."""
+        cut = self.generation.cut
+        return [
+            *(strip_controls(w) for w in self.found.warnings),  # names of files: no controls
+            *self.safe.notes,
+            *([cut_note(cut, self.generation.limits)] if cut and self.generation.limits else []),
+        ]
 
 
 def _compose(
@@ -178,7 +194,7 @@ def _compose(
         if keeps
         else (),
         caveats=answer_parts.caveats(
-            pack, report, steps.found.warnings, decision.status, steps.verification.error
+            pack, report, steps.warnings, decision.status, steps.verification.error
         ),
         ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
         passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
@@ -193,7 +209,7 @@ def _compose(
         report=report,
         grounding=grounding,
         cited_paths=cited,
-        warnings=list(steps.found.warnings),
+        warnings=steps.warnings,
         timings=timings,
         excerpts=steps.plan.excerpts,
         prompt_tokens=steps.plan.prompt_tokens,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from askvault.core.citations import CitationReport, ClaimCheck
+from askvault.core.reply import ReplyBudget, ReplyLimits
 from askvault.core.verification import (
     VERDICT_MAX_TOKENS,
     VERDICT_SCHEMA,
@@ -44,14 +45,21 @@ def verify(
     model: str,
     num_ctx: int,
     should_stop: Callable[[], bool] = lambda: False,
+    limits: ReplyLimits | None = None,
 ) -> Verification:
-    """Ask the model whether the claims' passages answer `question` (see the module doc)."""
+    """Ask the model whether the claims' passages answer `question` (see the module doc);
+    its reply is read up to VERDICT_MAX_TOKENS pieces and `limits`' bytes and seconds."""
     claims = judged_claims(report.claims) if report.error is None else ()
     if not claims:
         return Verification()
     started = time.monotonic()
     pieces: list[str] = []
     stream = None
+    budget = (
+        ReplyBudget(ReplyLimits(VERDICT_MAX_TOKENS, limits.max_bytes, limits.max_seconds))
+        if limits is not None
+        else None
+    )
     try:
         stream = generator.stream(
             judge_messages(question, claims),
@@ -63,7 +71,9 @@ def verify(
         for piece in stream:
             if should_stop():
                 raise AnswerCancelled("stopped while the answer was being checked")
-            pieces.append(piece)
+            pieces.append(budget.take(piece, time.monotonic()) if budget else piece)
+            if budget is not None and budget.cut is not None:
+                break  # a verdict that never ends is no verdict: the stream is closed
     except OllamaError as exc:
         return Verification(None, claims, exc.message, time.monotonic() - started)
     finally:
