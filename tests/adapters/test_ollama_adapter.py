@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterator
 
@@ -324,6 +325,53 @@ def test_stream_abandoned_early_closes_cleanly(
     assert next(stream) == "a "
     stream.close()  # type: ignore[attr-defined]
     assert "".join(generator.stream([], model=CHAT, num_ctx=2048)) == "second reply"
+
+
+def _stream_on_a_thread(
+    generator: OllamaGenerator, stream: Iterator[str]
+) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            list(stream)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            errors.append(exc)
+
+    thread = threading.Thread(target=consume, name="reply-consumer")
+    thread.start()
+    return thread, errors
+
+
+def test_abort_closes_a_reply_the_model_has_not_started_and_ollama_sees_its_client_go(
+    fake_ollama: FakeOllama,
+) -> None:
+    # The model still reading the prompt: no piece arrives for a minute, so no check
+    # between pieces could stop it; abort() must close the connection itself.
+    fake_ollama.set_fault("slow", delay_s=60.0, paths=("/api/chat",))
+    with OllamaGenerator(fake_ollama.url, timeout_s=2.0, silence_s=60.0) as patient:
+        thread, errors = _stream_on_a_thread(patient, patient.stream([], model=CHAT, num_ctx=2048))
+        while not fake_ollama.requests_to("/api/chat"):
+            time.sleep(0.01)
+        patient.abort()
+        assert fake_ollama.hung_up.wait(10), "Ollama was never told its client left"
+        thread.join(10)
+        assert not thread.is_alive()
+    assert fake_ollama.abandoned == ["/api/chat"]
+    assert len(errors) == 1 and isinstance(errors[0], OllamaUnavailable)
+    assert "stopped (cancelled)" in errors[0].message
+
+
+def test_abort_before_a_stream_starts_sends_no_request_and_the_next_stream_is_whole(
+    fake_ollama: FakeOllama, generator: OllamaGenerator
+) -> None:
+    fake_ollama.chat_script = ["first", "a b c"]
+    stream = generator.stream([], model=CHAT, num_ctx=2048)
+    generator.abort()
+    with pytest.raises(OllamaUnavailable, match="stopped"):
+        list(stream)
+    assert fake_ollama.requests_to("/api/chat") == []
+    assert "".join(generator.stream([], model=CHAT, num_ctx=2048)) == "first"
 
 
 def test_probe_reports_version_and_models(fake_ollama: FakeOllama) -> None:

@@ -26,6 +26,7 @@ from askvault.app.clients import OllamaClients
 from askvault.app.mcp_serve import make_server
 from askvault.cli.main import cli
 from askvault.errors import AnswerCancelled
+from askvault.records import Cancellation
 from askvault.services.ask import ask_question
 from askvault.services.warm_session import WarmSession
 from askvault.settings import Settings
@@ -341,6 +342,18 @@ def test_ask_cancelled_before_saving_writes_nothing(
             should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")),
         )
     assert vault_files(vault) == before
+
+
+def test_an_ask_cancelled_before_its_reply_starts_never_reaches_the_model(
+    session: WarmSession, fake_ollama: FakeOllama
+) -> None:
+    # Cancelled while it waited behind another ask, or while it searched: the reply it
+    # would ask for is stopped before its request is sent.
+    cancelled = Cancellation()
+    cancelled.set()
+    with pytest.raises(AnswerCancelled):
+        session.ask("What does an embed show?", save=True, cancelled=cancelled)
+    assert fake_ollama.requests_to("/api/chat") == []
 
 
 @pytest.fixture

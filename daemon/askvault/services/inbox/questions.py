@@ -463,5 +463,8 @@ class _Unavailable:
     def stream(self, messages: Any, *, model: str, num_ctx: int, **_: Any) -> Any:
         raise self.exc
 
+    def abort(self) -> None:
+        """Nothing streams."""
+
     def close(self) -> None:
         """Nothing to close: no client was built."""
