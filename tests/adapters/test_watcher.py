@@ -133,3 +133,50 @@ def test_watcher_falls_back_to_polling_and_reconciles_when_inotify_refuses(
         collector.wait(lambda: "late.md" in collector.changed())
     finally:
         watcher.stop()
+
+
+@pytest.mark.parametrize("mode", ["events", "polling"])
+@pytest.mark.parametrize("how", ["replaced_by_another_folder", "deleted_and_made_again"])
+def test_a_vault_folder_that_comes_back_is_watched_again_and_reconciled(
+    tmp_path: Path, mode: str, how: str
+) -> None:
+    # A drive unmounted and mounted again, a share reconnected: the path is the same, the
+    # folder is not, and the old watch died with the old one.
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("a")
+    collector = Collector()
+    watcher = VaultWatcher(root, collector, debounce_s=0.05, mode=mode, poll_interval_s=0.1)
+    watcher.start()
+    try:
+        if how == "replaced_by_another_folder":
+            root.rename(tmp_path / "old mount")
+        else:
+            (root / "a.md").unlink()
+            root.rmdir()
+            collector.wait(lambda: watcher.router.watch_lost.is_set())
+        root.mkdir()
+        (root / "a.md").write_text("a")
+        collector.wait(lambda: any(b.events_lost for b in collector.batches))
+        (root / "edited after the return.md").write_text("b")
+        collector.wait(lambda: "edited after the return.md" in collector.changed())
+    finally:
+        watcher.stop()
+
+
+def test_a_vault_found_away_is_watched_again_even_when_it_returns_with_its_old_identity(
+    tmp_path: Path,
+) -> None:
+    # A tmpfs or a drive unmounted and mounted again within a second can come back with
+    # the same device and inode, and an unmount reports no event: the daemon, which saw
+    # the vault away, asks for a new watch.
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05)
+    watcher.start()
+    try:
+        watcher.watch_again()
+        collector.wait(lambda: any(b.events_lost for b in collector.batches))
+        (tmp_path / "after.md").write_text("b")
+        collector.wait(lambda: "after.md" in collector.changed())
+    finally:
+        watcher.stop()

@@ -9,12 +9,21 @@ whose destination is the note: it is indexed once, with its final content.
 
 Only `.md` paths and directories matter here; which notes are ignored is the
 indexer's decision (adapters/ignore.py), so the scanner and the watcher agree.
+
+A watch dies with the folder it watches: a drive unmounted, a share reconnected, a vault
+folder deleted and made again. The watcher checks the root's identity (device, inode)
+every `ROOT_CHECK_S` and watches the root again when it is another folder now, when the
+watched one was deleted and the path is back, or when the caller saw the vault away
+(`watch_again`: an unmount reports nothing, and a drive mounted again within a second
+can get its device number back); each new watch asks for a reconcile (events of the
+time away were never seen).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +42,8 @@ log = logging.getLogger(__name__)
 MAX_WAIT_FACTOR = 4
 MIN_MAX_WAIT_S = 1.0
 OBSERVER_JOIN_S = 2.0
+# How often the watcher looks whether its root is still the folder it watches.
+ROOT_CHECK_S = 1.0
 # Filesystems whose changes made elsewhere (another machine, the host of a VM)
 # never reach inotify: network shares, FUSE mounts, VM shared folders.
 POLLING_FSTYPES = frozenset(
@@ -154,6 +165,9 @@ class EventRouter(FileSystemEventHandler):
         self.root = os.path.realpath(root)
         self.debouncer = debouncer
         self.clock = clock
+        # Set when the watched root itself was deleted or moved away (its watch is dead),
+        # or when the caller found the vault away (`VaultWatcher.watch_again`).
+        self.watch_lost = threading.Event()
 
     def relative(self, path: str | bytes) -> str | None:
         """The vault-relative POSIX path of an absolute event path; None if outside the vault."""
@@ -169,6 +183,9 @@ class EventRouter(FileSystemEventHandler):
         kind = event.event_type
         if kind in ("opened", "closed_no_write"):
             return
+        if event.is_directory and kind in ("deleted", "moved") and self._is_root(event.src_path):
+            self.watch_lost.set()
+            return
         now = self.clock()
         src = self.relative(event.src_path)
         dest = self.relative(event.dest_path) if kind == "moved" else None
@@ -178,6 +195,9 @@ class EventRouter(FileSystemEventHandler):
         for path in (src, dest):
             if path and is_note_path(path):
                 self.debouncer.add_path(path, now)
+
+    def _is_root(self, path: str | bytes) -> bool:
+        return os.path.normpath(os.fsdecode(path)) == self.root
 
     def _directory_event(self, kind: str, src: str | None, dest: str | None, now: float) -> None:
         if kind == "deleted" and src:
@@ -267,6 +287,15 @@ def default_observer(mode: str, poll_interval_s: float) -> BaseObserver:
     return PollingObserver(timeout=poll_interval_s) if mode == "polling" else Observer()
 
 
+def _identity(folder: str | Path) -> tuple[int, int] | None:
+    """(device, inode) of `folder`, or None when it is not a folder now."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 class VaultWatcher:
     """Watches a vault recursively and calls `on_batch(WatchBatch)` from its own thread."""
 
@@ -290,6 +319,8 @@ class VaultWatcher:
         self.debouncer = Debouncer(debounce_s)
         self.router = EventRouter(self.root, self.debouncer)
         self._observer: BaseObserver | None = None
+        self._observer_lock = threading.Lock()
+        self._root_id: tuple[int, int] | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -297,6 +328,7 @@ class VaultWatcher:
 
     def start(self) -> None:
         """Start observing; falls back to polling if inotify's watch limit is reached."""
+        self._root_id = _identity(self.root)
         try:
             self._observer = self._start_observer(self.mode)
         except OSError as exc:
@@ -326,17 +358,53 @@ class VaultWatcher:
             raise
         return observer
 
-    def _events_lost(self) -> None:
-        log.warning("file events were lost (inotify queue overflow): reconciling the vault")
+    def _events_lost(self, why: str = "inotify queue overflow") -> None:
+        log.warning("file events were lost (%s): reconciling the vault", why)
         self.debouncer.mark_events_lost(time.monotonic())
         self._wake.set()
 
+    def watch_again(self) -> None:
+        """The vault was found away (missing, empty: an unmounted drive): watch its root
+        again as soon as it is a folder, even one with the old identity."""
+        self.router.watch_lost.set()
+
+    def _check_root(self) -> None:
+        """Watch the root again if it is another folder than the one watched (remounted,
+        made again), or if the watched one was deleted and the path is a folder again."""
+        current = _identity(self.root)
+        if current is None or (current == self._root_id and not self.router.watch_lost.is_set()):
+            return  # still the watched folder, or gone for now (the indexer says so)
+        with self._observer_lock:
+            if self._stop.is_set():
+                return
+            old = self._observer
+            self.router.watch_lost.clear()
+            try:
+                self._observer = self._start_observer(self.mode)
+            except OSError as exc:
+                self._observer = old  # tried again at the next check
+                log.warning("cannot watch the vault folder %s again yet: %s", self.root, exc)
+                return
+            self._root_id = current
+        if old is not None:
+            old.stop()
+            old.join(OBSERVER_JOIN_S)
+        log.info("the vault folder %s is back: watching it again", self.root)
+        self._events_lost("the vault folder was away")
+
     def _flush_loop(self) -> None:
+        next_root_check = time.monotonic() + ROOT_CHECK_S
         while not self._stop.is_set():
             due = self.debouncer.next_due()
             wait_s = 0.25 if due is None else max(0.0, due - time.monotonic())
             self._wake.wait(min(wait_s, 0.25))
             self._wake.clear()
+            if time.monotonic() >= next_root_check:
+                next_root_check = time.monotonic() + ROOT_CHECK_S
+                try:
+                    self._check_root()
+                except Exception:
+                    log.exception("checking the vault folder failed")
             batch = self.debouncer.take_due(time.monotonic())
             if batch:
                 try:
@@ -350,10 +418,11 @@ class VaultWatcher:
         self._wake.set()
         for name in _OVERFLOW_LOGGERS:
             logging.getLogger(name).removeHandler(self._listener)
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(OBSERVER_JOIN_S)
-            self._observer = None
+        with self._observer_lock:
+            observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            observer.join(OBSERVER_JOIN_S)
         if self._thread is not None:
             self._thread.join(OBSERVER_JOIN_S)
             self._thread = None

@@ -276,6 +276,8 @@ class Daemon:
             # Another writer holds the index, the disk is full, or the vault looks
             # unmounted: the work waits, the daemon does not stop. What was committed
             # before is kept; a reconcile redoes the rest, backing off while it lasts.
+            if isinstance(exc, VaultUnavailable) and self._watcher is not None:
+                self._watcher.watch_again()  # the old watch died with the unmounted drive
             self._retry_later(exc.message)
         except StoreError:
             raise  # the database is unusable: the daemon stops (exit 1)
