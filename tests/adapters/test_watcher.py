@@ -180,3 +180,22 @@ def test_a_vault_found_away_is_watched_again_even_when_it_returns_with_its_old_i
         collector.wait(lambda: "after.md" in collector.changed())
     finally:
         watcher.stop()
+
+
+@pytest.mark.parametrize("mode", ["events", "polling"])
+def test_a_change_of_obsidians_app_json_asks_for_new_rules_and_other_settings_do_not(
+    tmp_path: Path, mode: str
+) -> None:
+    (tmp_path / ".obsidian").mkdir()
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05, mode=mode, poll_interval_s=0.1)
+    watcher.start()
+    try:
+        (tmp_path / ".obsidian" / "workspace.json").write_text('{"active": "Fern.md"}')
+        (tmp_path / "note.md").write_text("n")
+        collector.wait(lambda: "note.md" in collector.changed())
+        assert not any(b.rules_changed for b in collector.batches)
+        (tmp_path / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["T/"]}')
+        collector.wait(lambda: any(b.rules_changed for b in collector.batches))
+    finally:
+        watcher.stop()

@@ -8,7 +8,9 @@ processed at most twice. Atomic saves (temp file + rename) arrive as a move
 whose destination is the note: it is indexed once, with its final content.
 
 Only `.md` paths and directories matter here; which notes are ignored is the
-indexer's decision (adapters/ignore.py), so the scanner and the watcher agree.
+indexer's decision (adapters/ignore.py), so the scanner and the watcher agree. The one
+other file is Obsidian's `.obsidian/app.json`: a change of it may change the Excluded
+files, so its batch asks for a reconcile under the new rules (`rules_changed`).
 
 A watch dies with the folder it watches: a drive unmounted, a share reconnected, a vault
 folder deleted and made again. The watcher checks the root's identity (device, inode)
@@ -35,7 +37,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from askvault.adapters.ignore import is_note_path
+from askvault.adapters.ignore import APP_JSON, is_note_path
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +71,22 @@ POLLING_FSTYPES = frozenset(
     }
 )
 _OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
+# Obsidian's folder: made, moved or deleted as a whole (a vault restored), its app.json too.
+_OBSIDIAN = APP_JSON.split("/", 1)[0]
 
 
 @dataclass
 class WatchBatch:
-    """What changed since the last batch: note paths, folders gone, events lost."""
+    """What changed since the last batch: note paths, folders gone, events lost, and
+    whether `.obsidian/app.json` (Obsidian's Excluded files) changed."""
 
     changed: list[str] = field(default_factory=list)
     dropped_folders: list[str] = field(default_factory=list)
     events_lost: bool = False
+    rules_changed: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.dropped_folders or self.events_lost)
+        return bool(self.changed or self.dropped_folders or self.events_lost or self.rules_changed)
 
 
 class Debouncer:
@@ -98,11 +104,15 @@ class Debouncer:
         self._paths: dict[str, float] = {}
         self._folders: dict[str, float] = {}
         self._lost = False
+        self._rules = False
         self._first = 0.0
         self._last = 0.0
 
+    def _idle(self) -> bool:
+        return not self._paths and not self._folders and not self._lost and not self._rules
+
     def _touch(self, now: float) -> None:
-        if not self._paths and not self._folders and not self._lost:
+        if self._idle():
             self._first = now
         self._last = now
 
@@ -124,33 +134,43 @@ class Debouncer:
             self._touch(now)
             self._lost = True
 
+    def mark_rules_changed(self, now: float) -> None:
+        """`.obsidian/app.json` changed: the batch asks for a reconcile under its rules."""
+        with self._lock:
+            self._touch(now)
+            self._rules = True
+
     def next_due(self) -> float | None:
         """When `take_due` may next return a batch (a clock value), or None if idle."""
         with self._lock:
-            if not self._paths and not self._folders and not self._lost:
+            if self._idle():
                 return None
             return min(self._last + self.debounce_s, self._first + self.max_wait_s)
 
     def take_due(self, now: float) -> WatchBatch | None:
         """The batch due at `now`, removed from the pending set; None if nothing is due."""
         with self._lock:
-            if not self._paths and not self._folders and not self._lost:
+            if self._idle():
                 return None
             if now - self._last >= self.debounce_s:
-                batch = WatchBatch(sorted(self._paths), sorted(self._folders), self._lost)
+                batch = WatchBatch(
+                    sorted(self._paths), sorted(self._folders), self._lost, self._rules
+                )
                 self._paths.clear()
                 self._folders.clear()
-                self._lost = False
+                self._lost = self._rules = False
                 return batch
             if now - self._first < self.max_wait_s:
                 return None
             quiet = lambda d: [k for k, t in d.items() if now - t >= self.debounce_s]  # noqa: E731
-            batch = WatchBatch(sorted(quiet(self._paths)), sorted(quiet(self._folders)), self._lost)
+            batch = WatchBatch(
+                sorted(quiet(self._paths)), sorted(quiet(self._folders)), self._lost, self._rules
+            )
             for key in batch.changed:
                 del self._paths[key]
             for key in batch.dropped_folders:
                 del self._folders[key]
-            self._lost = False
+            self._lost = self._rules = False
             rest = list(self._paths.values()) + list(self._folders.values())
             self._first = min(rest) if rest else now
             return batch or None
@@ -189,6 +209,8 @@ class EventRouter(FileSystemEventHandler):
         now = self.clock()
         src = self.relative(event.src_path)
         dest = self.relative(event.dest_path) if kind == "moved" else None
+        if APP_JSON in (src, dest) or (kind != "modified" and _OBSIDIAN in (src, dest)):
+            self.debouncer.mark_rules_changed(now)
         if event.is_directory:
             self._directory_event(kind, src, dest, now)
             return

@@ -239,6 +239,10 @@ class Daemon:
         self.work.add_paths(batch.changed, batch.dropped_folders)
         if batch.events_lost:
             self.request_reconcile("events lost")
+        elif batch.rules_changed:
+            # Obsidian's Excluded files may have changed: the reconcile drops the notes
+            # now excluded and adds those no longer excluded, at once.
+            self.request_reconcile(".obsidian/app.json changed")
 
     # -- the indexing thread ----------------------------------------------------------------
 
