@@ -115,7 +115,7 @@ class Daemon:
         refusal = host_refusal(self.settings.ollama.host, self.settings.ollama.allow_remote_ollama)
         if refusal is not None:
             raise refusal
-        lock = VaultLock(self.settings.vault_path, "run")
+        lock = VaultLock(self.settings.vault_path, "run", state_dir=self.settings.state_path.parent)
         lock.acquire()  # VaultLocked: the CLI prints it and exits 1
         restore: Callable[[], None] = _nothing_to_restore
         try:

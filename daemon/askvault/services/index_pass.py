@@ -77,7 +77,7 @@ def index_vault(
     (VaultLocked while `askvault run` or another `index` holds it). A vault that looks
     unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it). The
     embedder comes from `clients`, only when there is something to embed."""
-    with VaultLock(settings.vault_path, "index"):
+    with VaultLock(settings.vault_path, "index", state_dir=settings.state_path.parent):
         return _index_vault(
             settings, clients, on_scan=on_scan, on_embed=on_embed, allow_empty=allow_empty
         )
