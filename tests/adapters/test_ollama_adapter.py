@@ -171,19 +171,29 @@ def test_split_for_embedding_cuts_at_whitespace_and_keeps_every_character() -> N
     assert split_for_embedding("short", 10) == ["short"]
 
 
-def test_fingerprint_has_digest_and_dimension_without_an_embed_call_and_is_cached(
+def test_fingerprint_has_the_digest_and_the_length_of_a_real_vector_and_is_cached(
     fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.dimensions[EMBED] = 32
     with OllamaEmbedder(fake_ollama.url, f"{EMBED}:latest", timeout_s=2.0) as tagged:
         first = tagged.fingerprint()
         assert tagged.fingerprint() is first
-        assert fake_ollama.embed_calls == 0  # embedding_length of /api/show
-        assert tagged.probe_dimension() == 32
+        assert fake_ollama.embed_calls == 1  # one probe, then cached
+        assert tagged.reported_dimension() == 32
     assert first.digest == fake_ollama.digest(EMBED)
     assert first.dimension == 32
     assert first.model == f"{EMBED}:latest"
-    assert fake_ollama.embed_calls == 1
+
+
+def test_a_model_whose_vectors_disagree_with_its_reported_length_is_taken_at_its_vectors(
+    fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
+) -> None:
+    # /api/show says 768, the vectors have 64: every one would be refused as the wrong size.
+    fake_ollama.reported_dimensions[EMBED] = 768
+    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=2.0) as embedder:
+        assert embedder.fingerprint().dimension == 64
+        assert embedder.reported_dimension() == 768
+    assert "reports 768 dimensions for nomic-embed-text but its vectors have 64" in caplog.text
 
 
 def test_missing_model_is_model_missing(fake_ollama: FakeOllama) -> None:

@@ -140,3 +140,35 @@ def test_obsidians_excluded_files_take_effect_as_soon_as_app_json_changes(
         _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"})
     finally:
         assert daemon.shutdown() == 0
+
+
+def _active_digest(settings: Settings) -> str | None:
+    conn = connect(settings.db_path, readonly=True)
+    try:
+        active = store.active_fingerprint(conn)
+        pending = store.count_pending(conn, active) if active else None
+    finally:
+        conn.close()
+    return active.fingerprint.digest if active and pending == 0 else None
+
+
+def test_a_running_daemon_builds_a_re_pulled_models_vectors_at_its_next_reconcile(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    # The same way as `askvault index`: a new client asks for the model's fingerprint.
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Fern.md").write_text("# Fern\n\nFerns like shade.\n")
+    settings = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"daemon.debounce_s": 0.05}
+    )
+    daemon = Daemon(settings, [RecordingWorker()])
+    daemon.start()
+    try:
+        _wait(lambda: _active_digest(settings) == fake_ollama.digest("nomic-embed-text"))
+        fake_ollama.digests["nomic-embed-text:latest"] = "sha256:" + "e" * 64
+        fake_ollama.dimensions["nomic-embed-text"] = 32
+        daemon.request_reconcile("periodic")
+        _wait(lambda: _active_digest(settings) == "sha256:" + "e" * 64, timeout_s=15)
+    finally:
+        assert daemon.shutdown() == 0

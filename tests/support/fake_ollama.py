@@ -147,6 +147,9 @@ class FakeOllama:
         self.port = port
         self.dimension = dimension
         self.dimensions: dict[str, int] = {}
+        # What /api/show reports as a model's embedding length, where it should disagree
+        # with the vectors it returns (model base name -> length).
+        self.reported_dimensions: dict[str, int] = {}
         self.models: list[str] = [full_name(m) for m in models]
         self.digests: dict[str, str] = {}
         self.context_lengths: dict[str, int] = {}
@@ -326,6 +329,14 @@ class FakeOllama:
         with self._lock:
             return len(self.embed_batches)
 
+    def embed_calls_without(self, *markers: str) -> int:
+        """Embed requests none of whose inputs holds one of `markers` (a client's probes
+        left out of a count of the texts it embedded)."""
+        with self._lock:
+            return sum(
+                not any(m in t for m in markers for t in batch) for batch in self.embed_batches
+            )
+
     def requests_to(self, path: str) -> list[Any]:
         """JSON bodies of the requests received on `path`."""
         with self._lock:
@@ -449,7 +460,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "details": _details(model),
                 "model_info": {
                     "general.architecture": family,
-                    f"{family}.embedding_length": self.fake.dimension_of(model),
+                    f"{family}.embedding_length": self.fake.reported_dimensions.get(
+                        base_name(model), self.fake.dimension_of(model)
+                    ),
                     f"{family}.context_length": self.fake.context_length(model),
                 },
                 "capabilities": list(capabilities),

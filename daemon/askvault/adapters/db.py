@@ -12,6 +12,7 @@ import errno
 import importlib.util
 import logging
 import os
+import shlex
 import stat
 import time
 from collections.abc import Iterator, Sequence
@@ -110,7 +111,8 @@ def connect(
             raise IndexBusy(f"the index {path} is busy: {exc}", BUSY_HINT) from exc
         raise StoreError(
             f"cannot open the index {path}: {exc}",
-            "if it is corrupt, delete that file and run `askvault index` to rebuild it",
+            f"if it is corrupt, `rm -r {shlex.quote(str(path.parent))}` (the index with its"
+            " -wal and -shm), then `askvault index` to rebuild it",
         ) from exc
     return conn
 

@@ -7,6 +7,7 @@ probe, and turning every client failure into an `errors.OllamaError`.
 
 from __future__ import annotations
 
+import logging
 import math
 import socket
 import threading
@@ -28,6 +29,7 @@ from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
     RefusedEmbedder,
     _find_model,
     check_host_allowed,
+    embedding_length,
     host_refusal,
     model_present,
     probe_ollama,
@@ -38,6 +40,8 @@ from askvault.errors import (
     OllamaUnavailable,
 )
 from askvault.records import Fingerprint
+
+log = logging.getLogger(__name__)
 
 # Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
 # code, numbers and non-Latin text, so a piece estimated to fit really fits.
@@ -177,10 +181,11 @@ class OllamaEmbedder:
         return _translated_errors(self.host, self.model, self.timeout_s)
 
     def fingerprint(self) -> Fingerprint:
-        """(model, digest from /api/tags, dimension); cached.
+        """(model, digest from /api/tags, dimension); cached for this client.
 
-        The dimension is `<arch>.embedding_length` of /api/show when present, so that every
-        index pass does not cost an embedding call; else one probe embedding.
+        The dimension is the length of a real embedding (one probe call), not what
+        /api/show's `<arch>.embedding_length` reports: a model whose vectors disagree with
+        its report would have every vector refused as the wrong size (issue 25 item 10).
         """
         if self._fingerprint is None:
             with self._errors():
@@ -189,16 +194,24 @@ class OllamaEmbedder:
             found = _find_model(list(digests), self.model)
             if found is None:
                 raise ModelMissing(self.model, self.host)
-            with self._errors():
-                info = self._client.show(self.model).modelinfo or {}
-            lengths = [
-                v
-                for k, v in info.items()
-                if k.endswith(".embedding_length") and isinstance(v, int) and v > 0
-            ]
-            dimension = lengths[0] if lengths else self.probe_dimension()
+            dimension = self.probe_dimension()
+            reported = self.reported_dimension()
+            if reported is not None and reported != dimension:
+                log.warning(
+                    "Ollama reports %d dimensions for %s but its vectors have %d: using %d",
+                    reported,
+                    self.model,
+                    dimension,
+                    dimension,
+                )
             self._fingerprint = Fingerprint(self.model, digests[found] or "unknown", dimension)
         return self._fingerprint
+
+    def reported_dimension(self) -> int | None:
+        """`<arch>.embedding_length` of /api/show, when the model says it."""
+        with self._errors():
+            info = self._client.show(self.model).modelinfo or {}
+        return embedding_length(info)
 
     def probe_dimension(self) -> int:
         """The length of a real embedding (one call): what `doctor` checks."""
