@@ -36,6 +36,10 @@ from askvault.records import Cancellation
 log = logging.getLogger(__name__)
 
 HTTP_PATH = "/mcp"
+# The most a tool result may hold (its text and its structured content, as JSON): an
+# agent's context window is a few hundred kilobytes, and a result of tens of megabytes
+# (a huge query echoed back) would stall the client; a tool asked for less answers.
+MAX_RESULT_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,13 @@ def build_server(
             if spec.render
             else json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2)
         )
+        size = len(text.encode("utf-8")) + len(json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_RESULT_BYTES:
+            return _error_result(
+                f"askvault: the result of {tool_name} would be {size:,} bytes, more than the "
+                f"{MAX_RESULT_BYTES:,} an MCP result may hold\n"
+                "hint: ask for less (a shorter query, a smaller budget, a line range)"
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structuredContent=doc,

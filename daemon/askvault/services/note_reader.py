@@ -41,6 +41,10 @@ SOURCE_FOLDERS = ("sources", "raw")
 # Without a heading or a line range, a longer body is cut here and `next_line` says where
 # to go on: a 5 MB note would flood an agent's context window.
 READ_MAX_LINES = 1000
+# Whatever was asked (a range, a heading, a note of a few very long lines), the text
+# returned is at most this many bytes of UTF-8, cut at a line's end; a single line longer
+# than that is cut itself, and `problems` says so (issue 25 item 11).
+READ_MAX_BYTES = 128 * 1024
 PATH_HINT = "give the path relative to the vault root, as `search` returns it in `file`"
 
 
@@ -99,7 +103,14 @@ def read_vault_note(
     )
     if truncated:
         last = first + READ_MAX_LINES - 1
-    text = "\n".join(all_lines[first - 1 : last]) if last >= first else ""
+    problems = note.problems + parsed.problems
+    shown, cut = _within_bytes(all_lines[first - 1 : last], READ_MAX_BYTES)
+    if cut:
+        truncated = True
+        if len(shown) == 1 and len(shown[0]) < len(all_lines[first - 1]):
+            problems += (f"line {first} is longer than {READ_MAX_BYTES} bytes: cut there",)
+        last = first + len(shown) - 1
+    text = "\n".join(shown)
     return NoteDocument(
         file=rel,
         wikilink=page_link(rel),
@@ -110,8 +121,24 @@ def read_vault_note(
         total_lines=len(all_lines),
         text=text,
         next_line=last + 1 if truncated else None,
-        problems=note.problems + parsed.problems,
+        problems=problems,
     )
+
+
+def _within_bytes(lines: list[str], max_bytes: int) -> tuple[list[str], bool]:
+    """The first of `lines` whose text (newlines between) fits `max_bytes` of UTF-8, and
+    whether any was left out; a first line too long alone is cut at a character."""
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        cost = len(line.encode("utf-8")) + (1 if out else 0)
+        if size + cost > max_bytes:
+            if not out:
+                out.append(line.encode("utf-8")[:max_bytes].decode("utf-8", "ignore"))
+            return out, True
+        out.append(line)
+        size += cost
+    return out, False
 
 
 def number_lines(doc: dict[str, Any]) -> str:
