@@ -263,6 +263,16 @@ def test_read_note_refuses_a_symlink_out_of_the_vault(
     assert "not in the vault" not in text
 
 
+def test_read_note_refuses_a_hard_link_whose_other_name_may_be_outside_the_vault(
+    session: WarmSession, vault: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nnot in the vault\n")
+    os.link(secret, vault / "Linked.md")
+    text = tool_error(session, "read_note", {"path": "Linked.md"})
+    assert "other names (hard links)" in text and "not in the vault" not in text
+
+
 def test_read_note_refuses_a_symlink_inside_to_an_ignored_file(
     session: WarmSession, vault: Path
 ) -> None:

@@ -8,8 +8,8 @@ agent can cite `file:line` and ask for a narrower range next.
 Refused, each with an error that names the rule: an absolute path, a `..` component, a path
 that resolves outside the vault (a symlink out), a file the index ignores (hidden, sync
 temp, Obsidian's Excluded files, configured globs), a file that is neither a note (`.md`)
-nor under the vault's `sources/` or `raw/` folders, a binary file, and a file over
-`index.max_note_bytes`. askvault's own `queries/` folder may be read (a saved answer is
+nor under the vault's `sources/` or `raw/` folders, a binary file, a file with other hard
+links (which may be files outside the vault), and a file over `index.max_note_bytes`. askvault's own `queries/` folder may be read (a saved answer is
 a note like any other); it is only kept out of the index.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 from askvault.adapters import link_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import (
+    HardLinkedNote,
     OversizedNote,
     ignore_reason,
     load_ignore_rules,
@@ -73,7 +74,15 @@ def read_vault_note(
         rel = target
     rel = confine_note_path(settings, rel)
     try:
-        note = read_note(settings.vault_path, rel, settings.index.max_note_bytes)
+        note = read_note(
+            settings.vault_path, rel, settings.index.max_note_bytes, refuse_hard_links=True
+        )
+    except HardLinkedNote as exc:
+        raise VaultError(
+            f"refused {rel!r}: it has other names (hard links), which may be files outside"
+            " the vault",
+            "only files askvault indexes can be read",
+        ) from exc
     except OversizedNote as exc:
         raise VaultError(
             f"refused {rel!r}: larger than the size limit (index.max_note_bytes = "
