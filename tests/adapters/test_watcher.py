@@ -154,12 +154,12 @@ def test_a_vault_folder_that_comes_back_is_watched_again_and_reconciled(
         else:
             (root / "a.md").unlink()
             root.rmdir()
-            collector.wait(lambda: watcher.router.watch_lost.is_set())
+            collector.wait(lambda: watcher.router.watch_lost.is_set(), timeout_s=15)
         root.mkdir()
         (root / "a.md").write_text("a")
-        collector.wait(lambda: any(b.events_lost for b in collector.batches))
+        collector.wait(lambda: any(b.events_lost for b in collector.batches), timeout_s=15)
         (root / "edited after the return.md").write_text("b")
-        collector.wait(lambda: "edited after the return.md" in collector.changed())
+        collector.wait(lambda: "edited after the return.md" in collector.changed(), timeout_s=15)
     finally:
         watcher.stop()
 
@@ -175,9 +175,9 @@ def test_a_vault_found_away_is_watched_again_even_when_it_returns_with_its_old_i
     watcher.start()
     try:
         watcher.watch_again()
-        collector.wait(lambda: any(b.events_lost for b in collector.batches))
+        collector.wait(lambda: any(b.events_lost for b in collector.batches), timeout_s=15)
         (tmp_path / "after.md").write_text("b")
-        collector.wait(lambda: "after.md" in collector.changed())
+        collector.wait(lambda: "after.md" in collector.changed(), timeout_s=15)
     finally:
         watcher.stop()
 
@@ -193,9 +193,9 @@ def test_a_change_of_obsidians_app_json_asks_for_new_rules_and_other_settings_do
     try:
         (tmp_path / ".obsidian" / "workspace.json").write_text('{"active": "Fern.md"}')
         (tmp_path / "note.md").write_text("n")
-        collector.wait(lambda: "note.md" in collector.changed())
+        collector.wait(lambda: "note.md" in collector.changed(), timeout_s=15)
         assert not any(b.rules_changed for b in collector.batches)
         (tmp_path / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["T/"]}')
-        collector.wait(lambda: any(b.rules_changed for b in collector.batches))
+        collector.wait(lambda: any(b.rules_changed for b in collector.batches), timeout_s=15)
     finally:
         watcher.stop()

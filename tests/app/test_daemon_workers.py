@@ -131,13 +131,13 @@ def test_obsidians_excluded_files_take_effect_as_soon_as_app_json_changes(
     daemon = Daemon(settings, [worker])
     daemon.start()
     try:
-        _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"})
+        _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"}, timeout_s=30)
         app_json = vault / ".obsidian" / "app.json"
         app_json.write_text('{"userIgnoreFilters": ["Templates/"], "showLineNumber": true}')
-        _wait(lambda: "Templates/Daily.md" in worker.deleted)
+        _wait(lambda: "Templates/Daily.md" in worker.deleted, timeout_s=30)
         assert _indexed(settings) == {"Fern.md"}
         app_json.write_text('{"userIgnoreFilters": [], "showLineNumber": true}')
-        _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"})
+        _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"}, timeout_s=30)
     finally:
         assert daemon.shutdown() == 0
 
@@ -165,10 +165,12 @@ def test_a_running_daemon_builds_a_re_pulled_models_vectors_at_its_next_reconcil
     daemon = Daemon(settings, [RecordingWorker()])
     daemon.start()
     try:
-        _wait(lambda: _active_digest(settings) == fake_ollama.digest("nomic-embed-text"))
+        _wait(
+            lambda: _active_digest(settings) == fake_ollama.digest("nomic-embed-text"), timeout_s=30
+        )
         fake_ollama.digests["nomic-embed-text:latest"] = "sha256:" + "e" * 64
         fake_ollama.dimensions["nomic-embed-text"] = 32
         daemon.request_reconcile("periodic")
-        _wait(lambda: _active_digest(settings) == "sha256:" + "e" * 64, timeout_s=15)
+        _wait(lambda: _active_digest(settings) == "sha256:" + "e" * 64, timeout_s=30)
     finally:
         assert daemon.shutdown() == 0
