@@ -7,7 +7,9 @@ the database or the network. Paths inside records are vault-relative and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -232,8 +234,49 @@ class Generator(Protocol):
         options: Mapping[str, Any] | None = None,
     ) -> Iterator[str]: ...
 
+    def abort(self) -> None:
+        """Stop the replies being streamed, from any thread: their connections are closed
+        (so the server stops generating) and each such stream raises OllamaUnavailable.
+        A stream asked for but not started yet is stopped too."""
+
     def close(self) -> None:
         """Release the connection pool; called once by whoever asked for the client."""
+
+
+class Cancellation(threading.Event):
+    """A request to stop a call, set once from any thread (an MCP client's cancel).
+
+    Besides `is_set()` and `wait()`, `on_cancel(callback)` runs `callback` the moment it is
+    set (at once if it already is) while the block lasts: a wait no check between steps
+    would end, such as a reply the model has not started, is cut instead of polled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks_lock = threading.Lock()
+
+    def set(self) -> None:
+        with self._callbacks_lock:
+            if self.is_set():
+                return
+            super().set()
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            callback()
+
+    @contextlib.contextmanager
+    def on_cancel(self, callback: Callable[[], None]) -> Iterator[None]:
+        """Call `callback` when this is set during the block (or now, if it already is)."""
+        with self._callbacks_lock:
+            self._callbacks.append(callback)
+            already = self.is_set()
+        if already:
+            callback()
+        try:
+            yield
+        finally:
+            with self._callbacks_lock:
+                self._callbacks.remove(callback)
 
 
 class ModelClients(Protocol):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,3 +100,58 @@ def test_an_index_that_cannot_be_opened_leaves_no_connection_behind(tmp_path: Pa
     path.write_bytes(b"not a database, " * 512)
     with pytest.raises(StoreError, match="cannot open the index"):
         connect(path)
+
+
+# A process of its own: SQLite's temp folder is a setting of the whole process, made by its
+# first connection. The sort spills to temp files (a tiny cache); the function called for
+# each row lists the process's open files while they exist.
+_SPILL = """
+import os, sys
+from pathlib import Path
+from askvault.adapters.db import connect
+
+conn = connect(Path(sys.argv[1]))
+conn.execute("PRAGMA cache_size = 10")
+conn.execute("CREATE TABLE big(a)")
+conn.executemany("INSERT INTO big VALUES (?)", ((os.urandom(200).hex(),) for _ in range(20000)))
+seen = set()
+
+def probe(value):
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if "etilqs_" in target:
+            seen.add(os.path.dirname(target))
+    return value
+
+conn.create_function("probe", 1, probe)
+conn.execute("SELECT probe(a) FROM big ORDER BY a").fetchall()
+print("\\n".join(sorted(seen)))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("users_choice", [False, True])
+def test_sqlite_temp_files_go_to_the_private_index_folder_unless_the_user_chose_one(
+    tmp_path: Path, users_choice: bool
+) -> None:
+    db_path = tmp_path / "state" / "vault-1234" / "index.sqlite"
+    env = {k: v for k, v in os.environ.items() if k not in ("SQLITE_TMPDIR", "TMPDIR")}
+    chosen = tmp_path / "my temp"
+    if users_choice:
+        chosen.mkdir()
+        env["SQLITE_TMPDIR"] = str(chosen)
+    done = subprocess.run(
+        [sys.executable, "-c", _SPILL, str(db_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    folders = done.stdout.splitlines()
+    assert folders, "the sort made no temp file: the drill proves nothing"
+    assert folders == [str(chosen if users_choice else db_path.parent)]

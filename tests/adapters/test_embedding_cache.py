@@ -22,6 +22,7 @@ import pytest
 from askvault.adapters import store
 from askvault.adapters.db import _split_sql, connect, write_transaction
 from askvault.adapters.migrations import MIGRATIONS, m036_embedding_cache
+from askvault.adapters.ollama import PROBE_TEXT
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
@@ -257,10 +258,10 @@ def test_switching_back_to_an_earlier_model_after_a_restart_embeds_nothing(
     active = store.active_fingerprint(conn)
     conn.close()
     assert active is not None and active.fingerprint.model == "all-minilm"
-    calls = fake_ollama.embed_calls
+    calls = fake_ollama.embed_calls_without(PROBE_TEXT)  # the dimension probe aside
     report = index_vault(first, OllamaClients(first))  # back to the first model, a new process
     assert report.embed.texts_embedded == 0 and report.pending_embeddings == 0
-    assert fake_ollama.embed_calls == calls
+    assert fake_ollama.embed_calls_without(PROBE_TEXT) == calls
     conn = connect(first.db_path)
     active = store.active_fingerprint(conn)
     missing = store.count_missing_vectors(conn, active) if active else -1

@@ -14,7 +14,13 @@ from mcp.shared.memory import (
 )
 from mcp.shared.message import SessionMessage
 
-from askvault.adapters.mcp_server import ToolSpec, build_server, check_loopback, is_loopback
+from askvault.adapters.mcp_server import (
+    MAX_RESULT_BYTES,
+    ToolSpec,
+    build_server,
+    check_loopback,
+    is_loopback,
+)
 from askvault.errors import AskvaultError, StoreError
 
 OPEN = {"type": "object", "properties": {}}
@@ -62,6 +68,20 @@ def test_a_result_outside_the_output_schema_is_refused_not_sent() -> None:
     )
     assert result.isError and result.content[0].text.startswith("Output validation error")
     assert result.structuredContent is None
+
+
+def test_a_result_over_the_byte_bound_is_an_error_naming_its_size_and_the_server_goes_on() -> None:
+    # The bound counts bytes, not lines or characters: two characters of 4 bytes each.
+    big = "\U0001f600" * (MAX_RESULT_BYTES // 8 + 1)
+    small, large = run_calls(
+        [spec("echo", lambda a, c: {"text": a["text"]})],
+        [("echo", {"text": "hello"}), ("echo", {"text": big})],
+    )
+    assert not small.isError and small.structuredContent == {"text": "hello"}
+    assert large.isError and large.structuredContent is None
+    first, hint = large.content[0].text.splitlines()
+    assert first.startswith("askvault: the result of echo would be ") and "bytes" in first
+    assert hint.startswith("hint: ask for less")
 
 
 def test_an_invalid_schema_is_refused_when_the_server_is_built() -> None:

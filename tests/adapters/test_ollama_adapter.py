@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterator
 
@@ -170,19 +171,29 @@ def test_split_for_embedding_cuts_at_whitespace_and_keeps_every_character() -> N
     assert split_for_embedding("short", 10) == ["short"]
 
 
-def test_fingerprint_has_digest_and_dimension_without_an_embed_call_and_is_cached(
+def test_fingerprint_has_the_digest_and_the_length_of_a_real_vector_and_is_cached(
     fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.dimensions[EMBED] = 32
     with OllamaEmbedder(fake_ollama.url, f"{EMBED}:latest", timeout_s=2.0) as tagged:
         first = tagged.fingerprint()
         assert tagged.fingerprint() is first
-        assert fake_ollama.embed_calls == 0  # embedding_length of /api/show
-        assert tagged.probe_dimension() == 32
+        assert fake_ollama.embed_calls == 1  # one probe, then cached
+        assert tagged.reported_dimension() == 32
     assert first.digest == fake_ollama.digest(EMBED)
     assert first.dimension == 32
     assert first.model == f"{EMBED}:latest"
-    assert fake_ollama.embed_calls == 1
+
+
+def test_a_model_whose_vectors_disagree_with_its_reported_length_is_taken_at_its_vectors(
+    fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
+) -> None:
+    # /api/show says 768, the vectors have 64: every one would be refused as the wrong size.
+    fake_ollama.reported_dimensions[EMBED] = 768
+    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=2.0) as embedder:
+        assert embedder.fingerprint().dimension == 64
+        assert embedder.reported_dimension() == 768
+    assert "reports 768 dimensions for nomic-embed-text but its vectors have 64" in caplog.text
 
 
 def test_missing_model_is_model_missing(fake_ollama: FakeOllama) -> None:
@@ -324,6 +335,53 @@ def test_stream_abandoned_early_closes_cleanly(
     assert next(stream) == "a "
     stream.close()  # type: ignore[attr-defined]
     assert "".join(generator.stream([], model=CHAT, num_ctx=2048)) == "second reply"
+
+
+def _stream_on_a_thread(
+    generator: OllamaGenerator, stream: Iterator[str]
+) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            list(stream)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            errors.append(exc)
+
+    thread = threading.Thread(target=consume, name="reply-consumer")
+    thread.start()
+    return thread, errors
+
+
+def test_abort_closes_a_reply_the_model_has_not_started_and_ollama_sees_its_client_go(
+    fake_ollama: FakeOllama,
+) -> None:
+    # The model still reading the prompt: no piece arrives for a minute, so no check
+    # between pieces could stop it; abort() must close the connection itself.
+    fake_ollama.set_fault("slow", delay_s=60.0, paths=("/api/chat",))
+    with OllamaGenerator(fake_ollama.url, timeout_s=2.0, silence_s=60.0) as patient:
+        thread, errors = _stream_on_a_thread(patient, patient.stream([], model=CHAT, num_ctx=2048))
+        while not fake_ollama.requests_to("/api/chat"):
+            time.sleep(0.01)
+        patient.abort()
+        assert fake_ollama.hung_up.wait(10), "Ollama was never told its client left"
+        thread.join(10)
+        assert not thread.is_alive()
+    assert fake_ollama.abandoned == ["/api/chat"]
+    assert len(errors) == 1 and isinstance(errors[0], OllamaUnavailable)
+    assert "stopped (cancelled)" in errors[0].message
+
+
+def test_abort_before_a_stream_starts_sends_no_request_and_the_next_stream_is_whole(
+    fake_ollama: FakeOllama, generator: OllamaGenerator
+) -> None:
+    fake_ollama.chat_script = ["first", "a b c"]
+    stream = generator.stream([], model=CHAT, num_ctx=2048)
+    generator.abort()
+    with pytest.raises(OllamaUnavailable, match="stopped"):
+        list(stream)
+    assert fake_ollama.requests_to("/api/chat") == []
+    assert "".join(generator.stream([], model=CHAT, num_ctx=2048)) == "first"
 
 
 def test_probe_reports_version_and_models(fake_ollama: FakeOllama) -> None:

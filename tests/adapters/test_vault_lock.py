@@ -225,3 +225,59 @@ def test_the_refusal_hint_names_the_unit_service_install_writes(tmp_path: Path) 
             VaultLock(vault, "run", folder=folder).acquire()
     unit = service_name(vault_id(vault.resolve()))
     assert f"systemctl --user stop {unit}" in refused.value.hint
+
+
+def test_another_runtime_dir_meets_the_lock_in_the_state_dir_and_status_names_the_holder(
+    tmp_path: Path, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    # Another user's session, `sudo -E`, a sandbox: the runtime dirs differ, the index the
+    # two would write is the same one.
+    state = tmp_path / "state"
+    first = VaultLock(vault, "run", folder=_private(tmp_path / "run-a"), state_dir=state)
+    first.acquire()
+    try:
+        with pytest.raises(VaultLocked) as refused:
+            VaultLock(
+                vault, "index", folder=_private(tmp_path / "run-b"), state_dir=state
+            ).acquire()
+        assert f"pid {os.getpid()}" in refused.value.message
+        settings = settings_for(vault, state, fake_ollama.url)
+        assert collect_status(settings, probe=False).daemon == os.getpid()
+    finally:
+        first.release()
+    with VaultLock(vault, "index", folder=_private(tmp_path / "run-b"), state_dir=state):
+        pass  # released: free for the next one
+
+
+def _private(folder: Path) -> Path:
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def test_a_full_state_disk_leaves_the_runtime_lock_alone_holding(
+    tmp_path: Path, vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=8", "tmpfs", str(state)],
+        capture_output=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        for n in range(16):  # use up every inode: no folder can be made
+            try:
+                (state / f"filler-{n}").touch()
+            except OSError:
+                break
+        runtime = _private(tmp_path / "run")
+        with VaultLock(vault, "run", folder=runtime, state_dir=state) as held:
+            assert held.paths == [vault_lock_path(vault, runtime)]
+            with pytest.raises(VaultLocked):
+                VaultLock(vault, "index", folder=runtime).acquire()
+        assert "only the lock in the runtime folder is held" in caplog.text
+    finally:
+        subprocess.run(["umount", "-l", str(state)], check=False)

@@ -133,3 +133,69 @@ def test_watcher_falls_back_to_polling_and_reconciles_when_inotify_refuses(
         collector.wait(lambda: "late.md" in collector.changed())
     finally:
         watcher.stop()
+
+
+@pytest.mark.parametrize("mode", ["events", "polling"])
+@pytest.mark.parametrize("how", ["replaced_by_another_folder", "deleted_and_made_again"])
+def test_a_vault_folder_that_comes_back_is_watched_again_and_reconciled(
+    tmp_path: Path, mode: str, how: str
+) -> None:
+    # A drive unmounted and mounted again, a share reconnected: the path is the same, the
+    # folder is not, and the old watch died with the old one.
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("a")
+    collector = Collector()
+    watcher = VaultWatcher(root, collector, debounce_s=0.05, mode=mode, poll_interval_s=0.1)
+    watcher.start()
+    try:
+        if how == "replaced_by_another_folder":
+            root.rename(tmp_path / "old mount")
+        else:
+            (root / "a.md").unlink()
+            root.rmdir()
+            collector.wait(lambda: watcher.router.watch_lost.is_set(), timeout_s=15)
+        root.mkdir()
+        (root / "a.md").write_text("a")
+        collector.wait(lambda: any(b.events_lost for b in collector.batches), timeout_s=15)
+        (root / "edited after the return.md").write_text("b")
+        collector.wait(lambda: "edited after the return.md" in collector.changed(), timeout_s=15)
+    finally:
+        watcher.stop()
+
+
+def test_a_vault_found_away_is_watched_again_even_when_it_returns_with_its_old_identity(
+    tmp_path: Path,
+) -> None:
+    # A tmpfs or a drive unmounted and mounted again within a second can come back with
+    # the same device and inode, and an unmount reports no event: the daemon, which saw
+    # the vault away, asks for a new watch.
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05)
+    watcher.start()
+    try:
+        watcher.watch_again()
+        collector.wait(lambda: any(b.events_lost for b in collector.batches), timeout_s=15)
+        (tmp_path / "after.md").write_text("b")
+        collector.wait(lambda: "after.md" in collector.changed(), timeout_s=15)
+    finally:
+        watcher.stop()
+
+
+@pytest.mark.parametrize("mode", ["events", "polling"])
+def test_a_change_of_obsidians_app_json_asks_for_new_rules_and_other_settings_do_not(
+    tmp_path: Path, mode: str
+) -> None:
+    (tmp_path / ".obsidian").mkdir()
+    collector = Collector()
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05, mode=mode, poll_interval_s=0.1)
+    watcher.start()
+    try:
+        (tmp_path / ".obsidian" / "workspace.json").write_text('{"active": "Fern.md"}')
+        (tmp_path / "note.md").write_text("n")
+        collector.wait(lambda: "note.md" in collector.changed(), timeout_s=15)
+        assert not any(b.rules_changed for b in collector.batches)
+        (tmp_path / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["T/"]}')
+        collector.wait(lambda: any(b.rules_changed for b in collector.batches), timeout_s=15)
+    finally:
+        watcher.stop()

@@ -6,7 +6,10 @@ import threading
 import time
 from pathlib import Path
 
+from askvault.adapters import store
+from askvault.adapters.db import connect
 from askvault.app.daemon import Daemon, default_workers
+from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 
@@ -99,3 +102,75 @@ def test_the_inbox_thread_answers_a_dropped_question_and_stops_promptly(
         thread.join(10)
     assert not thread.is_alive(), "the inbox thread must stop promptly"
     assert "status: answered" in (vault / "queries/answers/Q.md").read_text(encoding="utf-8")
+
+
+def _indexed(settings: Settings) -> set[str]:
+    conn = connect(settings.db_path, readonly=True)
+    try:
+        return set(store.stored_notes(conn))
+    finally:
+        conn.close()
+
+
+def test_obsidians_excluded_files_take_effect_as_soon_as_app_json_changes(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / "Templates").mkdir(parents=True)
+    (vault / ".obsidian").mkdir()
+    (vault / "Templates" / "Daily.md").write_text("# Daily\n\nA template.\n")
+    (vault / "Fern.md").write_text("# Fern\n\nFerns like shade.\n")
+    # The periodic reconcile is an hour away: only the change of app.json can do it.
+    settings = settings_for(
+        vault,
+        tmp_path / "state",
+        fake_ollama.url,
+        **{"daemon.debounce_s": 0.05, "daemon.reconcile_interval_s": 3600},
+    )
+    worker = RecordingWorker()
+    daemon = Daemon(settings, [worker])
+    daemon.start()
+    try:
+        _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"}, timeout_s=30)
+        app_json = vault / ".obsidian" / "app.json"
+        app_json.write_text('{"userIgnoreFilters": ["Templates/"], "showLineNumber": true}')
+        _wait(lambda: "Templates/Daily.md" in worker.deleted, timeout_s=30)
+        assert _indexed(settings) == {"Fern.md"}
+        app_json.write_text('{"userIgnoreFilters": [], "showLineNumber": true}')
+        _wait(lambda: _indexed(settings) == {"Fern.md", "Templates/Daily.md"}, timeout_s=30)
+    finally:
+        assert daemon.shutdown() == 0
+
+
+def _active_digest(settings: Settings) -> str | None:
+    conn = connect(settings.db_path, readonly=True)
+    try:
+        active = store.active_fingerprint(conn)
+        pending = store.count_pending(conn, active) if active else None
+    finally:
+        conn.close()
+    return active.fingerprint.digest if active and pending == 0 else None
+
+
+def test_a_running_daemon_builds_a_re_pulled_models_vectors_at_its_next_reconcile(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    # The same way as `askvault index`: a new client asks for the model's fingerprint.
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Fern.md").write_text("# Fern\n\nFerns like shade.\n")
+    settings = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"daemon.debounce_s": 0.05}
+    )
+    daemon = Daemon(settings, [RecordingWorker()])
+    daemon.start()
+    try:
+        _wait(
+            lambda: _active_digest(settings) == fake_ollama.digest("nomic-embed-text"), timeout_s=30
+        )
+        fake_ollama.digests["nomic-embed-text:latest"] = "sha256:" + "e" * 64
+        fake_ollama.dimensions["nomic-embed-text"] = 32
+        daemon.request_reconcile("periodic")
+        _wait(lambda: _active_digest(settings) == "sha256:" + "e" * 64, timeout_s=30)
+    finally:
+        assert daemon.shutdown() == 0

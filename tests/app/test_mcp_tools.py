@@ -26,7 +26,9 @@ from askvault.app.clients import OllamaClients
 from askvault.app.mcp_serve import make_server
 from askvault.cli.main import cli
 from askvault.errors import AnswerCancelled
+from askvault.records import Cancellation
 from askvault.services.ask import ask_question
+from askvault.services.note_reader import READ_MAX_BYTES
 from askvault.services.warm_session import WarmSession
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
@@ -275,6 +277,16 @@ def test_read_note_refuses_a_symlink_out_of_the_vault(
     assert "not in the vault" not in text
 
 
+def test_read_note_refuses_a_hard_link_whose_other_name_may_be_outside_the_vault(
+    session: WarmSession, vault: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nnot in the vault\n")
+    os.link(secret, vault / "Linked.md")
+    text = tool_error(session, "read_note", {"path": "Linked.md"})
+    assert "other names (hard links)" in text and "not in the vault" not in text
+
+
 def test_read_note_refuses_a_symlink_inside_to_an_ignored_file(
     session: WarmSession, vault: Path
 ) -> None:
@@ -294,6 +306,44 @@ def test_read_note_refuses_a_file_over_the_size_limit(
     finally:
         session.close()
     assert "larger than the size limit (index.max_note_bytes = 100 bytes)" in text
+
+
+@pytest.mark.parametrize(
+    "shape", ["4 MB of 1 KB lines", "one 4 MB line", "a range over 4 MB of lines"]
+)
+def test_read_note_of_a_4_mb_note_returns_at_most_its_byte_bound_and_says_where_to_go_on(
+    session: WarmSession, vault: Path, shape: str
+) -> None:
+    if shape == "one 4 MB line":
+        body = "x" * 4_000_000 + "\n"
+    else:
+        body = "".join(f"{i:05d} " + "y" * 1018 + "\n" for i in range(4000))
+    (vault / "Huge.md").write_text(body, encoding="utf-8")
+    args: dict[str, Any] = {"path": "Huge.md"}
+    if shape.startswith("a range"):
+        args.update(start_line=1, end_line=4000)
+    result = call(session, "read_note", args)
+    assert not result.isError, result.content[0].text
+    doc = result.structuredContent
+    assert len(doc["text"].encode("utf-8")) <= READ_MAX_BYTES
+    assert len(result.content[0].text.encode("utf-8")) <= READ_MAX_BYTES * 1.1
+    assert doc["next_line"] == doc["lines"][1] + 1
+    if shape == "one 4 MB line":
+        assert doc["lines"] == [1, 1] and "cut there" in doc["problems"][-1]
+    else:
+        assert doc["text"].endswith("y") and doc["text"].split("\n")[-1].startswith(
+            f"{doc['lines'][1] - 1:05d}"
+        )
+
+
+def test_a_search_whose_result_would_pass_the_byte_bound_is_an_error_and_the_server_goes_on(
+    session: WarmSession,
+) -> None:
+    # The query is echoed in the document and again in its text: 2 x 600 kB.
+    query = "embed another note " * 32_000
+    text = tool_error(session, "search", {"query": query})
+    assert "more than the 1,048,576 an MCP result may hold" in text
+    assert structured(session, "search", {"query": "embed another note"})["hits"]
 
 
 def test_read_note_refuses_heading_and_lines_together_and_a_missing_heading(
@@ -355,6 +405,18 @@ def test_ask_cancelled_before_saving_writes_nothing(
             should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")),
         )
     assert vault_files(vault) == before
+
+
+def test_an_ask_cancelled_before_its_reply_starts_never_reaches_the_model(
+    session: WarmSession, fake_ollama: FakeOllama
+) -> None:
+    # Cancelled while it waited behind another ask, or while it searched: the reply it
+    # would ask for is stopped before its request is sent.
+    cancelled = Cancellation()
+    cancelled.set()
+    with pytest.raises(AnswerCancelled):
+        session.ask("What does an embed show?", save=True, cancelled=cancelled)
+    assert fake_ollama.requests_to("/api/chat") == []
 
 
 @pytest.fixture

@@ -215,3 +215,140 @@ def test_macos_install_bootstraps_the_agent_with_launchctl(
     calls = log.read_text().splitlines()
     assert calls[0] == f"bootstrap gui/{os.getuid()} {plist}"
     assert calls[1] == f"print gui/{os.getuid()}/{plist.name.removesuffix('.plist')}"
+
+
+# -- issue 25 items 7 and 8, issue 26 item 5 ---------------------------------------------
+
+
+@pytest.mark.parametrize("platform", ["linux", "macos"])
+@pytest.mark.parametrize(
+    ("char", "named"),
+    [("\r", "a carriage return"), ("\n", "a line break"), ("\x1b", "a control character")],
+)
+def test_a_vault_path_a_service_file_cannot_hold_is_refused_in_one_line_and_nothing_written(
+    tmp_path: Path, env: dict[str, str], platform: str, char: str, named: str
+) -> None:
+    # systemd reads a carriage return as a line break: the path would inject lines.
+    vault = tmp_path / f"Notes{char}ExecStartPre=touch evil"
+    vault.mkdir()
+    env = {**env, "ASKVAULT_VAULT": str(vault)}
+    result = CliRunner().invoke(
+        cli, ["service", "install", "--no-start", "--platform", platform], env=env
+    )
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[1].startswith("hint: ")
+    assert lines[0].startswith("askvault: cannot install the service: the vault path ")
+    assert f"holds {named}" in lines[0] and char not in lines[0]
+    assert not Path(env["ASKVAULT_SERVICE_DIR"]).exists(), "nothing may be written"
+
+
+def _edit(unit: Path, old: str, new: str) -> bytes:
+    text = unit.read_text(encoding="utf-8")
+    assert old in text
+    unit.write_text(text.replace(old, new), encoding="utf-8")
+    return unit.read_bytes()
+
+
+def test_a_unit_the_user_edited_is_kept_status_says_so_and_force_keeps_a_copy(
+    env: dict[str, str],
+) -> None:
+    args = ["--no-start", "--platform", "linux"]
+    invoke(["service", "install", *args], env)
+    unit = unit_of(env)
+    edited = _edit(unit, "RestartSec=5", "RestartSec=30")  # the marker line is kept
+    moved = {**env, "ASKVAULT_STATE_DIR": str(Path(env["ASKVAULT_STATE_DIR"]) / "elsewhere")}
+    code, _, err = invoke(["service", "install", *args], moved)
+    assert code == 1 and "was edited since askvault wrote it" in err
+    assert "--force" in err and f"systemctl --user edit {unit.name}" in err
+    assert unit.read_bytes() == edited
+    _, out, _ = invoke(["service", "status", *args], moved)
+    assert "edited since askvault wrote it" in out and "leaves it as it is" in out
+    assert "run `askvault service install`" not in out, "status must not advise losing edits"
+    code, out, _ = invoke(["service", "install", *args, "--force"], moved)
+    backup = unit.with_name(unit.name + ".bak")
+    assert code == 0 and f"kept the file it replaced as {backup}" in out
+    assert backup.read_bytes() == edited
+    assert "RestartSec=5" in unit.read_text(encoding="utf-8")
+    code, out, _ = invoke(["service", "install", *args], env)  # as written again: replaced
+    assert code == 0 and out.startswith("wrote ") and "kept the file" not in out
+
+
+def test_a_unit_of_an_older_askvault_without_a_digest_is_not_replaced_without_force(
+    env: dict[str, str],
+) -> None:
+    args = ["--no-start", "--platform", "linux"]
+    invoke(["service", "install", *args], env)
+    unit = unit_of(env)
+    old = b"".join(
+        line
+        for line in unit.read_bytes().splitlines(keepends=True)
+        if b"askvault-digest" not in line
+    )
+    unit.write_bytes(old)
+    moved = {**env, "ASKVAULT_STATE_DIR": str(Path(env["ASKVAULT_STATE_DIR"]) / "elsewhere")}
+    code, _, err = invoke(["service", "install", *args], moved)
+    assert code == 1 and "older askvault" in err and unit.read_bytes() == old
+    assert "perhaps edited since" in invoke(["service", "status", *args], moved)[1]
+
+
+def test_an_edited_launchd_agent_is_kept_too(env: dict[str, str]) -> None:
+    args = ["--no-start", "--platform", "macos"]
+    invoke(["service", "install", *args], env)
+    plist = unit_of(env)
+    edited = _edit(plist, "<integer>5</integer>", "<integer>30</integer>")
+    moved = {**env, "ASKVAULT_STATE_DIR": str(Path(env["ASKVAULT_STATE_DIR"]) / "elsewhere")}
+    code, _, err = invoke(["service", "install", *args], moved)
+    assert code == 1 and "was edited since askvault wrote it" in err
+    assert plist.read_bytes() == edited
+
+
+def test_uninstall_of_an_edited_unit_keeps_a_copy(env: dict[str, str]) -> None:
+    args = ["--no-start", "--platform", "linux"]
+    invoke(["service", "install", *args], env)
+    unit = unit_of(env)
+    edited = _edit(unit, "RestartSec=5", "RestartSec=30")
+    code, out, _ = invoke(["service", "uninstall", *args], env)
+    assert code == 0 and not unit.exists()
+    assert unit.with_name(unit.name + ".bak").read_bytes() == edited and "kept as" in out
+
+
+def _no_user_session(tmp_path: Path) -> dict[str, str]:
+    """A `systemctl` on PATH that answers like one without a user manager to talk to."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "systemctl"
+    script.write_text(
+        '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_install_without_a_user_session_says_what_was_written_why_and_what_to_do(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**env, **_no_user_session(tmp_path)}
+    code, _, err = invoke(["service", "install", "--platform", "linux"], env)
+    unit = unit_of(env)
+    lines = err.splitlines()
+    assert code == 1 and len(lines) == 2
+    assert lines[0].startswith(f"askvault: wrote {unit}, but cannot start it: ")
+    assert "no systemd user session" in lines[0]
+    assert "loginctl enable-linger" in lines[1] and "askvault run" in lines[1]
+    assert "--no-start" in lines[1] and "journalctl" not in err
+    assert unit.is_file()
+
+
+def test_uninstall_without_a_user_session_removes_the_file_and_exits_0(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    invoke(["service", "install", "--no-start", "--platform", "linux"], env)
+    unit = unit_of(env)
+    code, out, err = invoke(
+        ["service", "uninstall", "--platform", "linux"], {**env, **_no_user_session(tmp_path)}
+    )
+    assert code == 0, err
+    assert not unit.exists() and out.startswith(f"removed {unit}")
+    assert "Failed to connect to bus" in out

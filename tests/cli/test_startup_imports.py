@@ -109,7 +109,7 @@ def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_qu
         assert modules == []
 
 
-def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
+def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list_and_reported_length(
     tmp_path: Path,
     fake_ollama: FakeOllama,
 ) -> None:
@@ -122,7 +122,8 @@ def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list(
     )
     doc = json.loads(out)
     assert doc["embed_error"] is None and doc["pending_embeddings"] == 0
-    assert [path for path, _ in fake_ollama.requests[before:]] == ["/api/tags"]
+    # The digest listed and the length reported: no client loaded, nothing embedded.
+    assert [path for path, _ in fake_ollama.requests[before:]] == ["/api/tags", "/api/show"]
     assert modules == []
 
 

@@ -217,6 +217,44 @@ def test_token_delay_spaces_out_stream_chunks(fake_ollama: FakeOllama) -> None:
     assert time.monotonic() - started >= 0.15
 
 
+def _post_chat_and_hang_up(server: FakeOllama, after: str) -> None:
+    """A raw client: sends a streamed chat request, waits for `after` (the request seen, or
+    a first piece read), then closes its socket."""
+    body = b'{"model": "llama3.2", "messages": [], "stream": true}'
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(
+            b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        if after == "a piece":
+            assert sock.recv(4096)
+        else:
+            while not server.requests_to("/api/chat"):
+                time.sleep(0.01)
+
+
+@pytest.mark.parametrize("when", ["computing the first piece", "between pieces"])
+def test_a_client_that_hangs_up_is_recorded_as_abandoned(
+    fake_ollama: FakeOllama, when: str
+) -> None:
+    if when == "computing the first piece":
+        fake_ollama.set_fault("slow", delay_s=30.0, paths=("/api/chat",))
+    else:
+        fake_ollama.chat_script = ["one two three four"]
+        fake_ollama.token_delay_s = 30.0
+    _post_chat_and_hang_up(fake_ollama, "the request" if when.startswith("comp") else "a piece")
+    assert fake_ollama.hung_up.wait(5)
+    assert fake_ollama.abandoned == ["/api/chat"]
+
+
+def test_a_client_that_reads_its_whole_reply_is_not_abandoned(fake_ollama: FakeOllama) -> None:
+    fake_ollama.chat_script = ["a b c"]
+    fake_ollama.token_delay_s = 0.01
+    with _client(fake_ollama) as client:
+        list(client.chat(model=CHAT, messages=[], stream=True))
+    assert fake_ollama.abandoned == [] and not fake_ollama.hung_up.is_set()
+
+
 def test_stop_joins_every_thread_even_during_a_slow_answer() -> None:
     before = set(threading.enumerate())
     server = FakeOllama().start()

@@ -112,19 +112,34 @@ def test_context_flags_a_deleted_file(indexed: Indexed) -> None:
     assert not pack.pages[0].fresh and "deleted" in (pack.pages[0].warning or "")
 
 
-def test_context_includes_source_windows_from_sources_and_raw(indexed: Indexed) -> None:
-    note = indexed.vault / "garden/Tomato Growing.md"
+def _pack_citing_the_interview(idx: Indexed):  # type: ignore[no-untyped-def]
+    """The tomato note cites raw/interview.txt; the pack of a question it answers, sources in."""
+    note = idx.vault / "garden/Tomato Growing.md"
     note.write_text(
         note.read_text(encoding="utf-8") + "\nSee [[raw/interview.txt]].\n", encoding="utf-8"
     )
-    index_vault(indexed.settings, OllamaClients(indexed.settings))
-    pack = _pack(
-        indexed, "blossom end rot watering tomatoes", budget_tokens=2000, include_sources=True
-    )
+    index_vault(idx.settings, OllamaClients(idx.settings))
+    return _pack(idx, "blossom end rot watering tomatoes", budget_tokens=2000, include_sources=True)
+
+
+def test_context_includes_source_windows_from_sources_and_raw(indexed: Indexed) -> None:
+    pack = _pack_citing_the_interview(indexed)
     files = {w.path for w in pack.source_windows}
     assert "sources/seed-catalogue.md" in files
     assert "raw/interview.txt" in files
     assert pack.used_tokens <= 2000
+
+
+def test_context_skips_a_raw_source_hard_linked_to_a_file_outside_the_vault(
+    indexed: Indexed, tmp_path: Path
+) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret interview words\n", encoding="utf-8")
+    (indexed.vault / "raw/interview.txt").unlink()
+    os.link(outside, indexed.vault / "raw/interview.txt")
+    pack = _pack_citing_the_interview(indexed)
+    assert all(w.path != "raw/interview.txt" for w in pack.source_windows)
+    assert any("raw/interview.txt" in w and "hard links" in w for w in pack.warnings)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from askvault.adapters import store
 from askvault.adapters.db import connect
+from askvault.adapters.ollama import PROBE_TEXT
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.services.doctor import run_checks
@@ -84,25 +85,30 @@ def test_a_malformed_vector_in_a_batch_is_a_failed_input_and_the_rest_is_stored(
     ok, detail = _vector_check(settings)
     assert ok and "1 whose text the model could not embed" in detail
     # The failed input waits for its retry: a second pass does not ask for it again.
-    calls = fake_ollama.embed_calls
+    calls = fake_ollama.embed_calls_without(PROBE_TEXT)  # the dimension probe aside
     index_vault(settings, OllamaClients(settings))
-    assert fake_ollama.embed_calls == calls
+    assert fake_ollama.embed_calls_without(PROBE_TEXT) == calls
 
 
-def test_every_vector_shorter_than_api_show_declares_is_refused_not_fatal(
+def test_vectors_all_shorter_than_api_show_declares_are_stored_at_their_real_length(
     tmp_path: Path,
     fake_ollama: FakeOllama,
 ) -> None:
+    # The model reports one length and returns another: the index takes the vectors'.
     settings = settings_for(_vault(tmp_path), tmp_path / "state", fake_ollama.url)
     fake_ollama.malformed = {"": "short"}  # every text
     report = index_vault(settings, OllamaClients(settings))
     assert report.embed_error is None
-    assert report.embed.texts_failed == len(GOOD_NOTES) + 1
-    assert report.embed.texts_embedded == 0
-    assert all(
-        f"{DEFAULT_DIMENSION - 1} dimensions, expected {DEFAULT_DIMENSION}" in error
-        for error, _ in _failures(settings)
-    )
+    assert report.embed.texts_failed == 0 and _failures(settings) == []
+    assert report.embed.texts_embedded == len(GOOD_NOTES) + 1
+    conn = connect(settings.db_path)
+    try:
+        active = store.active_fingerprint(conn)
+    finally:
+        conn.close()
+    assert active is not None and active.fingerprint.dimension == DEFAULT_DIMENSION - 1
+    failed = [c for c in run_checks(settings, OllamaClients(settings)) if not c.ok]
+    assert failed == []
 
 
 def test_a_failed_input_is_retried_after_its_delay_and_then_stored(
@@ -219,9 +225,9 @@ def test_one_text_ollama_refuses_is_isolated_by_splitting_and_the_rest_of_its_ba
     ok, detail = _vector_check(settings)
     assert ok and "Bad.md" in detail
     # Not asked again until its retry time (or until its text changes).
-    calls = fake_ollama.embed_calls
+    calls = fake_ollama.embed_calls_without(PROBE_TEXT)  # the dimension probe aside
     index_vault(settings, OllamaClients(settings))
-    assert fake_ollama.embed_calls == calls
+    assert fake_ollama.embed_calls_without(PROBE_TEXT) == calls
 
 
 def test_ollama_refusing_every_text_and_the_probe_is_an_outage_not_bad_inputs(

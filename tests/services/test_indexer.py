@@ -10,6 +10,8 @@ import pytest
 
 from askvault.adapters import meta, store
 from askvault.adapters.db import connect, write_transaction
+from askvault.adapters.ollama import PROBE_TEXT
+from askvault.adapters.vault import HARD_LINK_REASON
 from askvault.app.clients import OllamaClients
 from askvault.services.embedding import drain_backlog, target_fingerprint
 from askvault.services.index_pass import index_vault
@@ -200,11 +202,12 @@ def test_backlog_survives_a_stop_midway_and_never_reembeds(
     fp = target_fingerprint(conn, embedder)
     drain_backlog(conn, embedder, fp, batch_size=2, max_batches=1)
     conn.close()  # as if the process died here
-    first = list(fake_ollama.embedded_inputs)
+    first = [t for t in fake_ollama.embedded_inputs if PROBE_TEXT not in t]
     assert len(first) == 2
+    seen = len(fake_ollama.embedded_inputs)
     report = index_vault(settings, OllamaClients(settings))
     assert report.pending_embeddings == 0
-    assert not set(first) & set(fake_ollama.embedded_inputs[2:])
+    assert not set(first) & set(fake_ollama.embedded_inputs[seen:])
 
 
 def test_changing_the_embedding_model_builds_new_vectors_then_switches(
@@ -292,6 +295,46 @@ def test_index_paths_skips_a_non_utf8_name_and_indexes_the_rest_of_its_batch(
     skipped = {s.path for s in store.list_skipped(conn)}
     assert "bad-\ufffd.md" in skipped
     conn.close()
+
+
+CANARY = "canary-hard-link-outside-the-vault"
+
+
+def test_a_hard_link_to_a_file_outside_the_vault_is_skipped_by_the_scan_and_the_watcher(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(f"# Secret\n\n{CANARY}\n")
+    os.link(outside / "secret.md", vault / "Linked.md")
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    conn = connect(settings.db_path)
+    try:
+        report = reconcile(conn, settings)
+        assert ("Linked.md", HARD_LINK_REASON) in [(s.path, s.reason) for s in report.skipped]
+        os.link(outside / "secret.md", vault / "Later.md")  # made after the scan
+        report = index_paths(conn, settings, ["Later.md"])
+        assert [(s.path, s.reason) for s in report.skipped] == [("Later.md", HARD_LINK_REASON)]
+        assert not {"Linked.md", "Later.md"} & set(store.stored_notes(conn))
+        found = conn.execute("SELECT count(*) FROM chunks WHERE text LIKE ?", (f"%{CANARY}%",))
+        assert found.fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+def test_an_indexed_note_that_gets_a_name_outside_the_vault_leaves_the_index_at_reconcile(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    conn = connect(settings.db_path)
+    try:
+        reconcile(conn, settings)
+        assert "Links.md" in store.stored_notes(conn)
+        os.link(vault / "Links.md", tmp_path / "Links elsewhere.md")  # no event in the vault
+        report = reconcile(conn, settings)
+        assert "Links.md" in report.deleted and "Links.md" not in store.stored_notes(conn)
+    finally:
+        conn.close()
 
 
 def test_one_note_is_one_transaction_and_rolls_back_whole(

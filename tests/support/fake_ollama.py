@@ -13,7 +13,10 @@ follow the client's pydantic types (ollama 0.6.x). What it offers:
 - `num_predict` honoured as Ollama does (the reply stops there, `done_reason: length`);
 - malformed vectors for chosen texts (`malformed`: a marker in the text -> `short`, `long`,
   `empty`, `nan` or `inf`), so one batch can come back ragged or with non-finite values;
-- a request log (`requests`, `embedded_inputs`, `embed_calls`).
+- a request log (`requests`, `embedded_inputs`, `embed_calls`);
+- whether a client went away before its response ended (`abandoned`, `hung_up`): as
+  Ollama, the fake watches the connection while it "computes" (a `slow` fault, the delay
+  between tokens) and stops there, so a test can tell a closed stream from a forgotten one.
 
 Run it by hand: `python tests/support/fake_ollama.py --port 11435`.
 """
@@ -25,6 +28,7 @@ import hashlib
 import json
 import math
 import re
+import select
 import signal
 import socket
 import threading
@@ -147,6 +151,9 @@ class FakeOllama:
         self.port = port
         self.dimension = dimension
         self.dimensions: dict[str, int] = {}
+        # What /api/show reports as a model's embedding length, where it should disagree
+        # with the vectors it returns (model base name -> length).
+        self.reported_dimensions: dict[str, int] = {}
         self.models: list[str] = [full_name(m) for m in models]
         self.digests: dict[str, str] = {}
         self.context_lengths: dict[str, int] = {}
@@ -160,6 +167,10 @@ class FakeOllama:
         self.requests: list[tuple[str, Any]] = []
         self.embed_batches: list[list[str]] = []
         self.refused_batches: list[list[str]] = []
+        # Paths of the requests whose client closed its connection before the response
+        # ended, in order; `hung_up` is set at the first.
+        self.abandoned: list[str] = []
+        self.hung_up = threading.Event()
         self._lock = threading.Lock()
         self._fault: _Fault | None = None
         self._httpd: _Server | None = None
@@ -306,6 +317,11 @@ class FakeOllama:
                 return script.pop(0)
         return extractive_reply(messages)
 
+    def _record_abandoned(self, path: str) -> None:
+        with self._lock:
+            self.abandoned.append(path)
+        self.hung_up.set()
+
     def _log(self, path: str, body: Any) -> None:
         with self._lock:
             self.requests.append((path, body))
@@ -321,6 +337,14 @@ class FakeOllama:
         """How many embed requests (/api/embed and /api/embeddings) were answered."""
         with self._lock:
             return len(self.embed_batches)
+
+    def embed_calls_without(self, *markers: str) -> int:
+        """Embed requests none of whose inputs holds one of `markers` (a client's probes
+        left out of a count of the texts it embedded)."""
+        with self._lock:
+            return sum(
+                not any(m in t for m in markers for t in batch) for batch in self.embed_batches
+            )
 
     def requests_to(self, path: str) -> list[Any]:
         """JSON bodies of the requests received on `path`."""
@@ -348,6 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     _die = False
     _endless = False
+    _path = ""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr line."""
@@ -391,11 +416,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, body: dict[str, Any]) -> None:
         path = self.path.split("?", 1)[0]
         self.fake._log(path, body)
+        self._path = path
         self._die = self._endless = False
         fault = self.fake._take_fault(path)
         if fault is not None:
             if fault.kind == "slow":
-                if self.fake._halt.wait(fault.delay_s):
+                if self._compute(fault.delay_s, path):
                     self._drop()
                     return
             elif fault.kind == "404":
@@ -446,7 +472,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "details": _details(model),
                 "model_info": {
                     "general.architecture": family,
-                    f"{family}.embedding_length": self.fake.dimension_of(model),
+                    f"{family}.embedding_length": self.fake.reported_dimensions.get(
+                        base_name(model), self.fake.dimension_of(model)
+                    ),
                     f"{family}.context_length": self.fake.context_length(model),
                 },
                 "capabilities": list(capabilities),
@@ -578,10 +606,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
                 return
             line = (json.dumps(chunk) + "\n").encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-            self.wfile.flush()
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            except OSError:  # the client closed the stream: stop generating, as Ollama
+                self.fake._record_abandoned(self._path)
+                raise
             if self.fake.token_delay_s and not chunk.get("done"):
-                if self.fake._halt.wait(self.fake.token_delay_s):
+                if self._compute(self.fake.token_delay_s, self._path):
                     self._drop()
                     return
         self.wfile.write(b"0\r\n\r\n")
@@ -606,6 +638,29 @@ class _Handler(BaseHTTPRequestHandler):
             if self.fake.token_delay_s and self.fake._halt.wait(self.fake.token_delay_s):
                 break
         self._drop()
+
+    def _compute(self, seconds: float, path: str) -> bool:
+        """Wait `seconds` as a model computing; True when the fake stops meanwhile or the
+        client closes its connection (recorded in `abandoned`), as Ollama stops then."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self.fake._halt.is_set():
+                return True
+            if self._client_gone():
+                self.fake._record_abandoned(path)
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.fake._halt.wait(min(left, 0.02))
+
+    def _client_gone(self) -> bool:
+        """The request was read whole: a readable socket now is the client's end of stream."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _drop(self) -> None:
         self.close_connection = True

@@ -12,7 +12,9 @@ import errno
 import importlib.util
 import logging
 import os
+import shlex
 import stat
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -78,6 +80,7 @@ def connect(
         )
         if not readonly:
             make_private_files(path)  # before WAL mode makes -wal and -shm from its mode
+            keep_temp_files_in(conn, path.parent)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec_path())
         conn.enable_load_extension(False)
@@ -110,9 +113,33 @@ def connect(
             raise IndexBusy(f"the index {path} is busy: {exc}", BUSY_HINT) from exc
         raise StoreError(
             f"cannot open the index {path}: {exc}",
-            "if it is corrupt, delete that file and run `askvault index` to rebuild it",
+            f"if it is corrupt, `rm -r {shlex.quote(str(path.parent))}` (the index with its"
+            " -wal and -shm), then `askvault index` to rebuild it",
         ) from exc
     return conn
+
+
+_temp_dir_lock = threading.Lock()
+_temp_dir_set = False
+
+
+def keep_temp_files_in(conn: Connection, folder: Path) -> None:
+    """Make SQLite write its temporary files (large sorts, VACUUM, temp indexes: copies of
+    note text) in `folder`, the private index folder, instead of the first of $TMPDIR,
+    /var/tmp, /usr/tmp and /tmp it finds (a run outside systemd used /var/tmp).
+
+    The setting is process-wide and not safe to change while another thread uses SQLite,
+    so it is made once per process, by its first connection that may write (the daemon's
+    start-up check, a command's one connection), before other threads open theirs. A
+    `SQLITE_TMPDIR` the user set wins; a folder gone later makes SQLite use the usual ones.
+    """
+    global _temp_dir_set
+    with _temp_dir_lock:
+        if _temp_dir_set or os.environ.get("SQLITE_TMPDIR"):
+            return
+        quoted = str(folder).replace("'", "''")
+        conn.execute(f"PRAGMA temp_store_directory = '{quoted}'")
+        _temp_dir_set = True
 
 
 def set_memory_limits(

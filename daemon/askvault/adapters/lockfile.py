@@ -1,12 +1,15 @@
-"""The vault's single-writer lock: an flock'ed file named by the vault's identity.
+"""The vault's single-writer lock: flock'ed files named by the vault's identity.
 
 Only one askvault process writes a vault's index and its `queries/` at a time:
 `askvault run` and `askvault index` both take this lock. It is keyed by the vault
 itself — the device and inode of its root folder — not by the path it was reached
-by or the state dir, so a symlinked path, a bind mount or another ASKVAULT_STATE_DIR
-all find the same lock. It lives in `$XDG_RUNTIME_DIR/askvault/` (a per-user tmpfs on
-systemd machines; `/run/user/<uid>/askvault` when that variable is unset but the folder
-exists), else in a private `askvault-<uid>` folder of the temp dir.
+by, so a symlinked path or a bind mount finds the same lock. It is two files, both
+held: one in `$XDG_RUNTIME_DIR/askvault/` (a per-user tmpfs on systemd machines;
+`/run/user/<uid>/askvault` when that variable is unset but the folder exists, else a
+private `askvault-<uid>` folder of the temp dir), which another ASKVAULT_STATE_DIR
+meets, and one in the state dir's `locks/` folder, beside the indexes, which every
+process that can write this vault's index meets whatever its runtime dir (another
+`$XDG_RUNTIME_DIR`, none, a sandbox's own /tmp).
 
 flock is released by the kernel when the process dies, so a lock left by a dead
 process (kill -9, power loss) is simply taken over by the next one. The file holds
@@ -19,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import stat
 import tempfile
@@ -30,6 +34,8 @@ from pathlib import Path
 from askvault.core.service_files import service_name
 from askvault.errors import AskvaultError, VaultLocked
 from askvault.settings import vault_id
+
+log = logging.getLogger(__name__)
 
 # A status probe holds the lock shared for a moment: retry briefly before refusing.
 ACQUIRE_TRIES = 5
@@ -94,16 +100,55 @@ class VaultLock:
     """Hold with `acquire()` / `release()` or as a context manager; `command` (`run`,
     `index`) names the holder in the message another process gets."""
 
-    def __init__(self, vault_root: Path, command: str, *, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        vault_root: Path,
+        command: str,
+        *,
+        folder: Path | None = None,
+        state_dir: Path | None = None,
+    ) -> None:
+        """`folder` replaces the runtime lock folder; `state_dir` (the folder of the
+        indexes, `ASKVAULT_STATE_DIR`) adds the lock beside the indexes."""
         self.vault_root = vault_root
         self.command = command
         self.folder = folder
+        self.state_dir = state_dir
         self.path: Path | None = None
-        self._fd: int | None = None
+        self.paths: list[Path] = []
+        self._fds: list[int] = []
 
     def acquire(self) -> None:
         """Take the lock or raise VaultLocked naming the holder."""
-        self.path = path = vault_lock_path(self.vault_root, self.folder)
+        self.path = vault_lock_path(self.vault_root, self.folder)
+        paths = [self.path]
+        if self.state_dir is not None:
+            state_lock = self._state_lock_path()
+            if state_lock is not None:
+                paths.append(state_lock)
+        try:
+            for path in paths:
+                self._fds.append(self._take(path))
+                self.paths.append(path)
+        except BaseException:
+            self.release()
+            raise
+        for fd in self._fds:
+            write_holder(fd, LockHolder(os.getpid(), self.command))
+
+    def _state_lock_path(self) -> Path | None:
+        assert self.state_dir is not None
+        try:
+            return state_lock_path(self.vault_root, self.state_dir)
+        except AskvaultError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+                # A full state disk: the runtime lock alone holds until there is room.
+                log.warning("%s; only the lock in the runtime folder is held", exc.message)
+                return None
+            raise
+
+    def _take(self, path: Path) -> int:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
@@ -113,25 +158,22 @@ class VaultLock:
         for attempt in range(ACQUIRE_TRIES):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return fd
             except BlockingIOError:
                 if attempt + 1 < ACQUIRE_TRIES:
                     time.sleep(ACQUIRE_RETRY_S)
-        else:
-            os.close(fd)
-            raise self._refusal(read_lock_holder(path))
-        self._fd = fd
-        write_holder(fd, LockHolder(os.getpid(), self.command))
+        os.close(fd)
+        raise self._refusal(read_lock_holder(path))
 
     def release(self) -> None:
         """Let the lock go (the kernel does it too when the process dies)."""
-        if self._fd is not None:
+        fds, self._fds, self.paths = self._fds, [], []
+        for fd in fds:
             try:
                 with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, 0)
+                    os.ftruncate(fd, 0)
             finally:
-                os.close(self._fd)
-                self._fd = None
+                os.close(fd)
 
     def _refusal(self, holder: LockHolder | None) -> VaultLocked:
         pid = holder.pid if holder else None
@@ -165,6 +207,34 @@ class VaultLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def state_lock_path(vault_root: Path, state_dir: Path) -> Path:
+    """The lock file of the vault `vault_root` in the state dir `state_dir`: `locks/` beside
+    the indexes, created private (0700)."""
+    folder = state_dir / "locks"
+    try:
+        for made in (state_dir, folder):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(made, 0o700)
+    except OSError as exc:
+        raise AskvaultError(
+            f"cannot create the lock folder {folder}: {exc.strerror}",
+            "check the permissions of ASKVAULT_STATE_DIR",
+        ) from exc
+    return vault_lock_path(vault_root, folder)
+
+
+def lock_holder(vault_root: Path, state_dir: Path | None = None) -> LockHolder | None:
+    """Who holds the vault's lock, in either of its files; None when nobody does."""
+    paths = [vault_lock_path(vault_root)]
+    if state_dir is not None and (state_dir / "locks").is_dir():
+        paths.append(vault_lock_path(vault_root, state_dir / "locks"))
+    for path in paths:
+        holder = read_lock_holder(path)
+        if holder is not None:
+            return holder
+    return None
 
 
 def write_holder(fd: int, holder: LockHolder) -> bool:

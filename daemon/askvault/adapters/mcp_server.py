@@ -20,7 +20,6 @@ import logging
 import signal
 import socket
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,25 +31,31 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from askvault.errors import AskvaultError
+from askvault.records import Cancellation
 
 log = logging.getLogger(__name__)
 
 HTTP_PATH = "/mcp"
+# The most a tool result may hold (its text and its structured content, as JSON): an
+# agent's context window is a few hundred kilobytes, and a result of tens of megabytes
+# (a huge query echoed back) would stall the client; a tool asked for less answers.
+MAX_RESULT_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: what an agent sees (name, description, schemas) and the blocking function
     that answers it. `call(arguments, cancelled)` returns the structured result; it runs in
-    a worker thread and should stop early once `cancelled` is set. `render` is the text
-    shown beside the structured result (default: the JSON itself)."""
+    a worker thread and should stop early once `cancelled` is set (its `on_cancel`
+    callbacks run on the server's event loop the moment the client cancels). `render` is
+    the text shown beside the structured result (default: the JSON itself)."""
 
     name: str
     title: str
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
-    call: Callable[[dict[str, Any], threading.Event], dict[str, Any]]
+    call: Callable[[dict[str, Any], Cancellation], dict[str, Any]]
     render: Callable[[dict[str, Any]], str] | None = None
     read_only: bool = True
 
@@ -111,13 +116,15 @@ def build_server(
                 f"Input validation error: {invalid.message}\n"
                 f"hint: see the input schema of {tool_name}"
             )
-        cancelled = threading.Event()
+        cancelled = Cancellation()
         try:
             doc = await anyio.to_thread.run_sync(
                 functools.partial(spec.call, arguments, cancelled), abandon_on_cancel=True
             )
         except anyio.get_cancelled_exc_class():
-            cancelled.set()  # the thread stops at its next check, before writing anything
+            # The thread stops at its next check, before writing anything; what it waits
+            # on (a reply being generated) is closed now by the call's on_cancel callbacks.
+            cancelled.set()
             raise
         except AskvaultError as exc:
             return _error_result(error_text(exc))
@@ -139,6 +146,13 @@ def build_server(
             if spec.render
             else json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=2)
         )
+        size = len(text.encode("utf-8")) + len(json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_RESULT_BYTES:
+            return _error_result(
+                f"askvault: the result of {tool_name} would be {size:,} bytes, more than the "
+                f"{MAX_RESULT_BYTES:,} an MCP result may hold\n"
+                "hint: ask for less (a shorter query, a smaller budget, a line range)"
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structuredContent=doc,

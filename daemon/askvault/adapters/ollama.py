@@ -7,7 +7,11 @@ probe, and turning every client failure into an `errors.OllamaError`.
 
 from __future__ import annotations
 
+import logging
 import math
+import socket
+import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
     RefusedEmbedder,
     _find_model,
     check_host_allowed,
+    embedding_length,
     host_refusal,
     model_present,
     probe_ollama,
@@ -36,6 +41,8 @@ from askvault.errors import (
     OllamaUnavailable,
 )
 from askvault.records import Fingerprint
+
+log = logging.getLogger(__name__)
 
 # Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
 # code, numbers and non-Latin text, so a piece estimated to fit really fits.
@@ -66,13 +73,14 @@ def embed_prefixes(model: str) -> tuple[str, str]:
     return EMBED_PREFIXES.get(model_base_name(model), ("", ""))
 
 
-def _client(host: str, timeout_s: float | httpx.Timeout) -> ollama.Client:
-    """An `ollama.Client` that ignores the environment's proxy settings.
+def _client(host: str, timeout_s: float | httpx.Timeout, **options: Any) -> ollama.Client:
+    """An `ollama.Client` that ignores the environment's proxy settings (`options` go to
+    httpx).
 
     httpx honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and .netrc) unless told not to, which
     would send note text to a proxy off the machine: the host was vetted, not the route.
     """
-    return ollama.Client(host=host, timeout=timeout_s, trust_env=False)
+    return ollama.Client(host=host, timeout=timeout_s, trust_env=False, **options)
 
 
 @contextmanager
@@ -175,10 +183,11 @@ class OllamaEmbedder:
         return _translated_errors(self.host, self.model, self.timeout_s)
 
     def fingerprint(self) -> Fingerprint:
-        """(model, digest from /api/tags, dimension); cached.
+        """(model, digest from /api/tags, dimension); cached for this client.
 
-        The dimension is `<arch>.embedding_length` of /api/show when present, so that every
-        index pass does not cost an embedding call; else one probe embedding.
+        The dimension is the length of a real embedding (one probe call), not what
+        /api/show's `<arch>.embedding_length` reports: a model whose vectors disagree with
+        its report would have every vector refused as the wrong size (issue 25 item 10).
         """
         if self._fingerprint is None:
             with self._errors():
@@ -187,16 +196,24 @@ class OllamaEmbedder:
             found = _find_model(list(digests), self.model)
             if found is None:
                 raise ModelMissing(self.model, self.host)
-            with self._errors():
-                info = self._client.show(self.model).modelinfo or {}
-            lengths = [
-                v
-                for k, v in info.items()
-                if k.endswith(".embedding_length") and isinstance(v, int) and v > 0
-            ]
-            dimension = lengths[0] if lengths else self.probe_dimension()
+            dimension = self.probe_dimension()
+            reported = self.reported_dimension()
+            if reported is not None and reported != dimension:
+                log.warning(
+                    "Ollama reports %d dimensions for %s but its vectors have %d: using %d",
+                    reported,
+                    self.model,
+                    dimension,
+                    dimension,
+                )
             self._fingerprint = Fingerprint(self.model, digests[found] or "unknown", dimension)
         return self._fingerprint
+
+    def reported_dimension(self) -> int | None:
+        """`<arch>.embedding_length` of /api/show, when the model says it."""
+        with self._errors():
+            info = self._client.show(self.model).modelinfo or {}
+        return embedding_length(info)
 
     def probe_dimension(self) -> int:
         """The length of a real embedding (one call): what `doctor` checks."""
@@ -268,6 +285,45 @@ class ReplyUsage:
     done_reason: str | None = None  # "stop", or "length" when num_predict cut the reply
 
 
+class _Reply:
+    """One reply being streamed: its socket once connected, and whether it was aborted.
+
+    Ollama stops generating when its client closes the connection, but a thread blocked
+    reading the next piece (the model still reading the prompt, minutes on a CPU) cannot
+    close anything: `abort()` shuts the socket down from any thread, which ends that read
+    and tells Ollama at once."""
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace callback: keeps the socket of the connection just made."""
+        if event == "connection.connect_tcp.complete":
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            with self._lock:
+                self._sock = sock
+                aborted = self.aborted
+            if aborted:
+                _shut(sock)
+
+    def abort(self) -> None:
+        with self._lock:
+            self.aborted = True
+            sock = self._sock
+        _shut(sock)
+
+
+def _shut(sock: socket.socket | None) -> None:
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: nothing left to stop
+
+
 class OllamaGenerator:
     """Streams chat replies from Ollama (implements `records.Generator`).
 
@@ -275,7 +331,9 @@ class OllamaGenerator:
     reply, the first one included (a CPU evaluates the whole prompt before it says
     anything), never the whole reply; `timeout_s` bounds connecting. `options` (e.g.
     temperature, num_predict) go with every request. After a stream, `usage` holds
-    Ollama's own counts and times.
+    Ollama's own counts and times. `abort()` stops the replies in progress from any
+    thread: each reply has a connection of its own (no keep-alive, one local connect per
+    reply), whose socket is shut down, so Ollama sees its client leave and stops.
     """
 
     def __init__(
@@ -292,11 +350,31 @@ class OllamaGenerator:
         self.silence_s = silence_s if silence_s is not None else timeout_s
         self.options = dict(options or {})
         self.usage = ReplyUsage()
-        self._client = _client(self.host, httpx.Timeout(timeout_s, read=self.silence_s))
+        self._replies: weakref.WeakSet[_Reply] = weakref.WeakSet()
+        self._replies_lock = threading.Lock()
+        self._sending = threading.local()  # the reply whose request this thread sends
+        self._client = _client(
+            self.host,
+            httpx.Timeout(timeout_s, read=self.silence_s),
+            limits=httpx.Limits(max_keepalive_connections=0),
+            event_hooks={"request": [self._trace_request]},
+        )
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
+
+    def abort(self) -> None:
+        """Stop every reply being streamed or asked for (see `records.Generator`)."""
+        with self._replies_lock:
+            replies = list(self._replies)
+        for reply in replies:
+            reply.abort()
+
+    def _trace_request(self, request: httpx.Request) -> None:
+        reply = self._sending.__dict__.pop("reply", None)
+        if reply is not None:
+            request.extensions["trace"] = reply.trace
 
     def __enter__(self) -> OllamaGenerator:
         return self
@@ -318,10 +396,14 @@ class OllamaGenerator:
         `format` (a JSON schema) constrains the reply; `options` override the client's."""
         merged = {**self.options, **(options or {}), "num_ctx": num_ctx}
         self.usage = ReplyUsage()
-        return self._stream(list(messages), model, merged, dict(format) if format else None)
+        reply = _Reply()  # registered now: an abort() before the first piece stops it too
+        with self._replies_lock:
+            self._replies.add(reply)
+        return self._stream(reply, list(messages), model, merged, dict(format) if format else None)
 
     def _stream(
         self,
+        reply: _Reply,
         messages: list[dict[str, str]],
         model: str,
         options: dict[str, Any],
@@ -330,25 +412,40 @@ class OllamaGenerator:
         done = False
         parts: Iterator[ollama.ChatResponse] | None = None
         try:
+            if reply.aborted:
+                raise self._stopped()
             with _translated_errors(self.host, model, self.silence_s):
                 parts = self._client.chat(
                     model=model, messages=messages, stream=True, options=options, format=format
                 )
+                self._sending.reply = reply
                 for part in parts:
                     if part.message.content:
                         yield part.message.content
                     if part.done:
                         done = True
                         self.usage = _usage(part)
+        except OllamaUnavailable:
+            if reply.aborted:
+                raise self._stopped() from None
+            raise
         finally:
+            self._sending.__dict__.pop("reply", None)
+            with self._replies_lock:
+                self._replies.discard(reply)
             # A consumer that stops early must not leave the HTTP stream open.
             close = getattr(parts, "close", None)
             if close is not None:
                 close()
         if not done:
+            if reply.aborted:
+                raise self._stopped()
             raise OllamaUnavailable(
                 f"Ollama at {self.host} stopped before the reply was complete", UNAVAILABLE_HINT
             )
+
+    def _stopped(self) -> OllamaUnavailable:
+        return OllamaUnavailable(f"the reply from Ollama at {self.host} was stopped (cancelled)")
 
 
 def _usage(part: Any) -> ReplyUsage:

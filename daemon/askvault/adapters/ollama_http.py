@@ -11,7 +11,7 @@ import ipaddress
 import json
 import socket
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,12 +178,43 @@ def model_digest(host: str, model: str, *, timeout_s: float, allow_remote: bool)
     return (digests[found] or "unknown") if found is not None else None
 
 
-def _get_json(url: str, path: str, timeout_s: float) -> dict[str, Any]:
+def reported_dimension(
+    host: str, model: str, *, timeout_s: float, allow_remote: bool
+) -> int | None:
+    """The embedding length Ollama reports for `model` (`/api/show`), or None when it
+    cannot say (down, refused host, not pulled, no such entry)."""
+    try:
+        url = check_host_allowed(host, allow_remote)
+        shown = _get_json(url, "/api/show", timeout_s, body={"model": model})
+    except (OSError, ValueError, RemoteHostRefused, ConfigError):
+        return None
+    info = shown.get("model_info")
+    return embedding_length(info) if isinstance(info, dict) else None
+
+
+def embedding_length(model_info: Mapping[str, Any]) -> int | None:
+    """`<arch>.embedding_length` of an /api/show `model_info`, when it holds one."""
+    lengths = [
+        v
+        for k, v in model_info.items()
+        if k.endswith(".embedding_length") and isinstance(v, int) and v > 0
+    ]
+    return lengths[0] if lengths else None
+
+
+def _get_json(
+    url: str, path: str, timeout_s: float, *, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
     import urllib.request
 
     # No proxy, whatever HTTP_PROXY / ALL_PROXY say: the host was vetted, not the route.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url + path, timeout=timeout_s) as response:
+    request = urllib.request.Request(
+        url + path,
+        data=None if body is None else json.dumps(body).encode("utf-8"),
+        headers={} if body is None else {"Content-Type": "application/json"},
+    )
+    with opener.open(request, timeout=timeout_s) as response:
         doc = json.loads(response.read().decode("utf-8"))
     if not isinstance(doc, dict):
         raise ValueError(f"{path} did not answer a JSON object")

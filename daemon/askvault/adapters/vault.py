@@ -14,6 +14,12 @@ Decisions (see docs/reference/vault-files.md):
   them would index the same notes twice. One pointing at one of its own
   ancestors is a "symlink loop", as is a chain that never ends; a link to
   nothing is a "broken symlink".
+- Hard links. A file with more than one name (`st_nlink > 1`) is skipped ("hard
+  link"): one of its other names may be a file outside the vault, and no scan of the
+  vault can tell (the names live anywhere on the same file system). The scan skips it
+  and `read_note(..., refuse_hard_links=True)` refuses it on the bytes it opened, so a
+  link made after the scan is caught too. askvault's own files are read without this
+  rule (the archive's move links a question to its new name before unlinking the old).
 - Unicode names. Paths are kept as the on-disk name, not
   NFC-normalised, because a normalised name may not open the file (Linux file
   systems compare bytes). Comparing names from links is the link resolver's
@@ -56,6 +62,7 @@ from askvault.records import FileStamp, NoteFile, Skipped
 
 __all__ = [
     "BinaryNote",
+    "HardLinkedNote",
     "IgnoreRules",
     "OversizedNote",
     "ScanResult",
@@ -77,6 +84,7 @@ __all__ = [
 
 BINARY_SNIFF_BYTES = 8192
 UNDECODABLE_NAME_REASON = "file name is not valid UTF-8"
+HARD_LINK_REASON = "hard link (the file has other names, which may be outside the vault)"
 # Obsidian's app.json is a few hundred bytes; anything near this is not one.
 APP_JSON_MAX_BYTES = 1 << 20
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\b\x1b")
@@ -90,6 +98,10 @@ class BinaryNote(NoteUnreadable):
 
 class OversizedNote(NoteUnreadable):
     """A note larger than the configured cap; it is skipped, not truncated."""
+
+
+class HardLinkedNote(NoteUnreadable):
+    """A note with other names (hard links), which may be files outside the vault."""
 
 
 @dataclass
@@ -200,6 +212,8 @@ def _scan_note(abs_path: str, rel: str, rules: IgnoreRules, result: ScanResult) 
         return
     if not stat_mod.S_ISREG(st.st_mode):
         result.skipped.append(Skipped(rel, "not a regular file"))
+    elif st.st_nlink > 1:
+        result.skipped.append(Skipped(rel, HARD_LINK_REASON))
     elif st.st_size > rules.max_note_bytes:
         result.skipped.append(Skipped(rel, _oversized_reason(st.st_size, rules.max_note_bytes)))
     else:
@@ -277,11 +291,14 @@ def _oversized_reason(size: int, cap: int) -> str:
     return f"oversized ({size} bytes > {cap})"
 
 
-def read_note(root: Path, rel_path: str, max_bytes: int) -> NoteFile:
+def read_note(
+    root: Path, rel_path: str, max_bytes: int, *, refuse_hard_links: bool = False
+) -> NoteFile:
     """Read and decode the note at `rel_path`; the stamp and hash describe exactly the bytes read.
 
     Raises PathOutsideVault, NoteUnreadable (vanished, permission, not a regular
-    file), OversizedNote and BinaryNote. UTF-8 (BOM stripped) is expected;
+    file), OversizedNote and BinaryNote; with `refuse_hard_links` (the user's notes),
+    HardLinkedNote for a file with other names. UTF-8 (BOM stripped) is expected;
     UTF-16/32 with a BOM and invalid UTF-8 are decoded with a recorded problem.
     """
     path = resolve_inside(root, rel_path)
@@ -297,6 +314,12 @@ def read_note(root: Path, rel_path: str, max_bytes: int) -> NoteFile:
         data, st, problems = _read_stable(fd, rel_path, max_bytes)
     finally:
         os.close(fd)
+    if refuse_hard_links and st.st_nlink > 1:
+        raise HardLinkedNote(
+            f"note {rel_path} has {st.st_nlink} names (hard links), which may be files outside"
+            " the vault: not read",
+            "make it a copy (`cp`) if you want askvault to read it",
+        )
     stamp = FileStamp(rel_path, len(data), st.st_mtime_ns, st.st_ino)
     text = _decode(data, rel_path, problems)
     return NoteFile(stamp, text, hashlib.sha256(data).hexdigest(), tuple(problems))

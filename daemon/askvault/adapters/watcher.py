@@ -8,13 +8,24 @@ processed at most twice. Atomic saves (temp file + rename) arrive as a move
 whose destination is the note: it is indexed once, with its final content.
 
 Only `.md` paths and directories matter here; which notes are ignored is the
-indexer's decision (adapters/ignore.py), so the scanner and the watcher agree.
+indexer's decision (adapters/ignore.py), so the scanner and the watcher agree. The one
+other file is Obsidian's `.obsidian/app.json`: a change of it may change the Excluded
+files, so its batch asks for a reconcile under the new rules (`rules_changed`).
+
+A watch dies with the folder it watches: a drive unmounted, a share reconnected, a vault
+folder deleted and made again. The watcher checks the root's identity (device, inode)
+every `ROOT_CHECK_S` and watches the root again when it is another folder now, when the
+watched one was deleted and the path is back, or when the caller saw the vault away
+(`watch_again`: an unmount reports nothing, and a drive mounted again within a second
+can get its device number back); each new watch asks for a reconcile (events of the
+time away were never seen).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -26,13 +37,15 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from askvault.adapters.ignore import is_note_path
+from askvault.adapters.ignore import APP_JSON, is_note_path
 
 log = logging.getLogger(__name__)
 
 MAX_WAIT_FACTOR = 4
 MIN_MAX_WAIT_S = 1.0
 OBSERVER_JOIN_S = 2.0
+# How often the watcher looks whether its root is still the folder it watches.
+ROOT_CHECK_S = 1.0
 # Filesystems whose changes made elsewhere (another machine, the host of a VM)
 # never reach inotify: network shares, FUSE mounts, VM shared folders.
 POLLING_FSTYPES = frozenset(
@@ -58,18 +71,22 @@ POLLING_FSTYPES = frozenset(
     }
 )
 _OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
+# Obsidian's folder: made, moved or deleted as a whole (a vault restored), its app.json too.
+_OBSIDIAN = APP_JSON.split("/", 1)[0]
 
 
 @dataclass
 class WatchBatch:
-    """What changed since the last batch: note paths, folders gone, events lost."""
+    """What changed since the last batch: note paths, folders gone, events lost, and
+    whether `.obsidian/app.json` (Obsidian's Excluded files) changed."""
 
     changed: list[str] = field(default_factory=list)
     dropped_folders: list[str] = field(default_factory=list)
     events_lost: bool = False
+    rules_changed: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.dropped_folders or self.events_lost)
+        return bool(self.changed or self.dropped_folders or self.events_lost or self.rules_changed)
 
 
 class Debouncer:
@@ -87,11 +104,15 @@ class Debouncer:
         self._paths: dict[str, float] = {}
         self._folders: dict[str, float] = {}
         self._lost = False
+        self._rules = False
         self._first = 0.0
         self._last = 0.0
 
+    def _idle(self) -> bool:
+        return not self._paths and not self._folders and not self._lost and not self._rules
+
     def _touch(self, now: float) -> None:
-        if not self._paths and not self._folders and not self._lost:
+        if self._idle():
             self._first = now
         self._last = now
 
@@ -113,33 +134,43 @@ class Debouncer:
             self._touch(now)
             self._lost = True
 
+    def mark_rules_changed(self, now: float) -> None:
+        """`.obsidian/app.json` changed: the batch asks for a reconcile under its rules."""
+        with self._lock:
+            self._touch(now)
+            self._rules = True
+
     def next_due(self) -> float | None:
         """When `take_due` may next return a batch (a clock value), or None if idle."""
         with self._lock:
-            if not self._paths and not self._folders and not self._lost:
+            if self._idle():
                 return None
             return min(self._last + self.debounce_s, self._first + self.max_wait_s)
 
     def take_due(self, now: float) -> WatchBatch | None:
         """The batch due at `now`, removed from the pending set; None if nothing is due."""
         with self._lock:
-            if not self._paths and not self._folders and not self._lost:
+            if self._idle():
                 return None
             if now - self._last >= self.debounce_s:
-                batch = WatchBatch(sorted(self._paths), sorted(self._folders), self._lost)
+                batch = WatchBatch(
+                    sorted(self._paths), sorted(self._folders), self._lost, self._rules
+                )
                 self._paths.clear()
                 self._folders.clear()
-                self._lost = False
+                self._lost = self._rules = False
                 return batch
             if now - self._first < self.max_wait_s:
                 return None
             quiet = lambda d: [k for k, t in d.items() if now - t >= self.debounce_s]  # noqa: E731
-            batch = WatchBatch(sorted(quiet(self._paths)), sorted(quiet(self._folders)), self._lost)
+            batch = WatchBatch(
+                sorted(quiet(self._paths)), sorted(quiet(self._folders)), self._lost, self._rules
+            )
             for key in batch.changed:
                 del self._paths[key]
             for key in batch.dropped_folders:
                 del self._folders[key]
-            self._lost = False
+            self._lost = self._rules = False
             rest = list(self._paths.values()) + list(self._folders.values())
             self._first = min(rest) if rest else now
             return batch or None
@@ -154,6 +185,9 @@ class EventRouter(FileSystemEventHandler):
         self.root = os.path.realpath(root)
         self.debouncer = debouncer
         self.clock = clock
+        # Set when the watched root itself was deleted or moved away (its watch is dead),
+        # or when the caller found the vault away (`VaultWatcher.watch_again`).
+        self.watch_lost = threading.Event()
 
     def relative(self, path: str | bytes) -> str | None:
         """The vault-relative POSIX path of an absolute event path; None if outside the vault."""
@@ -169,15 +203,23 @@ class EventRouter(FileSystemEventHandler):
         kind = event.event_type
         if kind in ("opened", "closed_no_write"):
             return
+        if event.is_directory and kind in ("deleted", "moved") and self._is_root(event.src_path):
+            self.watch_lost.set()
+            return
         now = self.clock()
         src = self.relative(event.src_path)
         dest = self.relative(event.dest_path) if kind == "moved" else None
+        if APP_JSON in (src, dest) or (kind != "modified" and _OBSIDIAN in (src, dest)):
+            self.debouncer.mark_rules_changed(now)
         if event.is_directory:
             self._directory_event(kind, src, dest, now)
             return
         for path in (src, dest):
             if path and is_note_path(path):
                 self.debouncer.add_path(path, now)
+
+    def _is_root(self, path: str | bytes) -> bool:
+        return os.path.normpath(os.fsdecode(path)) == self.root
 
     def _directory_event(self, kind: str, src: str | None, dest: str | None, now: float) -> None:
         if kind == "deleted" and src:
@@ -267,6 +309,15 @@ def default_observer(mode: str, poll_interval_s: float) -> BaseObserver:
     return PollingObserver(timeout=poll_interval_s) if mode == "polling" else Observer()
 
 
+def _identity(folder: str | Path) -> tuple[int, int] | None:
+    """(device, inode) of `folder`, or None when it is not a folder now."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 class VaultWatcher:
     """Watches a vault recursively and calls `on_batch(WatchBatch)` from its own thread."""
 
@@ -290,6 +341,8 @@ class VaultWatcher:
         self.debouncer = Debouncer(debounce_s)
         self.router = EventRouter(self.root, self.debouncer)
         self._observer: BaseObserver | None = None
+        self._observer_lock = threading.Lock()
+        self._root_id: tuple[int, int] | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -297,6 +350,7 @@ class VaultWatcher:
 
     def start(self) -> None:
         """Start observing; falls back to polling if inotify's watch limit is reached."""
+        self._root_id = _identity(self.root)
         try:
             self._observer = self._start_observer(self.mode)
         except OSError as exc:
@@ -326,17 +380,53 @@ class VaultWatcher:
             raise
         return observer
 
-    def _events_lost(self) -> None:
-        log.warning("file events were lost (inotify queue overflow): reconciling the vault")
+    def _events_lost(self, why: str = "inotify queue overflow") -> None:
+        log.warning("file events were lost (%s): reconciling the vault", why)
         self.debouncer.mark_events_lost(time.monotonic())
         self._wake.set()
 
+    def watch_again(self) -> None:
+        """The vault was found away (missing, empty: an unmounted drive): watch its root
+        again as soon as it is a folder, even one with the old identity."""
+        self.router.watch_lost.set()
+
+    def _check_root(self) -> None:
+        """Watch the root again if it is another folder than the one watched (remounted,
+        made again), or if the watched one was deleted and the path is a folder again."""
+        current = _identity(self.root)
+        if current is None or (current == self._root_id and not self.router.watch_lost.is_set()):
+            return  # still the watched folder, or gone for now (the indexer says so)
+        with self._observer_lock:
+            if self._stop.is_set():
+                return
+            old = self._observer
+            self.router.watch_lost.clear()
+            try:
+                self._observer = self._start_observer(self.mode)
+            except OSError as exc:
+                self._observer = old  # tried again at the next check
+                log.warning("cannot watch the vault folder %s again yet: %s", self.root, exc)
+                return
+            self._root_id = current
+        if old is not None:
+            old.stop()
+            old.join(OBSERVER_JOIN_S)
+        log.info("the vault folder %s is back: watching it again", self.root)
+        self._events_lost("the vault folder was away")
+
     def _flush_loop(self) -> None:
+        next_root_check = time.monotonic() + ROOT_CHECK_S
         while not self._stop.is_set():
             due = self.debouncer.next_due()
             wait_s = 0.25 if due is None else max(0.0, due - time.monotonic())
             self._wake.wait(min(wait_s, 0.25))
             self._wake.clear()
+            if time.monotonic() >= next_root_check:
+                next_root_check = time.monotonic() + ROOT_CHECK_S
+                try:
+                    self._check_root()
+                except Exception:
+                    log.exception("checking the vault folder failed")
             batch = self.debouncer.take_due(time.monotonic())
             if batch:
                 try:
@@ -350,10 +440,11 @@ class VaultWatcher:
         self._wake.set()
         for name in _OVERFLOW_LOGGERS:
             logging.getLogger(name).removeHandler(self._listener)
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(OBSERVER_JOIN_S)
-            self._observer = None
+        with self._observer_lock:
+            observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            observer.join(OBSERVER_JOIN_S)
         if self._thread is not None:
             self._thread.join(OBSERVER_JOIN_S)
             self._thread = None

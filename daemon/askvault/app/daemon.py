@@ -115,7 +115,7 @@ class Daemon:
         refusal = host_refusal(self.settings.ollama.host, self.settings.ollama.allow_remote_ollama)
         if refusal is not None:
             raise refusal
-        lock = VaultLock(self.settings.vault_path, "run")
+        lock = VaultLock(self.settings.vault_path, "run", state_dir=self.settings.state_path.parent)
         lock.acquire()  # VaultLocked: the CLI prints it and exits 1
         restore: Callable[[], None] = _nothing_to_restore
         try:
@@ -239,6 +239,10 @@ class Daemon:
         self.work.add_paths(batch.changed, batch.dropped_folders)
         if batch.events_lost:
             self.request_reconcile("events lost")
+        elif batch.rules_changed:
+            # Obsidian's Excluded files may have changed: the reconcile drops the notes
+            # now excluded and adds those no longer excluded, at once.
+            self.request_reconcile(".obsidian/app.json changed")
 
     # -- the indexing thread ----------------------------------------------------------------
 
@@ -276,6 +280,8 @@ class Daemon:
             # Another writer holds the index, the disk is full, or the vault looks
             # unmounted: the work waits, the daemon does not stop. What was committed
             # before is kept; a reconcile redoes the rest, backing off while it lasts.
+            if isinstance(exc, VaultUnavailable) and self._watcher is not None:
+                self._watcher.watch_again()  # the old watch died with the unmounted drive
             self._retry_later(exc.message)
         except StoreError:
             raise  # the database is unusable: the daemon stops (exit 1)

@@ -54,6 +54,7 @@ class EmbedLoop:
         self.idle_check_s = idle_check_s
         self._wake = threading.Event()
         self._embedder: Embedder | None = None
+        self._fresh_client = False  # set by forget_fingerprint: the next drain makes one
         self._fp: store.FingerprintRow | None = None
         self._reason: str | None = None
         self._target = embedding_target(settings.ollama.host, settings.ollama.embed_model)
@@ -63,7 +64,11 @@ class EmbedLoop:
         self._wake.set()
 
     def forget_fingerprint(self) -> None:
-        """Ask the model for its fingerprint again before the next drain (it may be re-pulled)."""
+        """Ask the model for its fingerprint again before the next drain, from a new client
+        (a client keeps the fingerprint it found): the model may have been re-pulled, or
+        its vectors changed length. Called after each reconcile, as `askvault index` asks
+        a new client on each pass."""
+        self._fresh_client = True
         self._fp = None
 
     def run(self, stop: threading.Event) -> None:
@@ -99,6 +104,10 @@ class EmbedLoop:
         texts = batches = 0
         last_log = started
         try:
+            if self._fresh_client and self._embedder is not None:
+                self._embedder.close()
+                self._embedder = None
+            self._fresh_client = False
             embedder = self._embedder
             if embedder is None:
                 embedder = self._embedder = self.clients.embedder()

@@ -12,7 +12,6 @@ what a note says is returned, never obeyed.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,6 +24,7 @@ from askvault.core.schema import (
     prop,
     to_json,
 )
+from askvault.records import Cancellation
 from askvault.services.context import DEFAULT_BUDGET_TOKENS
 from askvault.services.documents.answer import AnswerDocument
 from askvault.services.documents.context import ContextDocument
@@ -125,13 +125,13 @@ def _tool(
     description: str,
     inputs: type[In],
     document: type[Doc],
-    call: Callable[[In, threading.Event], Doc],
+    call: Callable[[In, Cancellation], Doc],
     **options: Any,
 ) -> ToolSpec:
     """A tool whose schemas are those of `inputs` and `document`; `call` gets the typed
     arguments and returns the typed document."""
 
-    def run(arguments: dict[str, Any], cancelled: threading.Event) -> dict[str, Any]:
+    def run(arguments: dict[str, Any], cancelled: Cancellation) -> dict[str, Any]:
         result: dict[str, Any] = to_json(call(from_arguments(inputs, arguments), cancelled))
         return result
 
@@ -149,25 +149,23 @@ def _tool(
 def tool_specs(session: WarmSession) -> list[ToolSpec]:
     """The five tools over one warm session."""
 
-    def search(args: SearchInput, cancelled: threading.Event) -> SearchDocument:
+    def search(args: SearchInput, cancelled: Cancellation) -> SearchDocument:
         return session.search(args.query, limit=args.limit, folders=args.folders, tags=args.tags)
 
-    def context(args: ContextInput, cancelled: threading.Event) -> ContextDocument:
+    def context(args: ContextInput, cancelled: Cancellation) -> ContextDocument:
         return session.context(
             args.prompt, budget=args.budget, include_sources=args.include_sources
         )
 
-    def read(args: ReadNoteInput, cancelled: threading.Event) -> NoteDocument:
+    def read(args: ReadNoteInput, cancelled: Cancellation) -> NoteDocument:
         return session.read_note(
             args.path, heading=args.heading, start_line=args.start_line, end_line=args.end_line
         )
 
-    def ask(args: AskInput, cancelled: threading.Event) -> AnswerDocument:
-        return session.ask(
-            args.question, folders=args.folders, save=args.save, should_stop=cancelled.is_set
-        )
+    def ask(args: AskInput, cancelled: Cancellation) -> AnswerDocument:
+        return session.ask(args.question, folders=args.folders, save=args.save, cancelled=cancelled)
 
-    def status(args: StatusInput, cancelled: threading.Event) -> StatusDocument:
+    def status(args: StatusInput, cancelled: Cancellation) -> StatusDocument:
         return session.status()
 
     return [

@@ -348,6 +348,8 @@ def service_install_lines(
 ) -> list[str]:
     """`askvault service install`: the file written, how it was (or is to be) started, logs."""
     out = [f"{'wrote' if report.changed else 'unchanged'} {target.path}"]
+    if report.backup is not None:
+        out.append(f"kept the file it replaced as {report.backup}")
     if not started:
         out.extend(f"start it with: {line}" for line in _start_commands(target))
     else:
@@ -357,15 +359,33 @@ def service_install_lines(
     return out
 
 
+def service_uninstall_lines(target: ServiceFile, report: ServiceReport) -> list[str]:
+    """`askvault service uninstall`: what was removed (and kept), or that nothing was there."""
+    if not report.changed:
+        return [f"no service file at {target.path}: nothing to remove"]
+    out = [f"removed {target.path}"]
+    if report.backup is not None:
+        out.append(f"it held edits: kept as {report.backup}")
+    if report.note:
+        out.append(report.note)
+    return out
+
+
 def service_status_lines(target: ServiceFile, report: ServiceReport) -> list[str]:
     """`askvault service status` as text: installed or not, up to date, its state."""
     if not report.exists:
         return [f"not installed ({target.path}); `askvault service install` installs it"]
+    # Never advise what would replace edits: only a file as askvault wrote it is replaced.
     fresh = (
         "up to date"
         if report.up_to_date
         else "differs from what install writes now: run `askvault service install`"
-        if report.ours
+        if report.found == "as_written"
+        else "edited since askvault wrote it: `askvault service install` leaves it as it is"
+        if report.found == "edited"
+        else "written by an older askvault, perhaps edited since: `askvault service install` "
+        "leaves it as it is"
+        if report.found == "unknown"
         else "not written by askvault"
     )
     out = [f"installed    {target.path} ({fresh})"]

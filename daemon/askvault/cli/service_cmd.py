@@ -66,7 +66,12 @@ def service() -> None:
 @service.command("install")
 @common_options
 @service_options
-@click.option("--force", is_flag=True, help="Replace a service file askvault did not write.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace a service file askvault did not write, or one edited since (a copy of it "
+    "is kept as <file>.bak).",
+)
 @handle_errors
 def install(force: bool, **opts: Any) -> None:
     """Write the service file for this vault and enable and start it."""
@@ -88,11 +93,7 @@ def uninstall(force: bool, **opts: Any) -> None:
 
     target, manager = _target(opts)
     report = uninstall_service(target, manager, force=force)
-    click.echo(
-        f"removed {target.path}"
-        if report.changed
-        else f"no service file at {target.path}: nothing to remove"
-    )
+    render.echo_lines(render.service_uninstall_lines(target, report))
 
 
 @service.command("status")

@@ -189,7 +189,7 @@ def source_windows(
                 if rel in seen:
                     continue
                 seen.add(rel)
-                note = read_note(vault, rel, max_bytes)
+                note = read_note(vault, rel, max_bytes, refuse_hard_links=True)
             except PathOutsideVault as exc:
                 warnings.append(f"refused source of {page.path}: {exc.message}")
                 continue

@@ -1,7 +1,12 @@
-"""`askvault doctor`: every check that says whether askvault can work, each with a fix hint."""
+"""`askvault doctor`: every check that says whether askvault can work, each with a fix hint.
+
+Every hint is a command that fixes what its check found (tests/services/test_doctor.py runs
+each one): `askvault ...`, `ollama ...`, or removing the index folder before a rebuild.
+"""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from askvault.adapters import db, search_store, store
@@ -10,8 +15,10 @@ from askvault.adapters.ollama_http import model_present, probe_ollama
 from askvault.errors import AskvaultError
 from askvault.records import ModelClients
 from askvault.services import vault_presence
-from askvault.services.embedding import PROBE_TEXT
+from askvault.services.embedding import PROBE_TEXT, active_model_is_current
 from askvault.settings import Settings
+
+INDEX = "`askvault index`"
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
             "sqlite integrity",
             ok,
             "ok" if ok else "; ".join(problems),
-            "" if ok else "delete the index file and run `askvault index`",
+            "" if ok else rebuild_hint(settings),
         )
     )
     for table in search_store.WORD_TABLES:
@@ -85,21 +92,14 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
         if error is None:
             out.append(Check(f"fts5 integrity ({table})", True, "ok"))
         else:
-            out.append(
-                Check(
-                    f"fts5 integrity ({table})",
-                    False,
-                    error,
-                    "delete the index file and run `askvault index` to rebuild it",
-                )
-            )
+            out.append(Check(f"fts5 integrity ({table})", False, error, rebuild_hint(settings)))
     orphans = search_store.count_word_row_mismatches(conn)
     out.append(
         Check(
             "fts rows match chunks",
             orphans == 0,
             "ok" if orphans == 0 else f"{orphans} mismatched rows",
-            "" if orphans == 0 else "delete the index and run `askvault index`",
+            "" if orphans == 0 else rebuild_hint(settings),
         )
     )
     active = store.active_fingerprint(conn)
@@ -111,7 +111,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
                 "vectors",
                 ok,
                 "no embedding model has stored vectors yet",
-                "" if ok else "make Ollama reachable and run `askvault index`",
+                "" if ok else f"run {INDEX}",
             )
         )
         return out
@@ -139,7 +139,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
             "vectors match chunks",
             ok,
             detail,
-            "" if ok else "wait for the daemon, or run `askvault index`",
+            "" if ok else f"wait for the daemon, or run {INDEX}",
         )
     )
     return out
@@ -189,9 +189,15 @@ def _ollama_checks(
     except AskvaultError as exc:
         out.append(Check("embedding dimension", False, exc.message, exc.hint))
         return out
-    conn = connect(settings.db_path)
+    try:
+        conn = connect(settings.db_path)
+    except AskvaultError:
+        return out  # the index check above already says why it cannot be opened
     try:
         active = store.active_fingerprint(conn)
+        # What `askvault index` does next: nothing, when Ollama lists and reports the
+        # model as the index has it (it does not embed again to look at a vector's length).
+        index_looks_again = not active_model_is_current(conn, settings)
     finally:
         conn.close()
     if active is None:
@@ -203,7 +209,12 @@ def _ollama_checks(
             "embedding dimension",
             ok,
             f"index {active.fingerprint.dimension}, model {probed}",
-            "" if ok else "the model changed: run `askvault index` to build its vectors",
+            ""
+            if ok
+            else f"the model's vectors changed length: run {INDEX} to build them"
+            if index_looks_again
+            else "the model's vectors changed length while Ollama still reports the old one: "
+            + rebuild_hint(settings),
         )
     )
     if ok and not same_model:
@@ -212,7 +223,13 @@ def _ollama_checks(
                 "embedding model",
                 False,
                 f"index built with {active.fingerprint.key}, configured {fingerprint.key}",
-                "run `askvault index` (or let the daemon run) to switch models",
+                f"run {INDEX} (or let the daemon run) to switch models",
             )
         )
     return out
+
+
+def rebuild_hint(settings: Settings) -> str:
+    """Remove the index folder (the file, its -wal and -shm: a WAL left beside a new file
+    would be replayed into it), then build it again."""
+    return f"`rm -r {shlex.quote(str(settings.state_path))}`, then {INDEX} to rebuild it"

@@ -10,11 +10,11 @@ from typing import Any
 from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.adapters.lockfile import VaultLock
-from askvault.adapters.ollama_http import model_digest
 from askvault.errors import OllamaError, RemoteHostRefused
 from askvault.records import Embedder, ModelClients
 from askvault.services.embedding import (
     EmbedReport,
+    active_model_is_current,
     drain_backlog,
     embed_waiting_reason,
     embedding_target,
@@ -77,7 +77,7 @@ def index_vault(
     (VaultLocked while `askvault run` or another `index` holds it). A vault that looks
     unmounted raises VaultUnavailable unless `allow_empty` (the user emptied it). The
     embedder comes from `clients`, only when there is something to embed."""
-    with VaultLock(settings.vault_path, "index"):
+    with VaultLock(settings.vault_path, "index", state_dir=settings.state_path.parent):
         return _index_vault(
             settings, clients, on_scan=on_scan, on_embed=on_embed, allow_empty=allow_empty
         )
@@ -101,7 +101,9 @@ def _index_vault(
         )
         embed_started = time.monotonic()
         try:
-            if _nothing_to_embed(conn, settings, target):
+            if active_model_is_current(conn, settings):
+                if embed_waiting_reason(conn, target):
+                    record_embed_waiting(conn, target, None)
                 return _finish(conn, report, started, embed_started)
             embedder = clients.embedder()
             fp = target_fingerprint(conn, embedder)
@@ -148,29 +150,3 @@ def _finish(conn: Any, report: PassReport, started: float, embed_started: float)
     )
     report.total_seconds = time.monotonic() - started
     return report
-
-
-def _nothing_to_embed(conn: Any, settings: Settings, target: str) -> bool:
-    """True when the active model is the configured one, with the digest Ollama lists now,
-    no other model is being built and every chunk has its vector: then the pass needs no
-    embedding client at all (importing it is ~0.3 s of an unchanged re-index, issue 11).
-    Anything else (Ollama down, a new digest, a backlog) goes the full way, which embeds or
-    says why it cannot."""
-    active = store.active_fingerprint(conn)
-    if active is None or active.fingerprint.model != settings.ollama.embed_model:
-        return False
-    if any(fp.state == "building" for fp in store.live_fingerprints(conn)):
-        return False
-    if store.count_pending(conn, active):
-        return False
-    digest = model_digest(
-        settings.ollama.host,
-        settings.ollama.embed_model,
-        timeout_s=settings.ollama.timeout_s,
-        allow_remote=settings.ollama.allow_remote_ollama,
-    )
-    if digest != active.fingerprint.digest:
-        return False
-    if embed_waiting_reason(conn, target):
-        record_embed_waiting(conn, target, None)
-    return True

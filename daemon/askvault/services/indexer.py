@@ -25,7 +25,9 @@ from askvault.adapters import meta, store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
 from askvault.adapters.vault import (
+    HARD_LINK_REASON,
     BinaryNote,
+    HardLinkedNote,
     OversizedNote,
     load_ignore_rules,
     read_note,
@@ -319,9 +321,11 @@ class _Prepared:
 def _prepare_note(root: str, path: str, max_bytes: int, max_tokens: int) -> _Prepared:
     """Read, parse and chunk one note: no database, so it can run in a worker process."""
     try:
-        file = read_note(Path(root), path, max_bytes)
+        file = read_note(Path(root), path, max_bytes, refuse_hard_links=True)
     except BinaryNote:
         return _Prepared(skip_reason="binary file")
+    except HardLinkedNote:
+        return _Prepared(skip_reason=HARD_LINK_REASON)
     except OversizedNote as exc:
         return _Prepared(skip_reason=f"oversized: {exc}")
     except PathOutsideVault:

@@ -8,8 +8,8 @@ agent can cite `file:line` and ask for a narrower range next.
 Refused, each with an error that names the rule: an absolute path, a `..` component, a path
 that resolves outside the vault (a symlink out), a file the index ignores (hidden, sync
 temp, Obsidian's Excluded files, configured globs), a file that is neither a note (`.md`)
-nor under the vault's `sources/` or `raw/` folders, a binary file, and a file over
-`index.max_note_bytes`. askvault's own `queries/` folder may be read (a saved answer is
+nor under the vault's `sources/` or `raw/` folders, a binary file, a file with other hard
+links (which may be files outside the vault), and a file over `index.max_note_bytes`. askvault's own `queries/` folder may be read (a saved answer is
 a note like any other); it is only kept out of the index.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 from askvault.adapters import link_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import (
+    HardLinkedNote,
     OversizedNote,
     ignore_reason,
     load_ignore_rules,
@@ -41,6 +42,10 @@ SOURCE_FOLDERS = ("sources", "raw")
 # Without a heading or a line range, a longer body is cut here and `next_line` says where
 # to go on: a 5 MB note would flood an agent's context window.
 READ_MAX_LINES = 1000
+# Whatever was asked (a range, a heading, a note of a few very long lines), the text
+# returned is at most this many bytes of UTF-8, cut at a line's end; a single line longer
+# than that is cut itself, and `problems` says so (issue 25 item 11).
+READ_MAX_BYTES = 128 * 1024
 PATH_HINT = "give the path relative to the vault root, as `search` returns it in `file`"
 
 
@@ -69,7 +74,15 @@ def read_vault_note(
         rel = target
     rel = confine_note_path(settings, rel)
     try:
-        note = read_note(settings.vault_path, rel, settings.index.max_note_bytes)
+        note = read_note(
+            settings.vault_path, rel, settings.index.max_note_bytes, refuse_hard_links=True
+        )
+    except HardLinkedNote as exc:
+        raise VaultError(
+            f"refused {rel!r}: it has other names (hard links), which may be files outside"
+            " the vault",
+            "only files askvault indexes can be read",
+        ) from exc
     except OversizedNote as exc:
         raise VaultError(
             f"refused {rel!r}: larger than the size limit (index.max_note_bytes = "
@@ -99,7 +112,14 @@ def read_vault_note(
     )
     if truncated:
         last = first + READ_MAX_LINES - 1
-    text = "\n".join(all_lines[first - 1 : last]) if last >= first else ""
+    problems = note.problems + parsed.problems
+    shown, cut = _within_bytes(all_lines[first - 1 : last], READ_MAX_BYTES)
+    if cut:
+        truncated = True
+        if len(shown) == 1 and len(shown[0]) < len(all_lines[first - 1]):
+            problems += (f"line {first} is longer than {READ_MAX_BYTES} bytes: cut there",)
+        last = first + len(shown) - 1
+    text = "\n".join(shown)
     return NoteDocument(
         file=rel,
         wikilink=page_link(rel),
@@ -110,8 +130,24 @@ def read_vault_note(
         total_lines=len(all_lines),
         text=text,
         next_line=last + 1 if truncated else None,
-        problems=note.problems + parsed.problems,
+        problems=problems,
     )
+
+
+def _within_bytes(lines: list[str], max_bytes: int) -> tuple[list[str], bool]:
+    """The first of `lines` whose text (newlines between) fits `max_bytes` of UTF-8, and
+    whether any was left out; a first line too long alone is cut at a character."""
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        cost = len(line.encode("utf-8")) + (1 if out else 0)
+        if size + cost > max_bytes:
+            if not out:
+                out.append(line.encode("utf-8")[:max_bytes].decode("utf-8", "ignore"))
+            return out, True
+        out.append(line)
+        size += cost
+    return out, False
 
 
 def number_lines(doc: dict[str, Any]) -> str:

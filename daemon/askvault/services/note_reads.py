@@ -20,15 +20,20 @@ from askvault.records import NoteFile, ParsedNote
 ReadNote = Callable[[Path, str, int], NoteFile]
 
 
+def _read_indexed_note(vault: Path, path: str, max_bytes: int) -> NoteFile:
+    return read_note(vault, path, max_bytes, refuse_hard_links=True)
+
+
 class NoteReads:
     """Read-through memo of `vault.read_note` (its failures included) and `parse_note`.
 
-    `read` replaces the vault's reader (`vault.read_note`); tests hand in a counting one."""
+    `read` replaces the vault's reader (`vault.read_note`, which refuses a hard-linked
+    note as the index does); tests hand in a counting one."""
 
     def __init__(self, vault: Path, max_bytes: int, *, read: ReadNote | None = None) -> None:
         self.vault = vault
         self.max_bytes = max_bytes
-        self._read = read or read_note
+        self._read = read or _read_indexed_note
         self._files: dict[str, NoteFile | AskvaultError] = {}
         self._parsed: dict[str, ParsedNote | None] = {}
 

@@ -16,7 +16,8 @@ from typing import NamedTuple, cast, get_args
 
 from askvault.adapters import answer_store, meta, store
 from askvault.adapters.db import Connection, connect
-from askvault.adapters.lockfile import LockHolder, read_lock_holder, vault_lock_path
+from askvault.adapters.lockfile import LockHolder
+from askvault.adapters.lockfile import lock_holder as held_by
 from askvault.adapters.ollama_http import probe_ollama
 from askvault.adapters.vault import undecodable_name
 from askvault.core.notes import parse_note
@@ -43,7 +44,7 @@ _DRAFT_PEEK_BYTES = 64 * 1024
 def lock_holder(settings: Settings) -> LockHolder | None:
     """The process holding the vault's single-writer lock (`run` or `index`), if any."""
     try:
-        return read_lock_holder(vault_lock_path(settings.vault_path))
+        return held_by(settings.vault_path, settings.state_path.parent)
     except AskvaultError:
         return None
 

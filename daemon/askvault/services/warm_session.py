@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from askvault.adapters.db import Connection, connect
 from askvault.errors import AskvaultError, OllamaError
-from askvault.records import Embedder, Generator, ModelClients, QuestionOptions, SearchFilters
+from askvault.records import (
+    Cancellation,
+    Embedder,
+    Generator,
+    ModelClients,
+    QuestionOptions,
+    SearchFilters,
+)
 from askvault.services.ask import ask_question
 from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context
 from askvault.services.documents.answer import AnswerDocument, answer_document
@@ -141,13 +149,14 @@ class WarmSession:
         *,
         folders: Sequence[str] = (),
         save: bool = False,
-        should_stop: Callable[[], bool] = lambda: False,
+        cancelled: Cancellation | None = None,
     ) -> AnswerDocument:
         """The `askvault ask --json` document. With `save`, the answer note is written under
         queries/answers/ (never over another file); nothing else in the vault is written,
-        so the log note is left alone. Raises AnswerCancelled when `should_stop()` turns
-        true first."""
+        so the log note is left alone. Raises AnswerCancelled when `cancelled` is set
+        first; the reply being generated then is closed at once (Ollama stops)."""
         options = QuestionOptions(folders=self._folders(folders))
+        cancelled = cancelled if cancelled is not None else Cancellation()
         with self._ask_lock:
             if not self.settings.db_path.exists():
                 self.open()  # the CLI's "no index" error
@@ -166,8 +175,8 @@ class WarmSession:
                     log=False,
                     conn=conn,
                     embedder=self._ask_embedder,
-                    generator=self._generator,
-                    should_stop=should_stop,
+                    generator=_StoppedOnCancel(self._generator, cancelled),
+                    should_stop=cancelled.is_set,
                 )
             finally:
                 conn.close()
@@ -197,3 +206,36 @@ class WarmSession:
                 "pass tag names, with or without #",
             )
         return SearchFilters(folders=self._folders(folders), tags=kept)
+
+
+class _StoppedOnCancel:
+    """The session's chat client for one call (a `Generator`): cancelling the call closes
+    its reply at once, even before the first piece, when no check between pieces could."""
+
+    def __init__(self, generator: Generator, cancelled: Cancellation) -> None:
+        self.generator = generator
+        self.cancelled = cancelled
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        model: str,
+        num_ctx: int,
+        format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Iterator[str]:
+        pieces = self.generator.stream(
+            messages, model=model, num_ctx=num_ctx, format=format, options=options
+        )
+        return self._until_cancelled(pieces)
+
+    def _until_cancelled(self, pieces: Iterator[str]) -> Iterator[str]:
+        with self.cancelled.on_cancel(self.generator.abort):
+            yield from pieces
+
+    def abort(self) -> None:
+        self.generator.abort()
+
+    def close(self) -> None:
+        """The session's client: closed with the session, not per call."""

@@ -35,8 +35,6 @@ from askvault.core.timestamps import local_iso
 from askvault.errors import (
     AnswerCancelled,
     AskvaultError,
-    DiskFull,
-    IndexBusy,
     NoteUnreadable,
     OllamaError,
     PathOutsideVault,
@@ -98,15 +96,29 @@ class InboxQuestions:
         self.schedule = schedule
         self.stale = stale
         self.clock = clock
+        # Why each question was last put off, as logged: one line per reason, not one
+        # per retry (issue 25 item 11: a traceback every retry while answers could not
+        # be written); forgotten once its answer note is written.
+        self._put_off_for: dict[str, str] = {}
 
     def put_off(self, rel: str, exc: Exception) -> None:
         """A write failed (disk full, permissions, a busy index): keep the question, retry
-        with backoff."""
+        with backoff; said once per reason."""
         delay = self.schedule.put_off(rel)
+        reason = f"{type(exc).__name__}: {exc}"
+        if self._put_off_for.get(rel) == reason:
+            log.debug("question %s still waits, retried in %.0f s: %s", rel, delay, exc)
+            return
+        self._put_off_for[rel] = reason
         if isinstance(exc, VaultUnavailable) or not self.presence.vault_present():
             log.debug("question %s waits for the vault: %s", rel, exc)
-        elif isinstance(exc, (OSError, IndexBusy, DiskFull)):
-            log.warning("question %s stays in the inbox, retried in %.0f s: %s", rel, delay, exc)
+        elif isinstance(exc, (OSError, AskvaultError)):
+            log.warning(
+                "question %s stays in the inbox (retried with backoff, next in %.0f s): %s",
+                rel,
+                delay,
+                exc,
+            )
         else:
             log.exception("question %s failed unexpectedly; retried in %.0f s", rel, delay)
 
@@ -248,6 +260,7 @@ class InboxQuestions:
             tuple(result.cited_paths),
             stem_of(cand.rel),
         )
+        self._put_off_for.pop(cand.rel, None)  # its answer note could be written
         if final:
             self.stale.remember(final, seen)
         if result.status == "waiting":
@@ -462,6 +475,9 @@ class _Unavailable:
 
     def stream(self, messages: Any, *, model: str, num_ctx: int, **_: Any) -> Any:
         raise self.exc
+
+    def abort(self) -> None:
+        """Nothing streams."""
 
     def close(self) -> None:
         """Nothing to close: no client was built."""
