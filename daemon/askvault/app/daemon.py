@@ -272,6 +272,9 @@ class Daemon:
             if work.reconcile:
                 reconcile(conn, self.settings, should_stop=self.stop_event.is_set, report=report)
                 self.embed.forget_fingerprint()
+                # Ask the model now, not at the embedder's next idle check: a re-pulled
+                # model's vectors are built from this reconcile on, changed notes or not.
+                self.embed.wake()
                 _log_report(f"reconciled ({work.reconcile})", report, always=True)
             else:
                 self._index_batch(conn, work, report)
