@@ -81,3 +81,28 @@ def test_a_verdict_of_yes_or_none_leaves_the_lexical_decision() -> None:
     assert decide("Embeds use an exclamation mark.", ONE_SUPPORTED, judged="yes").published
     assert decide("Embeds use an exclamation mark.", ONE_SUPPORTED, judged=None).published
     assert not decide("Embeds use a plus sign.", NONE_SUPPORTED, judged="yes").published
+
+
+REVERSED = CitationReport(
+    claims=(SUPPORTED,),
+    reversed_by="Password protection of single notes is currently not supported.",
+)
+
+
+def test_a_yes_the_notes_refuse_is_withheld_quoting_the_notes_sentence() -> None:
+    decision = decide("Yes, you can protect a note.", REVERSED)
+    assert (decision.status, decision.decided_by) == ("no-answer", "reversed")
+    assert "“Password protection of single notes is currently not supported.”" in decision.reason
+    assert not decision.keeps_links
+
+
+def test_a_refusal_comes_before_a_reversal_and_a_reversal_before_the_distance_gate() -> None:
+    assert decide("The notes do not say.", REVERSED).decided_by == "refusal"
+    assert decide("Yes.", REVERSED, nearest_distance=0.9, cutoff=0.58).decided_by == "reversed"
+
+
+def test_a_reversing_sentence_is_quoted_inert_and_bounded() -> None:
+    hostile = CitationReport(claims=(SUPPORTED,), reversed_by="![x](http://h/p.png) " + "w " * 300)
+    reason = decide("Yes.", hostile).reason
+    assert "http://h/p.png" not in reason and "![" not in reason
+    assert len(reason) < 400

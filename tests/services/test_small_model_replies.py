@@ -48,6 +48,12 @@ def vault(tmp_path: Path) -> Path:
         "hide the sidebar.\n",
         encoding="utf-8",
     )
+    (root / "Publish security.md").write_text(
+        "# Publish security\n\n## Password protection\n\nYou can protect your whole site "
+        "with a password. Individual password protection for published notes is currently "
+        "not supported.\n",
+        encoding="utf-8",
+    )
     (root / "Snapshots.md").write_text(
         "# Snapshots\n\nBy default, snapshots are saved a minimum of 5 minutes from each other, "
         "and kept for 7 days.\n",
@@ -482,3 +488,31 @@ def test_an_unreadable_verdict_leaves_the_lexical_decision(
     )
     result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
     assert result.status == "answered" and result.verification.judged.verdict is None
+
+
+def test_a_yes_that_the_note_refuses_is_a_no_answer_quoting_the_note(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # What Qwen2.5-Coder-1.5B replied: the question's words, a yes, and a real link.
+    fake_ollama.chat_script = [
+        "Yes, you can put a password on just one published note "
+        "[[Publish security#Password protection]]."
+    ]
+    result = _ask(conn, settings, "can i put a password on just one published note?")
+    text = _assert_golden("yes_the_note_refuses", result)
+    assert result.status == "no-answer" and result.decided_by == "reversed"
+    assert "is currently not supported" in text
+    assert "[[Publish security#Password protection]]." not in result.note.answer
+
+
+def test_a_no_that_the_note_backs_in_other_words_is_published_with_its_quote(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["No, a single published note cannot have its own password."]
+    result = _ask(conn, settings, "can i put a password on just one published note?")
+    _assert_golden("no_the_note_backs", result)
+    assert result.status == "answered"
+    (first,) = result.report.claims
+    assert first.quote == (
+        "Individual password protection for published notes is currently not supported."
+    )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from askvault.core.abstention import is_refusal
@@ -31,6 +31,7 @@ from askvault.core.links import (
     resolve_link,
     unique_targets,
 )
+from askvault.core.stance import NoteStance, asks_yes_or_no, note_stance, reply_says_yes
 from askvault.core.support import (
     SHAPE_WORDS,
     Evidence,
@@ -158,6 +159,8 @@ class CitationReport:
     # Sentences that only say again what an earlier one said ("The setting is X. The key
     # is X."): (start, end) in the answer, left out of what is published.
     repeats: tuple[tuple[int, int], ...] = ()
+    # The excerpt sentence that says the opposite of the reply's yes or no (core/stance.py).
+    reversed_by: str | None = None
 
     def count(self, state: CitationState) -> int:
         """How many citations are in `state` (links askvault added included)."""
@@ -254,6 +257,8 @@ def check_citations(
     added: dict[str, Citation] = {}
     added_supports: dict[str, list[Support]] = {}
     refusals = 0
+    reversed_by: str | None = None
+    stance = _question_stance(question, tokenize, evidence)
     said: set[str] = set()
     shape = set(SHAPE_WORDS) | set(tokenize([" ".join(sorted(SHAPE_WORDS))])[0])
     repeated: dict[int, list[bool]] = {}  # sentence start -> whether each claim repeats
@@ -271,6 +276,8 @@ def check_citations(
         check = _judge_claim(
             claim, content, not echo, question, resolved, link_evidence, supports, shown, evidence
         )
+        if stance is not None and not checks:  # the reply's first claim: its yes or no
+            check, reversed_by = _with_stance(check, claim, stance, shown)
         if check.added:
             if check.added not in added:
                 added[check.added] = _added_citation(check.added, index, shown)
@@ -280,7 +287,55 @@ def check_citations(
         checks.append(check)
     ordered = [_with_supports(c, supports[_key(c.link)]) for c in _in_order(answer, resolved)]
     ordered += [_with_supports(c, added_supports[t]) for t, c in added.items()]
-    return CitationReport(tuple(ordered), None, tuple(checks), refusals, _repeats(claims, repeated))
+    return CitationReport(
+        tuple(ordered), None, tuple(checks), refusals, _repeats(claims, repeated), reversed_by
+    )
+
+
+def _question_stance(
+    question: str, tokenize: Tokenizer, evidence: Sequence[Evidence]
+) -> NoteStance | None:
+    """What the excerpts say about a yes/no question (None for any other question)."""
+    if not question or not asks_yes_or_no(question) or not evidence:
+        return None
+    (words,) = content_tokens([question], tokenize)
+    return note_stance(words, evidence)
+
+
+def _with_stance(
+    check: ClaimCheck, claim: Claim, stance: NoteStance, shown: Sequence[Excerpt]
+) -> tuple[ClaimCheck, str | None]:
+    """The first claim against what the notes say of the yes/no question: a yes or no that
+    reverses it is flagged (and reported); one that agrees is supported by that sentence."""
+    says_yes = reply_says_yes(claim.sentence)
+    if says_yes is None:
+        return check, None
+    if says_yes and stance.refuses:
+        flagged = replace(
+            check,
+            verdict="unsupported",
+            added=None,
+            backed_by=(),
+            quote=None,
+            span=stance.sentence,
+            reason="the excerpt says the opposite",
+        )
+        return flagged, stance.sentence
+    if check.verdict == "supported" or says_yes != stance.says_yes:
+        return check, None
+    link = shown[stance.evidence].cite_as[2:-2]
+    cites = tuple(c.start for c in claim.links if link_target_text(c.link) == link)
+    promoted = replace(
+        check,
+        verdict="supported",
+        source=link,
+        added=None if cites else link,
+        backed_by=cites,
+        span=stance.sentence,
+        quote=stance.sentence,
+        reason="" if cites else _added_reason(check.cited),
+    )
+    return promoted, None
 
 
 def _repeats(

@@ -8,7 +8,9 @@ asked (the first that holds decides):
 
 - the report could not be computed: the model's own word is the only signal (a reply
   that refuses is a no-answer, anything else is published with the report's error);
-- the reply refuses, or none of its claims is supported by what the model saw;
+- the reply refuses;
+- its yes or no to a yes/no question is the opposite of what the notes say about it;
+- none of its claims is supported by what the model saw;
 - the question is far from every chunk of the vault (`queries.max_distance`);
 - the reply names what the question asks about, and no note mentions it;
 - checked for meaning (`queries.verify`), the passages its claims rest on do not answer
@@ -22,9 +24,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from askvault.core.abstention import is_no_answer, too_far
-from askvault.core.citations import CitationReport
+from askvault.core.citations import CitationReport, quote_text
+from askvault.core.inert import inert_line
 from askvault.core.verification import Verdict
 from askvault.records import AnswerOutcome
+
+QUOTED_MAX_CHARS = 200  # a note's sentence quoted in a reason
 
 # Why a reply was or was not published (the `ask --json` document's `decided_by`).
 DecisionReason = Literal[
@@ -35,6 +40,7 @@ DecisionReason = Literal[
     "too-far",  # no-answer: the question is far from every note
     "unknown-subject",  # no-answer: the reply is about what no note mentions
     "judged-wrong",  # no-answer: the passages do not answer the question as asked
+    "reversed",  # no-answer: the reply's yes or no is the opposite of what the notes say
 ]
 
 
@@ -78,6 +84,14 @@ def decide(
         return Decision("answered", "unchecked")
     if is_no_answer(reply):
         return Decision("no-answer", "refusal")
+    if report.reversed_by is not None:
+        return Decision(
+            "no-answer",
+            "reversed",
+            "Your notes say the opposite of the reply's yes or no: "
+            f"“{inert_line(quote_text(report.reversed_by), QUOTED_MAX_CHARS)}”, so the reply is "
+            "not published as an answer.",
+        )
     if report.supported_claims == 0:
         return Decision("no-answer", "nothing-supported")
     if too_far(nearest_distance, cutoff):

@@ -252,7 +252,7 @@ def _judge_window(
         span is not None
         and verdict == "supported"
         and check_polarity
-        and (_negates(sentence, found) != _negates(span, found))
+        and (negates(sentence, found) != negates(span, found))
     ):
         # "You can recover the password" against "you cannot recover it": same words,
         # opposite claim.
@@ -407,7 +407,7 @@ _NEGATION = re.compile(
 NEGATION_SCOPE_WORDS = 4
 
 
-def _negates(text: str, tokens: Sequence[str]) -> bool:
+def negates(text: str, tokens: Sequence[str]) -> bool:
     """True when a negation in `text` bears on one of `tokens` (index stems): one of the
     NEGATION_SCOPE_WORDS words after it starts like one of them. A "not" elsewhere in a
     long excerpt sentence says nothing about the claim."""

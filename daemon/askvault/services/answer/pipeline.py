@@ -216,6 +216,7 @@ def _compose(
         reason=decision.reason,
         nearest_distance=steps.found.nearest_distance,
         verification=steps.verification,
+        decided_by=decision.decided_by,
     )
 
 

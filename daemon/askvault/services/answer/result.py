@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, Excerpt
+from askvault.core.decision import DecisionReason
 from askvault.records import AnswerOutcome
 from askvault.services.answer.verification import Verification
 
@@ -29,3 +30,5 @@ class AnswerResult:
     prompt_tokens: int = 0
     nearest_distance: float | None = None  # question to the nearest chunk (vectors only)
     verification: Verification = field(default_factory=Verification)
+    # What decided the status (core/decision.py); None before a reply was checked.
+    decided_by: DecisionReason | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from askvault.core.decision import DecisionReason
 from askvault.core.schema import document, prop
 from askvault.records import AnswerOutcome, CitationState, SupportVerdict
 
@@ -77,6 +78,10 @@ class AnswerDocument:
     status: AnswerOutcome = prop("`answered` only when some claim is supported.")
     answer: str = prop("The answer with its links as published (unsupported ones as text).")
     reason: str | None = prop("Why it is not `answered`.")
+    decided_by: DecisionReason | None = prop(
+        "What decided the status: supported, unchecked, refusal, reversed, nothing-supported, "
+        "too-far, unknown-subject or judged-wrong (none when no reply was checked)."
+    )
     citations: tuple[CitationDocument, ...] = prop("Each unique link, in first-use order.")
     citations_error: str | None = prop("Why the citations could not be collected.")
     sentences: tuple[ClaimDocument, ...] = prop("Each claim of the answer, judged.")
@@ -101,6 +106,7 @@ def answer_document(
         status=result.status,
         answer=result.answer,
         reason=result.reason or None,
+        decided_by=result.decided_by,
         citations=tuple(_citation(c) for c in report.citations) if report else (),
         citations_error=report.error if report else None,
         sentences=tuple(_claim(c) for c in report.claims) if report else (),
