@@ -205,6 +205,7 @@ def score(
         reply_key=reply_key(question["id"], result.reply),
         label=labels.get(reply_key(question["id"], result.reply), {}).get("label"),
         judged=result.verification.judged.verdict if result.verification.judged else None,
+        decided_by=result.decided_by or "",
         prompt_tokens=prompt_tokens,
         prompt_tokens_counted=counted,
         seconds=model_seconds,

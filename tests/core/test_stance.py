@@ -151,3 +151,12 @@ def test_only_the_first_claim_carries_the_yes_or_no() -> None:
     )
     report = _check(answer, question)
     assert report.reversed_by is None
+
+
+def test_a_yes_is_never_backed_by_a_sentence_that_only_shares_the_questions_words() -> None:
+    # "Tags are case-insensitive" shares the words and has no negation; it is no proof of
+    # every "yes" (a yes about a canvas export or a calendar was published that way).
+    question = "Are tags case-insensitive in every language?"
+    answer = "Yes, tags are case-insensitive in every language."
+    report = _check(answer, question)
+    assert report.claims[0].verdict != "supported"

@@ -305,8 +305,9 @@ def _question_stance(
 def _with_stance(
     check: ClaimCheck, claim: Claim, stance: NoteStance, shown: Sequence[Excerpt]
 ) -> tuple[ClaimCheck, str | None]:
-    """The first claim against what the notes say of the yes/no question: a yes or no that
-    reverses it is flagged (and reported); one that agrees is supported by that sentence."""
+    """The first claim against what the notes say of the yes/no question: a yes that the
+    notes refuse in so many words is flagged (and reported); a no that agrees with such a
+    refusal is supported by that sentence."""
     says_yes = reply_says_yes(claim.sentence)
     if says_yes is None:
         return check, None
@@ -321,7 +322,10 @@ def _with_stance(
             reason="the excerpt says the opposite",
         )
         return flagged, stance.sentence
-    if check.verdict == "supported" or says_yes != stance.says_yes:
+    if check.verdict == "supported" or says_yes or not stance.refuses:
+        # Only a no is backed this way, by a sentence that refuses in so many words: a
+        # sentence that shares the question's words and has no negation is no "yes" (on
+        # the fresh held-out set, three such promotions published three wrong yeses).
         return check, None
     link = shown[stance.evidence].cite_as[2:-2]
     cites = tuple(c.start for c in claim.links if link_target_text(c.link) == link)
