@@ -133,6 +133,7 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     if doc.get("vault_unavailable"):
         out.append(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
     out.append(f"index        {doc['index']}")
+    out.extend(_config_lines(doc.get("config")))
     out.append(
         f"notes        {doc['notes']} ({doc['chunks']} chunks, "
         f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
@@ -192,6 +193,29 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
         out.append(f"skipped      {item['path']}: {item['reason']}")
     if len(doc["skipped"]) > 20:
         out.append(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
+    return out
+
+
+def _config_lines(config: dict[str, Any] | None) -> list[str]:
+    """`config       <file> (read by default)`, then one line per setting not at its
+    default, with where it comes from."""
+    if config is None:
+        return []
+    if config["file"] is None:
+        out = [
+            f"config       none ({config['user_file']} is read when it exists; "
+            "`askvault config-example --write` writes it)"
+        ]
+    else:
+        why = {
+            "--config": "given with --config",
+            "ASKVAULT_CONFIG": "named by ASKVAULT_CONFIG",
+            "default": "read by default",
+        }[config["chosen_by"]]
+        out = [f"config       {config['file']} ({why})"]
+    for item in config["settings"]:
+        source = "file" if item["source"] == "file" else f"{item['source']} {item['via']}"
+        out.append(f"             {item['key']} = {item['value']}  ({source})")
     return out
 
 

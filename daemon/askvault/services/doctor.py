@@ -16,7 +16,7 @@ from askvault.errors import AskvaultError
 from askvault.records import ModelClients
 from askvault.services import vault_presence
 from askvault.services.embedding import PROBE_TEXT, active_model_is_current
-from askvault.settings import Settings
+from askvault.settings import SettingOrigin, Settings, SettingsTrace
 
 INDEX = "`askvault index`"
 
@@ -29,10 +29,13 @@ class Check:
     hint: str = ""
 
 
-def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
+def run_checks(
+    settings: Settings, clients: ModelClients, *, config: SettingsTrace | None = None
+) -> list[Check]:
     """All checks, in order; a failed early check does not hide the later ones. The
-    embedding model is probed through `clients`."""
-    checks: list[Check] = []
+    embedding model is probed through `clients`; `config` (where the settings came from)
+    is shown first."""
+    checks: list[Check] = [config_check(config)] if config is not None else []
     vault = settings.vault_path
     checks.append(
         Check(
@@ -64,6 +67,34 @@ def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
             conn.close()
     checks.extend(_ollama_checks(settings, clients, conn_path_exists=settings.db_path.exists()))
     return checks
+
+
+CHOSEN_BY = {
+    "--config": "given with --config",
+    "ASKVAULT_CONFIG": "named by ASKVAULT_CONFIG",
+    "default": "read by default",
+}
+
+
+def config_check(trace: SettingsTrace) -> Check:
+    """The config file in force and where each setting not at its default comes from.
+    Settings that load are always ok: an invalid one stops every command before this."""
+    if trace.file is None:
+        where = (
+            f"no config file ({trace.user_file} is read when it exists;"
+            " `askvault config-example --write` writes it)"
+        )
+    else:
+        where = f"{trace.file} ({CHOSEN_BY[trace.chosen_by]})"
+    if not trace.settings:
+        return Check("config", True, f"{where}; every setting at its default")
+    origins = ", ".join(f"{o.key} = {o.value} ({describe_origin(o)})" for o in trace.settings)
+    return Check("config", True, f"{where}; set: {origins}")
+
+
+def describe_origin(origin: SettingOrigin) -> str:
+    """`file`, `environment ASKVAULT_CHAT_MODEL`, `flag --vault`."""
+    return "file" if origin.source == "file" else f"{origin.source} {origin.via}"
 
 
 def _index_checks(conn: Connection, settings: Settings) -> list[Check]:

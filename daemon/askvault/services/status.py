@@ -25,6 +25,7 @@ from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
 from askvault.services import vault_presence
 from askvault.services.documents.status import (
+    ConfigInForce,
     EmbeddingState,
     EmbedFailure,
     OllamaState,
@@ -33,7 +34,7 @@ from askvault.services.documents.status import (
 )
 from askvault.services.embedding import embed_waiting_reason, embedding_target
 from askvault.services.question_options import question_note_state
-from askvault.settings import Settings
+from askvault.settings import Settings, SettingsTrace
 
 # The states a question note in the inbox can be in, as `status` reports them.
 QUESTION_STATES: tuple[InboxState, ...] = get_args(InboxState)
@@ -66,8 +67,11 @@ class _IndexState(NamedTuple):
     vault_unavailable: str | None = None
 
 
-def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
-    """The status document; works while the daemon runs (WAL readers never block it)."""
+def collect_status(
+    settings: Settings, *, probe: bool = True, config: SettingsTrace | None = None
+) -> StatusDocument:
+    """The status document; works while the daemon runs (WAL readers never block it).
+    `config` says where the settings came from (shown as they are)."""
     index = _IndexState()
     rows: dict[str, answer_store.QuestionRow] = {}
     if settings.db_path.exists():
@@ -99,6 +103,7 @@ def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
         queue=sum(len(by_state[s]) for s in ("new", "answering", "waiting")),
         daemon=holder.pid if holder and holder.command == "run" else None,
         writer=holder,
+        config=ConfigInForce.of(config) if config is not None else None,
     )
 
 
