@@ -16,6 +16,7 @@ from askvault.errors import AskvaultError
 from askvault.records import ModelClients
 from askvault.services import vault_presence
 from askvault.services.embedding import PROBE_TEXT, active_model_is_current
+from askvault.services.status import lock_holder
 from askvault.settings import SettingOrigin, Settings, SettingsTrace
 
 INDEX = "`askvault index`"
@@ -60,12 +61,16 @@ def run_checks(
                 "run `askvault index` (or start `askvault run`)",
             )
         )
+    holder = lock_holder(settings)
+    daemon = holder.pid if holder is not None and holder.command == "run" else None
     if conn is not None:
         try:
-            checks.extend(_index_checks(conn, settings))
+            checks.extend(_index_checks(conn, settings, daemon))
         finally:
             conn.close()
-    checks.extend(_ollama_checks(settings, clients, conn_path_exists=settings.db_path.exists()))
+    checks.extend(
+        _ollama_checks(settings, clients, conn_path_exists=settings.db_path.exists(), daemon=daemon)
+    )
     return checks
 
 
@@ -97,7 +102,12 @@ def describe_origin(origin: SettingOrigin) -> str:
     return "file" if origin.source == "file" else f"{origin.source} {origin.via}"
 
 
-def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
+def _daemon_embeds(daemon: int | None, what: str) -> str:
+    """While `askvault run` works, vectors still to make are its work under way, not a fault."""
+    return f"{what}; the daemon (pid {daemon}) is embedding them (`askvault status`: the rate)"
+
+
+def _index_checks(conn: Connection, settings: Settings, daemon: int | None) -> list[Check]:
     out = []
     refused = vault_presence.refusal_of(conn)
     out.append(
@@ -136,28 +146,29 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     active = store.active_fingerprint(conn)
     chunks = store.counts(conn)["chunks"]
     if active is None:
-        ok = chunks == 0
-        out.append(
-            Check(
-                "vectors",
-                ok,
-                "no embedding model has stored vectors yet",
-                "" if ok else f"run {INDEX}",
-            )
-        )
+        ok = chunks == 0 or daemon is not None
+        detail = "no embedding model has stored vectors yet"
+        if chunks and daemon is not None:
+            detail = _daemon_embeds(daemon, f"no vectors yet for {chunks} chunks")
+        out.append(Check("vectors", ok, detail, "" if ok else f"run {INDEX}"))
         return out
     missing = store.count_missing_vectors(conn, active)
     extra = store.count_extra_vectors(conn, active)
     # A recorded failed input (the model refused the text or returned an unusable vector)
     # has no vector by design: not a mismatch, but named.
     failed = store.count_failed_inputs(conn, active)
-    ok = missing <= failed and extra == 0
+    complete = missing <= failed and extra == 0
+    # Chunks still without a vector while the daemon runs are its backlog, not a fault;
+    # a vector without its chunk is one all the same.
+    ok = complete or (daemon is not None and extra == 0)
     detail = (
         f"{chunks} chunks, each with one vector of {active.fingerprint.key}"
+        if complete
+        else _daemon_embeds(daemon, f"{missing - failed} of {chunks} chunks still to embed")
         if ok
         else f"{missing} chunks without a vector, {extra} vectors without a chunk"
     )
-    if ok and failed:
+    if complete and failed:
         detail += (
             f", except {failed} whose text the model could not embed"
             " (searchable by words, retried later)"
@@ -177,7 +188,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
 
 
 def _ollama_checks(
-    settings: Settings, clients: ModelClients, *, conn_path_exists: bool
+    settings: Settings, clients: ModelClients, *, conn_path_exists: bool, daemon: int | None
 ) -> list[Check]:
     out = []
     status = probe_ollama(
@@ -249,12 +260,17 @@ def _ollama_checks(
         )
     )
     if ok and not same_model:
+        detail = f"index built with {active.fingerprint.key}, configured {fingerprint.key}"
         out.append(
             Check(
                 "embedding model",
-                False,
-                f"index built with {active.fingerprint.key}, configured {fingerprint.key}",
-                f"run {INDEX} (or let the daemon run) to switch models",
+                daemon is not None,
+                _daemon_embeds(daemon, detail + ": a switch under way")
+                if daemon is not None
+                else detail,
+                ""
+                if daemon is not None
+                else f"run {INDEX} (or let the daemon run) to switch models",
             )
         )
     return out

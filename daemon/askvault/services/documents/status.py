@@ -29,6 +29,22 @@ class EmbeddingState:
     index_model: str | None = prop("The model whose vectors search uses now.")
     building: str | None = prop("A model being embedded while the active one serves.")
     waiting: str | None = prop("Why embedding waits (e.g. Ollama unreachable), else null.")
+    rate_per_s: float | None = prop(
+        "Texts the daemon embeds per second in the drain under way, else null."
+    )
+    eta_s: float | None = prop(
+        "About how long until every pending chunk has a vector, at that rate (s), else null."
+    )
+
+
+@document
+class ScanState:
+    """A reconcile of the daemon under way (at start-up it reads every note once)."""
+
+    reason: str = prop("Why it runs: start-up, periodic, SIGHUP, events lost, ...")
+    done: int = prop("Notes of the vault it has been through.")
+    total: int = prop("Notes of the vault.")
+    seconds: float = prop("Since it began (s).")
 
 
 @document
@@ -114,6 +130,7 @@ class StatusDocument:
         "Who holds the vault's lock: its pid and command (`run` or `index`), either null "
         "when unknown; null when nobody does."
     )
+    scan: ScanState | None = prop("The daemon's reconcile under way, else null.")
     config: ConfigInForce | None = prop(
         "The config file in force and where each setting that is not at its default comes"
         " from; null when the caller did not say."
