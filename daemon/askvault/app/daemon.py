@@ -375,14 +375,15 @@ def _merge(total: IndexReport, part: IndexReport) -> None:
 
 def _log_report(what: str, report: IndexReport, *, always: bool = False) -> None:
     level = logging.INFO if (always or report.changes or report.renamed) else logging.DEBUG
+    added, deleted = report.counts()
     log.log(
         level,
         "%s: %d added, %d changed, %d deleted, %d renamed, %d unchanged, %d skipped; "
         "%d chunks written in %.2f s",
         what,
-        len(report.added),
+        added,
         len(report.changed),
-        len(report.deleted),
+        deleted,
         len(report.renamed),
         report.unchanged + report.touched + report.rechunked,
         len(report.skipped),
