@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from askvault.errors import ConfigError
 
@@ -219,6 +219,7 @@ class Settings:
 
 
 SECTIONS = ("ollama", "index", "daemon", "search", "queries")
+DEFAULT_SETTINGS = Settings()
 
 # Environment variables named in DESIGN §6, mapped to dotted keys.
 ENV_ALIASES: dict[str, str] = {
@@ -242,13 +243,44 @@ def vault_id(vault: Path) -> str:
     return f"{name}-{digest}"
 
 
+def user_config_file(env: Mapping[str, str]) -> Path:
+    """The user's config file, whether it exists or not: `$XDG_CONFIG_HOME/askvault/config.toml`
+    (`~/.config/askvault/config.toml` when XDG_CONFIG_HOME is unset)."""
+    base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else Path.home() / ".config"
+    return base / "askvault" / "config.toml"
+
+
 def default_config_file(env: Mapping[str, str]) -> Path | None:
     """`ASKVAULT_CONFIG`, else `$XDG_CONFIG_HOME/askvault/config.toml` if it exists."""
     if env.get("ASKVAULT_CONFIG"):
         return Path(env["ASKVAULT_CONFIG"]).expanduser()
-    base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else Path.home() / ".config"
-    candidate = base / "askvault" / "config.toml"
+    candidate = user_config_file(env)
     return candidate if candidate.is_file() else None
+
+
+SettingSource = Literal["file", "environment", "flag"]
+ConfigChoice = Literal["--config", "ASKVAULT_CONFIG", "default", "none"]
+
+
+@dataclass(frozen=True)
+class SettingOrigin:
+    """Where a setting's value in force comes from: the last layer that set it."""
+
+    key: str
+    value: str  # as TOML writes it
+    source: SettingSource
+    via: str  # the file's path, the environment variable, or the flag
+
+
+@dataclass(frozen=True)
+class SettingsTrace:
+    """Which config file is in force, why, and where each setting not left at its
+    default comes from (defaults -> file -> environment -> flags; the last one wins)."""
+
+    file: str | None
+    chosen_by: ConfigChoice
+    user_file: str  # where `config-example --write` writes when given no file
+    settings: tuple[SettingOrigin, ...]
 
 
 def load_settings(
@@ -260,18 +292,69 @@ def load_settings(
 
     Raises ConfigError listing every invalid value with its dotted key.
     """
+    return load_traced_settings(config_file, env, flags)[0]
+
+
+def load_traced_settings(
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> tuple[Settings, SettingsTrace]:
+    """`load_settings`, and where each value came from (for `status` and `doctor`)."""
     env = os.environ if env is None else env
     problems: list[str] = []
-    values: dict[str, Any] = {}
     path = config_file if config_file is not None else default_config_file(env)
-    if path is not None:
-        values.update(_read_toml(path, problems))
-    values.update(_read_env(env))
-    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    chosen: ConfigChoice = (
+        "--config"
+        if config_file is not None
+        else "ASKVAULT_CONFIG"
+        if env.get("ASKVAULT_CONFIG")
+        else "default"
+        if path is not None
+        else "none"
+    )
+    layers: list[tuple[SettingSource, dict[str, Any]]] = [
+        ("file", _read_toml(path, problems) if path is not None else {}),
+        ("environment", _read_env(env)),
+        ("flag", {k: v for k, v in (flags or {}).items() if v is not None}),
+    ]
+    values: dict[str, Any] = {}
+    origins: dict[str, tuple[SettingSource, str]] = {}
+    env_names = _env_names(env)
+    for source, layer in layers:
+        values.update(layer)
+        for key in layer:
+            via = (
+                str(path)
+                if source == "file"
+                else env_names.get(key, key)
+                if source == "environment"
+                else "--" + key.rsplit(".", 1)[-1].replace("_", "-")
+            )
+            origins[key] = (source, via)
     settings = _build(values, problems)
     if problems:
         raise ConfigError(problems)
-    return settings
+    trace = SettingsTrace(
+        file=str(path) if path is not None else None,
+        chosen_by=chosen,
+        user_file=str(user_config_file(env)),
+        settings=tuple(
+            SettingOrigin(key, _toml_value(setting_value(settings, key)), *origins[key])
+            for key in sorted(origins)
+            # a key set to its default (as the example file sets every key) changes nothing
+            if setting_value(settings, key) != setting_value(DEFAULT_SETTINGS, key)
+        ),
+    )
+    return settings, trace
+
+
+def setting_value(settings: Settings, key: str) -> Any:
+    """The value in force of a dotted key (`ollama.embed_model`, `vault`)."""
+    value: Any = settings
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -304,6 +387,18 @@ def _read_env(env: Mapping[str, str]) -> dict[str, Any]:
             # Unrelated ASKVAULT_* variables (a wrapper script's, say) are not ours to reject.
             if key in known_keys():
                 out[key] = value
+    return out
+
+
+def _env_names(env: Mapping[str, str]) -> dict[str, str]:
+    """Dotted key -> the environment variable that sets it (the last one read wins)."""
+    out: dict[str, str] = {}
+    for name in env:
+        if name in ENV_ALIASES:
+            out[ENV_ALIASES[name]] = name
+        elif name.startswith("ASKVAULT_") and name != "ASKVAULT_CONFIG":
+            rest = name[len("ASKVAULT_") :].lower()
+            out[rest.replace("__", ".", 1) if "__" in rest else rest] = name
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -16,6 +17,8 @@ from mcp.shared.message import SessionMessage
 
 from askvault.adapters.mcp_server import (
     MAX_RESULT_BYTES,
+    SDK_HTTP_LOGGER,
+    ClientGoneFilter,
     ToolSpec,
     build_server,
     check_loopback,
@@ -163,3 +166,25 @@ def test_loopback_hosts_are_accepted(host: str) -> None:
 def test_other_hosts_are_refused_naming_the_host(host: str) -> None:
     with pytest.raises(AskvaultError, match="not a loopback address"):
         check_loopback(host)
+
+
+def _record(exc: BaseException | None) -> logging.LogRecord:
+    info = (type(exc), exc, None) if exc is not None else None
+    return logging.LogRecord(
+        SDK_HTTP_LOGGER, logging.ERROR, __file__, 1, "Error in standalone SSE writer", (), info
+    )
+
+
+@pytest.mark.parametrize(
+    ("exc", "kept"),
+    [
+        (anyio.ClosedResourceError(), False),  # the client closed its session
+        (anyio.BrokenResourceError(), False),  # its connection dropped
+        (RuntimeError("a real failure"), True),
+        (None, True),  # an error without a traceback
+    ],
+)
+def test_a_client_that_goes_away_logs_no_traceback_but_real_errors_stay(
+    exc: BaseException | None, kept: bool
+) -> None:
+    assert ClientGoneFilter().filter(_record(exc)) is kept

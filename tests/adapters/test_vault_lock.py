@@ -249,6 +249,18 @@ def test_another_runtime_dir_meets_the_lock_in_the_state_dir_and_status_names_th
         pass  # released: free for the next one
 
 
+def test_a_state_dir_whose_parents_do_not_exist_yet_is_made_with_them(
+    tmp_path: Path, vault: Path
+) -> None:
+    # A fresh account: $XDG_STATE_HOME (~/.local/state) is not there yet, and `askvault
+    # index` said "cannot create the lock folder ...: No such file or directory".
+    state = tmp_path / "home" / ".local" / "state" / "askvault"
+    with VaultLock(vault, "index", folder=_private(tmp_path / "run"), state_dir=state) as lock:
+        assert (state / "locks").is_dir() and len(lock.paths) == 2
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert stat.S_IMODE((state / "locks").stat().st_mode) == 0o700
+
+
 def _private(folder: Path) -> Path:
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder

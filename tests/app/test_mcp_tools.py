@@ -30,7 +30,7 @@ from askvault.records import Cancellation
 from askvault.services.ask import ask_question
 from askvault.services.note_reader import READ_MAX_BYTES
 from askvault.services.warm_session import WarmSession
-from askvault.settings import Settings
+from askvault.settings import Settings, load_traced_settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
@@ -60,8 +60,11 @@ def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
 def session(
     env: dict[str, str], vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> Iterator[WarmSession]:
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    s = WarmSession(settings, OllamaClients(settings))
+    # As `askvault mcp` makes it: the settings of the CLI's environment, and where they came
+    # from (the `status` tool shows it, as `askvault status` does).
+    settings, trace = load_traced_settings(None, env=env)
+    assert settings == settings_for(vault, tmp_path / "state", fake_ollama.url)
+    s = WarmSession(settings, OllamaClients(settings), config=trace)
     yield s
     s.close()
 
@@ -171,7 +174,11 @@ def test_context_tool_equals_cli_context_json(session: WarmSession, env: dict[st
 
 
 def test_status_tool_equals_cli_status_json(session: WarmSession, env: dict[str, str]) -> None:
-    assert structured(session, "status", {}) == cli_json(env, "status")
+    doc = structured(session, "status", {})
+    assert doc == cli_json(env, "status")
+    sources = {item["key"]: (item["source"], item["via"]) for item in doc["config"]["settings"]}
+    assert sources["ollama.host"] == ("environment", "OLLAMA_HOST")
+    assert doc["config"]["file"] is None and doc["config"]["chosen_by"] == "none"
 
 
 def test_ask_tool_equals_cli_ask_json_apart_from_timings_and_writes_nothing(

@@ -20,6 +20,7 @@ from askvault.core.answer_note import (
     SupportingPage,
     mark_stale,
     render_answer_note,
+    render_sources,
     stale_pages_of,
 )
 from askvault.core.citations import (
@@ -234,3 +235,15 @@ def test_answer_status_reads_back_only_the_statuses_askvault_writes() -> None:
     }
     assert all(answer_status(status) == status for status in ANSWER_STATUSES)
     assert answer_status("problem") is None and answer_status("") is None
+
+
+def test_a_sources_entry_without_raw_files_names_the_page_alone() -> None:
+    """No "(no raw source resolved)": when a page names no raw file there is nothing to say."""
+    text = render_sources(
+        [
+            LedgerEntry("[[Embeds]]", ("raw/embeds.pdf",)),
+            LedgerEntry("[[Links]]", ()),
+        ]
+    )
+    assert text.splitlines()[2:] == ["1. [[Embeds]] — `raw/embeds.pdf`", "2. [[Links]]"]
+    assert "resolved" not in text

@@ -3,6 +3,8 @@ budget, and numbered citations turned into wikilinks."""
 
 from __future__ import annotations
 
+import pytest
+
 from askvault.core.prompt import (
     build_messages,
     cite_as,
@@ -144,9 +146,24 @@ def test_no_excerpts_says_so() -> None:
     assert plan.grounding == ()
 
 
-def test_language_option_asks_for_that_language() -> None:
-    plan = build_messages("q?", _pack(), num_ctx=4096, language="fr")
-    assert "Write the answer in this language: fr." in plan.messages[1]["content"]
+@pytest.mark.parametrize(
+    ("option", "asked"),
+    [
+        ("fr", "French"),  # the bare code reached the model before (issue 26, item 10)
+        ("FR", "French"),
+        ("fra", "French"),  # three letters
+        ("de", "German"),
+        ("pt-BR", "Portuguese (pt-BR)"),  # a region is kept beside the name
+        ("zh_TW", "Chinese (zh_TW)"),
+        ("Italian", "Italian"),  # already a name
+        ("Brazilian Portuguese", "Brazilian Portuguese"),  # no code: as written
+        ("xx", "xx"),  # no such language: as written
+        (" es ", "Spanish"),
+    ],
+)
+def test_language_option_names_the_language_to_the_model(option: str, asked: str) -> None:
+    plan = build_messages("q?", _pack(), num_ctx=4096, language=option)
+    assert f"Write the answer in this language: {asked}." in plan.messages[1]["content"]
 
 
 def test_cite_as_drops_headings_that_would_break_the_link() -> None:

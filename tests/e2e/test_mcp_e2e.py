@@ -169,6 +169,10 @@ def test_http_server_on_loopback_answers_the_sdk_client_and_refuses_a_foreign_ho
                 proc.kill()
                 proc.wait()
     assert code == 0, (tmp_path / "http.log").read_text()
+    # The client closed its session normally: no error and no traceback in the log (the
+    # SDK logged "Error in standalone SSE writer" with a ClosedResourceError before).
+    log_text = (tmp_path / "http.log").read_text()
+    assert "Traceback" not in log_text and "ERROR" not in log_text, log_text
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "example.org"])

@@ -4,6 +4,7 @@ read outside the vault, never code execution."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -143,7 +144,10 @@ def test_bad_notes_and_paths_are_skipped_or_handled_without_escaping_the_vault(
         text = _answer(world, stem)
         assert "status: failed" in text and "outside the vault" in text, text
     hydrangea = _answer(world, "Hydrangea")
-    assert "status: answered" in hydrangea and "(no raw source resolved)" in hydrangea
+    # A bad `sources:` names no raw file: the ledger entry is the page alone.
+    assert "status: answered" in hydrangea and "(no raw source resolved)" not in hydrangea
+    ledger = hydrangea.split("## Sources")[1].split("##")[0]
+    assert re.search(r"^1\. \[\[[^\]]+\]\]$", ledger, flags=re.M), ledger
     assert CANARY_TEXT not in hydrangea and "canary.md" not in hydrangea.split("## Sources")[1]
     assert daemon.stop() == 0
 

@@ -49,3 +49,27 @@ def test_the_unit_names_no_documentation_page_that_does_not_exist() -> None:
 
 def test_a_refused_start_does_not_restart_in_a_loop() -> None:
     assert "RestartPreventExitStatus=1 2" in UNIT.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("source", ["the template", "the unit askvault writes"])
+def test_no_comment_promises_more_than_its_line_enforces(source: str) -> None:
+    """RestrictAddressFamilies limits socket families, not addresses: the comment above it
+    once promised "only local sockets", which IPv4 and IPv6 sockets to any host are not."""
+    from askvault.core.service_files import ServiceSpec, render_systemd_unit
+
+    spec = ServiceSpec(
+        name="askvault-notes",
+        vault="/home/me/Notes",
+        state_dir="/home/me/.local/state/askvault",
+        command=("/usr/bin/python3", "-m", "askvault", "run"),
+        environment={},
+        documentation="file:///doc.md",
+    )
+    text = (
+        UNIT.read_text(encoding="utf-8") if source == "the template" else render_systemd_unit(spec)
+    )
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("RestrictAddressFamilies="))
+    comment = " ".join(line for line in lines[max(0, at - 4) : at] if line.startswith("#"))
+    assert "Only local sockets" not in comment and "nothing goes out" not in comment
+    assert "not the addresses" in comment

@@ -5,6 +5,7 @@ moved by hand, a temp vault, the fake Ollama)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -348,6 +349,7 @@ def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     fake_ollama: FakeOllama,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="askvault")  # the retries log at debug
     fake_ollama.set_fault("down")
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
     inbox = start()
@@ -368,6 +370,38 @@ def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     fake_ollama.recover()
     inbox.run_until(lambda: status_of(answer) == "answered")
     assert names(vault / "queries/answers") == ["Q.md"]
+
+
+def test_questions_waiting_for_one_reason_log_one_warning_not_one_per_retry(
+    vault: Path,
+    start: Callable[..., InboxDriver],
+    fake_ollama: FakeOllama,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="askvault")
+    fake_ollama.set_fault("down")
+    (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
+    (vault / "queries/inbox/Other.md").write_text("Why do ferns like shade?\n", encoding="utf-8")
+    inbox = start()
+    inbox.run_until(lambda: logged(caplog, " waits ") >= 2 + RETRIES)
+    warnings = [
+        r for r in caplog.records if r.levelno == logging.WARNING and " waits " in r.getMessage()
+    ]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    fake_ollama.chat_script = [REPLY, REPLY]
+    fake_ollama.recover()
+    inbox.run_until(lambda: status_of(vault / "queries/answers/Q.md") == "answered")
+    # a later outage is a new one: warned about again
+    fake_ollama.set_fault("down")
+    (vault / "queries/inbox/Third.md").write_text("What is moss?\n", encoding="utf-8")
+    inbox.run_until(
+        lambda: (
+            sum(
+                r.levelno == logging.WARNING and " waits " in r.getMessage() for r in caplog.records
+            )
+            == 2
+        )
+    )
 
 
 def test_waiting_note_is_rewritten_when_its_reason_changes(

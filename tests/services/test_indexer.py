@@ -15,7 +15,7 @@ from askvault.adapters.vault import HARD_LINK_REASON
 from askvault.app.clients import OllamaClients
 from askvault.services.embedding import drain_backlog, target_fingerprint
 from askvault.services.index_pass import index_vault
-from askvault.services.indexer import drop_folder, index_paths, reconcile
+from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.services.status import collect_status
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
@@ -496,3 +496,14 @@ def test_a_watcher_batch_with_a_rename_moves_the_note_in_place(
     assert report.renamed == [("Embeds.md", "Renamed.md")] and report.chunks_written == 0
     assert conn.execute("SELECT id FROM notes WHERE path = 'Renamed.md'").fetchone()[0] == note_id
     conn.close()
+    # Counted as one rename, not also one note added and one deleted (the log, --json).
+    assert report.counts() == (0, 0)
+    assert report.as_dict()["added"] == 0 and report.as_dict()["deleted"] == 0
+    assert report.as_dict()["renamed"] == 1
+
+
+def test_a_rename_beside_a_real_addition_and_deletion_counts_each_once() -> None:
+    report = IndexReport(
+        added=["New.md", "B.md"], deleted=["Gone.md", "A.md"], renamed=[("A.md", "B.md")]
+    )
+    assert report.counts() == (1, 1)

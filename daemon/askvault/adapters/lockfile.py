@@ -214,9 +214,11 @@ def state_lock_path(vault_root: Path, state_dir: Path) -> Path:
     the indexes, created private (0700)."""
     folder = state_dir / "locks"
     try:
-        for made in (state_dir, folder):
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(made, 0o700)
+        # Its parents too, as the index's folder is made: on a fresh account
+        # ~/.local/state (the default state dir's parent) does not exist yet.
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
     except OSError as exc:
         raise AskvaultError(
             f"cannot create the lock folder {folder}: {exc.strerror}",

@@ -261,13 +261,33 @@ def serve_http(
     # it found: this one, so that the process exits 0 through our `finally` blocks (the
     # session closed) instead of being killed by the default action.
     previous = signal.signal(signal.SIGTERM, _exit_on_term)
+    quiet = ClientGoneFilter()
+    logging.getLogger(SDK_HTTP_LOGGER).addFilter(quiet)
     try:
         on_ready(f"http://{shown}:{port}{HTTP_PATH}")  # the socket already listens
         uvicorn_server.run(sockets=[sock])
     finally:
+        logging.getLogger(SDK_HTTP_LOGGER).removeFilter(quiet)
         signal.signal(signal.SIGTERM, previous)
         sock.close()
         sys.stderr.flush()
+
+
+class ClientGoneFilter(logging.Filter):
+    """Drops the SDK's error traceback for a client that went away normally.
+
+    When a streamable-HTTP client closes its session, the SDK's standalone SSE writer
+    finds its stream closed and logs "Error in standalone SSE writer" with an
+    `anyio.ClosedResourceError` traceback: a normal end, not an error of the server."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import anyio
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+
+
+SDK_HTTP_LOGGER = "mcp.server.streamable_http"
 
 
 def _exit_on_term(signum: int, frame: Any) -> None:

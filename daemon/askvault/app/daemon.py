@@ -24,10 +24,12 @@ from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from askvault.adapters.activity import activity_path
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, connect, is_disk_full
 from askvault.adapters.lockfile import VaultLock
 from askvault.adapters.ollama_http import host_refusal
 from askvault.adapters.watcher import VaultWatcher, WatchBatch, choose_watch_mode
+from askvault.app.activity_board import ActivityBoard
 from askvault.app.clients import OllamaClients
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
@@ -84,6 +86,7 @@ class Daemon:
         *,
         clients: ModelClients | None = None,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
+        activity: ActivityBoard | None = None,
     ) -> None:
         self.settings = settings
         self.workers = list(workers)
@@ -93,8 +96,13 @@ class Daemon:
         # thread running (what a test, or a readiness notice, waits for).
         self.started = threading.Event()
         self.work = WorkQueue()
+        # What status shows of the work under way (a reconcile's progress, the rate).
+        self.activity = activity or ActivityBoard(activity_path(settings.state_path))
         self.embed = EmbedLoop(
-            settings, clients or OllamaClients(settings), busy_timeout_s=busy_timeout_s
+            settings,
+            clients or OllamaClients(settings),
+            busy_timeout_s=busy_timeout_s,
+            activity=self.activity,
         )
         self.failure: BaseException | None = None
         self._threads: list[threading.Thread] = []
@@ -197,6 +205,7 @@ class Daemon:
                 # A daemon thread stuck in an embed call: its batch's transaction has
                 # not begun, so leaving it behind loses nothing.
                 log.debug("thread %s did not stop in time; leaving it", thread.name)
+        self.activity.close()
         if self.failure is not None:
             log.error("askvault daemon stopped on an error: %s", self.failure)
             return 1
@@ -270,7 +279,21 @@ class Daemon:
         report = IndexReport()
         try:
             if work.reconcile:
-                reconcile(conn, self.settings, should_stop=self.stop_event.is_set, report=report)
+                reason = work.reconcile
+
+                def progress(done: int, total: int) -> None:
+                    self.activity.scanning(reason, done, total)
+
+                try:
+                    reconcile(
+                        conn,
+                        self.settings,
+                        should_stop=self.stop_event.is_set,
+                        report=report,
+                        progress=progress,
+                    )
+                finally:
+                    self.activity.scan_done()
                 self.embed.forget_fingerprint()
                 # Ask the model now, not at the embedder's next idle check: a re-pulled
                 # model's vectors are built from this reconcile on, changed notes or not.
@@ -352,14 +375,15 @@ def _merge(total: IndexReport, part: IndexReport) -> None:
 
 def _log_report(what: str, report: IndexReport, *, always: bool = False) -> None:
     level = logging.INFO if (always or report.changes or report.renamed) else logging.DEBUG
+    added, deleted = report.counts()
     log.log(
         level,
         "%s: %d added, %d changed, %d deleted, %d renamed, %d unchanged, %d skipped; "
         "%d chunks written in %.2f s",
         what,
-        len(report.added),
+        added,
         len(report.changed),
-        len(report.deleted),
+        deleted,
         len(report.renamed),
         report.unchanged + report.touched + report.rechunked,
         len(report.skipped),

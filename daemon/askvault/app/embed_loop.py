@@ -15,6 +15,7 @@ from pathlib import Path
 
 from askvault.adapters import store
 from askvault.adapters.db import BUSY_TIMEOUT_S, Connection, is_disk_full
+from askvault.app.activity_board import ActivityBoard
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
@@ -46,8 +47,10 @@ class EmbedLoop:
         backoff: Backoff | None = None,
         idle_check_s: float = IDLE_CHECK_S,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
+        activity: ActivityBoard | None = None,
     ) -> None:
         self.settings = settings
+        self.activity = activity or ActivityBoard(None)
         self.busy_timeout_s = busy_timeout_s
         self.clients = clients
         self.backoff = backoff or Backoff()
@@ -120,6 +123,9 @@ class EmbedLoop:
             def on_stored(count: int) -> None:
                 nonlocal texts, last_log
                 texts += count
+                self.activity.embedding(
+                    self.settings.ollama.embed_model, texts, time.monotonic() - started
+                )
                 if time.monotonic() - last_log >= PROGRESS_LOG_S:
                     last_log = time.monotonic()
                     log.info(
@@ -154,6 +160,8 @@ class EmbedLoop:
             delay = self.backoff.failed()
             log.warning("embedding waits: the disk is full (%s); retrying in %.0f s", exc, delay)
             return delay
+        finally:
+            self.activity.embedding_done()  # the drain ended, whichever way
         self.backoff.succeeded()
         if self._reason:
             try:

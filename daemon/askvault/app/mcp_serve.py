@@ -21,7 +21,7 @@ from askvault.app.clients import OllamaClients
 from askvault.app.mcp_tools import INSTRUCTIONS, tool_specs
 from askvault.errors import AskvaultError, DiskFull
 from askvault.services.warm_session import WarmSession
-from askvault.settings import Settings
+from askvault.settings import Settings, SettingsTrace
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,12 @@ def serve_mcp(
     host: str = "127.0.0.1",
     port: int = 8765,
     on_ready: Callable[[str], None] = lambda where: None,
+    config: SettingsTrace | None = None,
 ) -> None:
-    """Serve until the client goes away (stdio) or until interrupted (HTTP)."""
+    """Serve until the client goes away (stdio) or until interrupted (HTTP); `config`
+    (where the settings came from) is part of the `status` tool's result."""
     sock = mcp_server.bind_loopback(host, port) if http else None  # refused before opening
-    session = WarmSession(settings, OllamaClients(settings))
+    session = WarmSession(settings, OllamaClients(settings), config=config)
     try:
         try:
             session.open()

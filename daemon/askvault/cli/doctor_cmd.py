@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.main import build_traced_settings, cli, common_options, handle_errors, print_json
 
 
 @cli.command()
@@ -20,8 +20,8 @@ def doctor(as_json: bool, **opts: Any) -> None:
     from askvault.app.clients import OllamaClients
     from askvault.services.doctor import run_checks
 
-    settings = build_settings(**opts)
-    checks = run_checks(settings, OllamaClients(settings))
+    settings, trace = build_traced_settings(**opts)
+    checks = run_checks(settings, OllamaClients(settings), config=trace)
     if as_json:
         print_json(render.doctor_json(checks))
     else:

@@ -9,7 +9,7 @@ import click
 
 from askvault.cli import render
 from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
-from askvault.errors import AskvaultError
+from askvault.errors import AskvaultError, ModelMissing
 
 
 @cli.command()
@@ -54,4 +54,8 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
             report.embed_error.hint,
         )
     if report.embed_error is not None and not as_json:
-        render.show_embeddings_wait(report.embed_error.message, report.embed_error.hint)
+        render.show_embeddings_wait(
+            report.embed_error.message,
+            report.embed_error.hint,
+            model_missing=isinstance(report.embed_error, ModelMissing),
+        )

@@ -18,7 +18,7 @@ import click
 from askvault import __version__
 from askvault.core.controls import strip_controls
 from askvault.errors import AskvaultError
-from askvault.settings import Settings, load_settings
+from askvault.settings import Settings, SettingsTrace, load_traced_settings
 
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,13 +53,29 @@ def build_settings(
     **extra: Any,
 ) -> Settings:
     """Settings from defaults, file, environment and these flags; a vault is required."""
+    return build_traced_settings(
+        vault, config_file, embed_model, chat_model, need_vault=need_vault, **extra
+    )[0]
+
+
+def build_traced_settings(
+    vault: Path | None,
+    config_file: Path | None,
+    embed_model: str | None,
+    chat_model: str | None,
+    *,
+    need_vault: bool = True,
+    **extra: Any,
+) -> tuple[Settings, SettingsTrace]:
+    """`build_settings`, and which config file is in force and where each setting comes
+    from (`status` and `doctor` show it)."""
     flags: dict[str, Any] = {
         "vault": str(vault) if vault else None,
         "ollama.embed_model": embed_model,
         "ollama.chat_model": chat_model,
         **extra,
     }
-    settings = load_settings(config_file, flags=flags)
+    settings, trace = load_traced_settings(config_file, flags=flags)
     if need_vault and not settings.vault:
         raise AskvaultError("no vault given", "pass --vault PATH or set ASKVAULT_VAULT")
     if need_vault and not settings.vault_path.is_dir():
@@ -67,7 +83,7 @@ def build_settings(
             f"the vault {settings.vault_path} is not a folder",
             "pass --vault PATH to your Obsidian vault",
         )
-    return settings
+    return settings, trace
 
 
 def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:

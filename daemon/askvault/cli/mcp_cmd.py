@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from askvault.cli.main import build_settings, cli, common_options, handle_errors
+from askvault.cli.main import build_traced_settings, cli, common_options, handle_errors
 
 
 @cli.command()
@@ -33,7 +33,7 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 @handle_errors
 def mcp(use_http: bool, host: str, port: int, **opts: Any) -> None:
     """Serve the vault to agents over MCP: search, get_context_pack, read_note, ask, status."""
-    settings = build_settings(**opts)
+    settings, trace = build_traced_settings(**opts)
     # Imported here: the MCP SDK costs the other commands nothing.
     from askvault.app.logging_setup import configure_logging
     from askvault.app.mcp_serve import serve_mcp
@@ -44,4 +44,4 @@ def mcp(use_http: bool, host: str, port: int, **opts: Any) -> None:
         if where != "stdio":
             click.echo(f"askvault: MCP server listening on {where}", err=True)
 
-    serve_mcp(settings, http=use_http, host=host, port=port, on_ready=ready)
+    serve_mcp(settings, http=use_http, host=host, port=port, on_ready=ready, config=trace)

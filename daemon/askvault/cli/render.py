@@ -52,13 +52,15 @@ def index_summary(doc: dict[str, Any]) -> str:
     return line
 
 
-def show_embeddings_wait(message: str, hint: str) -> None:
-    """On stderr: the word index is complete, the embeddings wait for Ollama."""
+def show_embeddings_wait(message: str, hint: str, *, model_missing: bool = False) -> None:
+    """On stderr: the word index is complete, the embeddings wait for Ollama (or, when
+    Ollama answers but lacks the model, for the model to be pulled)."""
+    until = "the model is pulled" if model_missing else "Ollama answers"
     hint = f" ({hint})" if hint else ""
     click.echo(
         f"askvault: embeddings wait: {message}{hint}. The word "
         "index is complete and search works by words meanwhile; `askvault run` "
-        "(or the next `askvault index`) embeds them once Ollama answers.",
+        f"(or the next `askvault index`) embeds them once {until}.",
         err=True,
     )
 
@@ -133,11 +135,35 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     if doc.get("vault_unavailable"):
         out.append(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
     out.append(f"index        {doc['index']}")
-    out.append(
-        f"notes        {doc['notes']} ({doc['chunks']} chunks, "
-        f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
-        f"{embedding['model']})"
-    )
+    out.extend(_config_lines(doc.get("config")))
+    switching = embedding.get("index_model") and embedding["index_model"] != embedding["model"]
+    if switching:
+        # After a model switch the vectors search uses are the old model's, and the new
+        # one's are still to make: "2210 embedded, 2210 pending" read as a contradiction.
+        out.append(
+            f"notes        {doc['notes']} ({doc['chunks']} chunks: {doc['embedded_chunks']} "
+            f"embedded with {embedding['index_model']}, which search uses; "
+            f"{doc['pending_embeddings']} to embed with {embedding['model']})"
+        )
+    else:
+        out.append(
+            f"notes        {doc['notes']} ({doc['chunks']} chunks, "
+            f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
+            f"{embedding['model']})"
+        )
+    scan = doc.get("scan")
+    if scan:
+        out.append(
+            f"scan         running ({scan['reason']}): {scan['done']} of {scan['total']} notes,"
+            f" {format_duration(scan['seconds'])} so far"
+        )
+    if embedding.get("rate_per_s") is not None:
+        left = (
+            f", about {format_duration(embedding['eta_s'])} left"
+            if embedding.get("eta_s") is not None and doc["pending_embeddings"]
+            else ""
+        )
+        out.append(f"embedding    running: {embedding['rate_per_s']:g} texts/s{left}")
     for failure in doc.get("embed_failures", [])[:5]:
         out.append(
             f"not embedded {failure['file']}: {failure['reason']} "
@@ -148,9 +174,10 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
         and not embedding.get("fingerprint")
         and embedding["index_model"] != embedding["model"]
     ):
+        builder = "the daemon builds them" if doc["daemon"] else "`askvault index` builds them"
         out.append(
             f"embedding    the index's vectors are of {embedding['index_model']}; "
-            f"{embedding['model']} has none yet (`askvault index` builds them)"
+            f"{embedding['model']} has none yet ({builder})"
         )
     if embedding.get("waiting"):
         out.append(f"embedding    waiting: {embedding['waiting']}")
@@ -192,6 +219,29 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
         out.append(f"skipped      {item['path']}: {item['reason']}")
     if len(doc["skipped"]) > 20:
         out.append(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
+    return out
+
+
+def _config_lines(config: dict[str, Any] | None) -> list[str]:
+    """`config       <file> (read by default)`, then one line per setting not at its
+    default, with where it comes from."""
+    if config is None:
+        return []
+    if config["file"] is None:
+        out = [
+            f"config       none ({config['user_file']} is read when it exists; "
+            "`askvault config-example --write` writes it)"
+        ]
+    else:
+        why = {
+            "--config": "given with --config",
+            "ASKVAULT_CONFIG": "named by ASKVAULT_CONFIG",
+            "default": "read by default",
+        }[config["chosen_by"]]
+        out = [f"config       {config['file']} ({why})"]
+    for item in config["settings"]:
+        source = "file" if item["source"] == "file" else f"{item['source']} {item['via']}"
+        out.append(f"             {item['key']} = {item['value']}  ({source})")
     return out
 
 

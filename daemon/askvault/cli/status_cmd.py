@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.main import build_traced_settings, cli, common_options, handle_errors, print_json
 
 
 @cli.command()
@@ -24,7 +24,8 @@ def status(as_json: bool, **opts: Any) -> None:
     from askvault.core.schema import to_json
     from askvault.services.status import collect_status
 
-    doc = to_json(collect_status(build_settings(**opts)))
+    settings, trace = build_traced_settings(**opts)
+    doc = to_json(collect_status(settings, config=trace))
     if as_json:
         print_json(doc)
         return

@@ -25,7 +25,6 @@ from askvault.records import AnswerStatus
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
 UNAVAILABLE = "Answer citations: unavailable"
-NO_RAW_SOURCE = "(no raw source resolved)"
 _STATUS_LINE = re.compile(r"^status:.*$", re.MULTILINE)
 _STALE_CALLOUT = re.compile(r"\n> \[!warning\] Stale answer\n(?:>.*\n)*")
 
@@ -182,13 +181,14 @@ def render_stale_callout(pages: Sequence[str]) -> str:
 
 
 def render_sources(ledger: Sequence[LedgerEntry]) -> str:
-    """`## Sources`: one numbered entry per cited page, raw paths or `(no raw source resolved)`."""
+    """`## Sources`: one numbered entry per cited page, with the raw files it names (its
+    `sources:`) when it names any; nothing more when it names none (nothing to say)."""
     if not ledger:
         return "## Sources\n\nNo page was cited."
     lines = ["## Sources", ""]
     for n, entry in enumerate(ledger, 1):
-        raw = ", ".join(f"`{p}`" for p in entry.raw_paths) if entry.raw_paths else NO_RAW_SOURCE
-        lines.append(f"{n}. {entry.wikilink} — {raw}")
+        raw = ", ".join(f"`{p}`" for p in entry.raw_paths)
+        lines.append(f"{n}. {entry.wikilink} — {raw}" if raw else f"{n}. {entry.wikilink}")
     return "\n".join(lines)
 
 

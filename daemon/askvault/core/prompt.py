@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from askvault.core.chunking import estimate_tokens
 from askvault.core.citations import Excerpt
+from askvault.core.languages import language_name
 from askvault.core.links import mask_code
 from askvault.records import ContextPack, EvidencePage
 
@@ -231,5 +232,5 @@ def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str
 def _user_tail(question: str, language: str | None) -> str:
     tail = f"Question: {question.strip()}"
     if language:
-        tail += f"\n\nWrite the answer in this language: {language}."
+        tail += f"\n\nWrite the answer in this language: {language_name(language)}."
     return tail

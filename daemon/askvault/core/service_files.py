@@ -30,7 +30,9 @@ _CONTROL_NAMES = {"\n": "a line break", "\r": "a carriage return", "\t": "a tab"
 _HARDENING = """\
 # No new privileges through setuid binaries or file capabilities.
 NoNewPrivileges=true
-# Only local sockets: Ollama runs on this machine (127.0.0.1), nothing goes out.
+# Socket families: AF_UNIX (the journal) and IPv4/IPv6 (Ollama's HTTP API). This limits
+# the kinds of sockets, not the addresses: askvault itself refuses an Ollama host that
+# is not this machine (unless ollama.allow_remote_ollama) and binds MCP to loopback.
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
 # No realtime scheduling, no personality changes, no namespaces.
 RestrictRealtime=true

@@ -1,4 +1,5 @@
-"""Writing the example configuration to a file the user names (`config-example --write`)."""
+"""Writing the example configuration (`config-example --write`): to a file the user names, or
+to the user's config file, the one askvault reads by default."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from pathlib import Path
 
 from askvault.adapters.vault_writes import write_atomic
 from askvault.errors import AskvaultError
+from askvault.settings import user_config_file
+
+
+def write_user_config(text: str, *, force: bool = False, env: dict[str, str] | None = None) -> Path:
+    """Write `text` to the user's config file (`$XDG_CONFIG_HOME/askvault/config.toml`),
+    making its folder (mode 0700, as a config folder is); never over an existing file
+    unless `force`. Returns the file written."""
+    path = user_config_file(os.environ if env is None else env)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AskvaultError(f"cannot create {path.parent}: {exc.strerror or exc}") from exc
+    write_config_example(path, text, force=force)
+    return path
 
 
 def write_config_example(path: Path, text: str, *, force: bool = False) -> None:

@@ -237,9 +237,10 @@ def _actions(
     if not pages:
         actions.append("no note matches: try other words, or check `askvault status`")
     if degraded:
+        # The reason carries its own fix (start Ollama, `ollama pull <model>`, run
+        # `askvault index`): one generic "start Ollama" was wrong when Ollama answers.
         actions.append(
-            f"results come from words only ({degraded}); start Ollama "
-            "(`ollama serve`) and run `askvault index` for semantic search"
+            f"results come from words only ({degraded}); `askvault doctor` checks the rest"
         )
     if any(not p.fresh for p in pages):
         actions.append("run `askvault index`: some pages changed since they were indexed")

@@ -16,7 +16,8 @@ from askvault.errors import AskvaultError
 from askvault.records import ModelClients
 from askvault.services import vault_presence
 from askvault.services.embedding import PROBE_TEXT, active_model_is_current
-from askvault.settings import Settings
+from askvault.services.status import lock_holder
+from askvault.settings import SettingOrigin, Settings, SettingsTrace
 
 INDEX = "`askvault index`"
 
@@ -29,10 +30,13 @@ class Check:
     hint: str = ""
 
 
-def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
+def run_checks(
+    settings: Settings, clients: ModelClients, *, config: SettingsTrace | None = None
+) -> list[Check]:
     """All checks, in order; a failed early check does not hide the later ones. The
-    embedding model is probed through `clients`."""
-    checks: list[Check] = []
+    embedding model is probed through `clients`; `config` (where the settings came from)
+    is shown first."""
+    checks: list[Check] = [config_check(config)] if config is not None else []
     vault = settings.vault_path
     checks.append(
         Check(
@@ -57,16 +61,53 @@ def run_checks(settings: Settings, clients: ModelClients) -> list[Check]:
                 "run `askvault index` (or start `askvault run`)",
             )
         )
+    holder = lock_holder(settings)
+    daemon = holder.pid if holder is not None and holder.command == "run" else None
     if conn is not None:
         try:
-            checks.extend(_index_checks(conn, settings))
+            checks.extend(_index_checks(conn, settings, daemon))
         finally:
             conn.close()
-    checks.extend(_ollama_checks(settings, clients, conn_path_exists=settings.db_path.exists()))
+    checks.extend(
+        _ollama_checks(settings, clients, conn_path_exists=settings.db_path.exists(), daemon=daemon)
+    )
     return checks
 
 
-def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
+CHOSEN_BY = {
+    "--config": "given with --config",
+    "ASKVAULT_CONFIG": "named by ASKVAULT_CONFIG",
+    "default": "read by default",
+}
+
+
+def config_check(trace: SettingsTrace) -> Check:
+    """The config file in force and where each setting not at its default comes from.
+    Settings that load are always ok: an invalid one stops every command before this."""
+    if trace.file is None:
+        where = (
+            f"no config file ({trace.user_file} is read when it exists;"
+            " `askvault config-example --write` writes it)"
+        )
+    else:
+        where = f"{trace.file} ({CHOSEN_BY[trace.chosen_by]})"
+    if not trace.settings:
+        return Check("config", True, f"{where}; every setting at its default")
+    origins = ", ".join(f"{o.key} = {o.value} ({describe_origin(o)})" for o in trace.settings)
+    return Check("config", True, f"{where}; set: {origins}")
+
+
+def describe_origin(origin: SettingOrigin) -> str:
+    """`file`, `environment ASKVAULT_CHAT_MODEL`, `flag --vault`."""
+    return "file" if origin.source == "file" else f"{origin.source} {origin.via}"
+
+
+def _daemon_embeds(daemon: int | None, what: str) -> str:
+    """While `askvault run` works, vectors still to make are its work under way, not a fault."""
+    return f"{what}; the daemon (pid {daemon}) is embedding them (`askvault status`: the rate)"
+
+
+def _index_checks(conn: Connection, settings: Settings, daemon: int | None) -> list[Check]:
     out = []
     refused = vault_presence.refusal_of(conn)
     out.append(
@@ -105,28 +146,29 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
     active = store.active_fingerprint(conn)
     chunks = store.counts(conn)["chunks"]
     if active is None:
-        ok = chunks == 0
-        out.append(
-            Check(
-                "vectors",
-                ok,
-                "no embedding model has stored vectors yet",
-                "" if ok else f"run {INDEX}",
-            )
-        )
+        ok = chunks == 0 or daemon is not None
+        detail = "no embedding model has stored vectors yet"
+        if chunks and daemon is not None:
+            detail = _daemon_embeds(daemon, f"no vectors yet for {chunks} chunks")
+        out.append(Check("vectors", ok, detail, "" if ok else f"run {INDEX}"))
         return out
     missing = store.count_missing_vectors(conn, active)
     extra = store.count_extra_vectors(conn, active)
     # A recorded failed input (the model refused the text or returned an unusable vector)
     # has no vector by design: not a mismatch, but named.
     failed = store.count_failed_inputs(conn, active)
-    ok = missing <= failed and extra == 0
+    complete = missing <= failed and extra == 0
+    # Chunks still without a vector while the daemon runs are its backlog, not a fault;
+    # a vector without its chunk is one all the same.
+    ok = complete or (daemon is not None and extra == 0)
     detail = (
         f"{chunks} chunks, each with one vector of {active.fingerprint.key}"
+        if complete
+        else _daemon_embeds(daemon, f"{missing - failed} of {chunks} chunks still to embed")
         if ok
         else f"{missing} chunks without a vector, {extra} vectors without a chunk"
     )
-    if ok and failed:
+    if complete and failed:
         detail += (
             f", except {failed} whose text the model could not embed"
             " (searchable by words, retried later)"
@@ -146,7 +188,7 @@ def _index_checks(conn: Connection, settings: Settings) -> list[Check]:
 
 
 def _ollama_checks(
-    settings: Settings, clients: ModelClients, *, conn_path_exists: bool
+    settings: Settings, clients: ModelClients, *, conn_path_exists: bool, daemon: int | None
 ) -> list[Check]:
     out = []
     status = probe_ollama(
@@ -218,12 +260,17 @@ def _ollama_checks(
         )
     )
     if ok and not same_model:
+        detail = f"index built with {active.fingerprint.key}, configured {fingerprint.key}"
         out.append(
             Check(
                 "embedding model",
-                False,
-                f"index built with {active.fingerprint.key}, configured {fingerprint.key}",
-                f"run {INDEX} (or let the daemon run) to switch models",
+                daemon is not None,
+                _daemon_embeds(daemon, detail + ": a switch under way")
+                if daemon is not None
+                else detail,
+                ""
+                if daemon is not None
+                else f"run {INDEX} (or let the daemon run) to switch models",
             )
         )
     return out

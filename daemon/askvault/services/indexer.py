@@ -74,11 +74,22 @@ class IndexReport:
     def changes(self) -> int:
         return len(self.added) + len(self.changed) + len(self.deleted)
 
+    def counts(self) -> tuple[int, int]:
+        """(added, deleted) as a person counts them: a rename is one renamed note, not also
+        one added and one deleted (the lists keep both paths: the inbox needs the old one)."""
+        new = {target for _, target in self.renamed}
+        old = {source for source, _ in self.renamed}
+        return (
+            sum(1 for p in self.added if p not in new),
+            sum(1 for p in self.deleted if p not in old),
+        )
+
     def as_dict(self) -> dict[str, object]:
+        added, deleted = self.counts()
         return {
-            "added": len(self.added),
+            "added": added,
             "changed": len(self.changed),
-            "deleted": len(self.deleted),
+            "deleted": deleted,
             "renamed": len(self.renamed),
             "touched": self.touched,
             "rechunked": self.rechunked,

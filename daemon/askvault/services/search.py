@@ -86,7 +86,9 @@ def _query_vector(
     try:
         vector = embedder.embed_query(query)
     except OllamaError as exc:
-        return None, None, f"semantic search unavailable: {exc.message}"
+        # The hint says what to do: `ollama pull <model>` when Ollama answers but lacks it.
+        hint = f" ({exc.hint})" if exc.hint else ""
+        return None, None, f"semantic search unavailable: {exc.message}{hint}"
     if len(vector) != fp.fingerprint.dimension:
         return (
             None,

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple, cast, get_args
 
 from askvault.adapters import answer_store, meta, store
+from askvault.adapters.activity import Activity, activity_path, read_activity
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder
 from askvault.adapters.lockfile import lock_holder as held_by
@@ -25,15 +28,17 @@ from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
 from askvault.services import vault_presence
 from askvault.services.documents.status import (
+    ConfigInForce,
     EmbeddingState,
     EmbedFailure,
     OllamaState,
+    ScanState,
     StaleAnswer,
     StatusDocument,
 )
 from askvault.services.embedding import embed_waiting_reason, embedding_target
 from askvault.services.question_options import question_note_state
-from askvault.settings import Settings
+from askvault.settings import Settings, SettingsTrace
 
 # The states a question note in the inbox can be in, as `status` reports them.
 QUESTION_STATES: tuple[InboxState, ...] = get_args(InboxState)
@@ -66,8 +71,11 @@ class _IndexState(NamedTuple):
     vault_unavailable: str | None = None
 
 
-def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
-    """The status document; works while the daemon runs (WAL readers never block it)."""
+def collect_status(
+    settings: Settings, *, probe: bool = True, config: SettingsTrace | None = None
+) -> StatusDocument:
+    """The status document; works while the daemon runs (WAL readers never block it).
+    `config` says where the settings came from (shown as they are)."""
     index = _IndexState()
     rows: dict[str, answer_store.QuestionRow] = {}
     if settings.db_path.exists():
@@ -80,6 +88,15 @@ def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
     questions = inbox_questions(settings, rows)
     by_state = {state: tuple(q for q, s in questions if s == state) for state in QUESTION_STATES}
     holder = lock_holder(settings)
+    daemon = holder.pid if holder and holder.command == "run" else None
+    activity = daemon_activity(settings, daemon)
+    embedding = index.embedding or EmbeddingState(
+        settings.ollama.embed_model, None, None, None, None, None, None
+    )
+    rate = embedding_rate(activity, settings.ollama.embed_model)
+    if rate is not None:
+        eta = index.pending_embeddings / rate if rate > 0 else None
+        embedding = replace(embedding, rate_per_s=round(rate, 1), eta_s=eta)
     return StatusDocument(
         vault=str(settings.vault_path),
         index=str(settings.db_path),
@@ -90,16 +107,49 @@ def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
         skipped=index.skipped,
         embed_failures=index.embed_failures,
         last_change_indexed_at=index.last_change_indexed_at,
-        embedding=index.embedding
-        or EmbeddingState(settings.ollama.embed_model, None, None, None, None),
+        embedding=embedding,
         stale_answers=index.stale_answers,
         vault_unavailable=index.vault_unavailable,
         ollama=_ollama_state(settings, probe),
         questions=by_state,
         queue=sum(len(by_state[s]) for s in ("new", "answering", "waiting")),
-        daemon=holder.pid if holder and holder.command == "run" else None,
+        daemon=daemon,
         writer=holder,
+        scan=_scan_state(activity),
+        config=ConfigInForce.of(config) if config is not None else None,
     )
+
+
+# A drain's rate not updated for this long is not shown (the drain may be stuck on a slow
+# batch; an old figure would promise too much).
+RATE_FRESH_S = 120.0
+
+
+def daemon_activity(settings: Settings, daemon_pid: int | None) -> Activity | None:
+    """What the running daemon reports it is doing; None without a daemon, or when the file
+    is another process's (a daemon killed before it could remove it)."""
+    if daemon_pid is None:
+        return None
+    activity = read_activity(activity_path(settings.state_path))
+    return activity if activity is not None and activity.pid == daemon_pid else None
+
+
+def embedding_rate(activity: Activity | None, model: str, now: float | None = None) -> float | None:
+    """Texts per second of the daemon's drain under way for `model`, if it is recent."""
+    if activity is None or activity.embedding is None:
+        return None
+    drain = activity.embedding
+    now = time.time() if now is None else now
+    if drain.model != model or now - drain.updated_at > RATE_FRESH_S or drain.seconds <= 0:
+        return None
+    return drain.texts / drain.seconds
+
+
+def _scan_state(activity: Activity | None) -> ScanState | None:
+    if activity is None or activity.scan is None:
+        return None
+    scan = activity.scan
+    return ScanState(scan.reason, scan.done, scan.total, max(0.0, time.time() - scan.started_at))
 
 
 def _ollama_state(settings: Settings, probe: bool) -> OllamaState:
@@ -154,6 +204,8 @@ def _index_state(conn: Connection, settings: Settings) -> _IndexState:
             index_model=active.fingerprint.model if active else None,
             building=building.fingerprint.key if building else None,
             waiting=embed_waiting_reason(conn, embedding_target(settings.ollama.host, wanted)),
+            rate_per_s=None,
+            eta_s=None,
         ),
         stale_answers=_stale_answers(conn, settings),
         vault_unavailable=vault_presence.refusal_of(conn),

@@ -36,7 +36,7 @@ from askvault.services.note_reader import read_vault_note
 from askvault.services.question_options import clean_tags, vault_folders
 from askvault.services.search import open_search, search
 from askvault.services.status import collect_status
-from askvault.settings import Settings
+from askvault.settings import Settings, SettingsTrace
 
 
 class WarmSession:
@@ -46,9 +46,12 @@ class WarmSession:
     The index may not exist yet when the session starts (the daemon is still building
     it): each call then fails with the CLI's "no index" error, and a later call opens it."""
 
-    def __init__(self, settings: Settings, clients: ModelClients) -> None:
+    def __init__(
+        self, settings: Settings, clients: ModelClients, *, config: SettingsTrace | None = None
+    ) -> None:
         self.settings = settings
         self.clients = clients
+        self.config = config
         self._search_lock = threading.Lock()
         self._ask_lock = threading.Lock()
         self._stack = contextlib.ExitStack()
@@ -184,7 +187,7 @@ class WarmSession:
 
     def status(self) -> StatusDocument:
         """The `askvault status --json` document."""
-        return collect_status(self.settings)
+        return collect_status(self.settings, config=self.config)
 
     def _folders(self, folders: Sequence[str]) -> tuple[str, ...]:
         """Folders of the vault, checked as a question note's are; raises AskvaultError

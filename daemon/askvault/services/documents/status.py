@@ -8,6 +8,7 @@ from __future__ import annotations
 from askvault.adapters.lockfile import LockHolder
 from askvault.core.schema import document, prop
 from askvault.records import InboxState, Skipped
+from askvault.settings import ConfigChoice, SettingSource, SettingsTrace
 
 
 @document
@@ -28,6 +29,22 @@ class EmbeddingState:
     index_model: str | None = prop("The model whose vectors search uses now.")
     building: str | None = prop("A model being embedded while the active one serves.")
     waiting: str | None = prop("Why embedding waits (e.g. Ollama unreachable), else null.")
+    rate_per_s: float | None = prop(
+        "Texts the daemon embeds per second in the drain under way, else null."
+    )
+    eta_s: float | None = prop(
+        "About how long until every pending chunk has a vector, at that rate (s), else null."
+    )
+
+
+@document
+class ScanState:
+    """A reconcile of the daemon under way (at start-up it reads every note once)."""
+
+    reason: str = prop("Why it runs: start-up, periodic, SIGHUP, events lost, ...")
+    done: int = prop("Notes of the vault it has been through.")
+    total: int = prop("Notes of the vault.")
+    seconds: float = prop("Since it began (s).")
 
 
 @document
@@ -49,6 +66,42 @@ class OllamaState:
     chat_model: str
     error: str | None = prop("Why it is not reachable.")
     hint: str | None = prop("What to do about it.")
+
+
+@document
+class ConfigSetting:
+    """A setting not left at its default, and where its value in force comes from."""
+
+    key: str = prop("Its dotted key (`ollama.embed_model`).")
+    value: str = prop("Its value in force, as TOML writes it.")
+    source: SettingSource = prop(
+        "file, environment or flag: the last of defaults, file, environment, flags wins."
+    )
+    via: str = prop("The file's path, the environment variable, or the flag.")
+
+
+@document
+class ConfigInForce:
+    """Which config file is read, and the settings that do not keep their default."""
+
+    file: str | None = prop("The config file read, or null when none is.")
+    chosen_by: ConfigChoice = prop(
+        "Why that file: --config, ASKVAULT_CONFIG, default (the user's file exists), or none."
+    )
+    user_file: str = prop(
+        "The file askvault reads by default, $XDG_CONFIG_HOME/askvault/config.toml;"
+        " `askvault config-example --write` writes it."
+    )
+    settings: tuple[ConfigSetting, ...]
+
+    @classmethod
+    def of(cls, trace: SettingsTrace) -> ConfigInForce:
+        return cls(
+            trace.file,
+            trace.chosen_by,
+            trace.user_file,
+            tuple(ConfigSetting(o.key, o.value, o.source, o.via) for o in trace.settings),
+        )
 
 
 @document
@@ -76,4 +129,9 @@ class StatusDocument:
     writer: LockHolder | None = prop(
         "Who holds the vault's lock: its pid and command (`run` or `index`), either null "
         "when unknown; null when nobody does."
+    )
+    scan: ScanState | None = prop("The daemon's reconcile under way, else null.")
+    config: ConfigInForce | None = prop(
+        "The config file in force and where each setting that is not at its default comes"
+        " from; null when the caller did not say."
     )

@@ -96,6 +96,7 @@ class InboxQuestions:
         self.schedule = schedule
         self.stale = stale
         self.clock = clock
+        self._warned_wait: str | None = None  # the waiting reason last logged as a warning
         # Why each question was last put off, as logged: one line per reason, not one
         # per retry (issue 25 item 11: a traceback every retry while answers could not
         # be written); forgotten once its answer note is written.
@@ -266,8 +267,15 @@ class InboxQuestions:
         if result.status == "waiting":
             self._save_question(conn, cand.rel, final, "waiting", content_hash, asked)
             delay = self.schedule.put_off(cand.rel)
-            log.warning("question %s waits %.0f s: %s", cand.rel, delay, result.reason)
+            if result.reason != self._warned_wait:
+                # One warning per outage, not one per question and retry: the questions
+                # that wait for the same reason after it are logged at debug.
+                self._warned_wait = result.reason
+                log.warning("question %s waits %.0f s: %s", cand.rel, delay, result.reason)
+            else:
+                log.debug("question %s waits %.0f s again: %s", cand.rel, delay, result.reason)
             return
+        self._warned_wait = None  # Ollama answered: the next wait is a new outage
         if result.status == "failed":
             self._save_question(conn, cand.rel, final, "failed", content_hash, asked)
             self.schedule.skip(cand.rel, cand.sig)
