@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple, cast, get_args
 
-from askvault.adapters import answer_store, meta, store
+from askvault.adapters import answer_store, date_store, meta, store
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder
 from askvault.adapters.lockfile import lock_holder as held_by
@@ -27,6 +27,7 @@ from askvault.services import vault_presence
 from askvault.services.documents.status import (
     EmbeddingState,
     EmbedFailure,
+    NoteDays,
     OllamaState,
     StaleAnswer,
     StatusDocument,
@@ -64,6 +65,7 @@ class _IndexState(NamedTuple):
     embedding: EmbeddingState | None = None
     stale_answers: tuple[StaleAnswer, ...] = ()
     vault_unavailable: str | None = None
+    note_days: NoteDays = NoteDays(0, 0, 0, 0, 0)
 
 
 def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
@@ -88,6 +90,7 @@ def collect_status(settings: Settings, *, probe: bool = True) -> StatusDocument:
         embedded_chunks=index.embedded_chunks,
         pending_embeddings=index.pending_embeddings,
         skipped=index.skipped,
+        note_days=index.note_days,
         embed_failures=index.embed_failures,
         last_change_indexed_at=index.last_change_indexed_at,
         embedding=index.embedding
@@ -157,6 +160,7 @@ def _index_state(conn: Connection, settings: Settings) -> _IndexState:
         ),
         stale_answers=_stale_answers(conn, settings),
         vault_unavailable=vault_presence.refusal_of(conn),
+        note_days=NoteDays(**date_store.date_sources(conn)),
     )
 
 
