@@ -419,12 +419,12 @@ def _parse_absolute(words: str, lang: str, now: datetime) -> tuple[date, date] |
     """The days of an absolute date (a day, a month or a year), read by dateparser."""
     iso = re.fullmatch(r"(\d{4})-(\d{2})", words)
     if iso:  # dateparser reads 2023-05 as a day
-        year, month = int(iso.group(1)), int(iso.group(2))
-        return (_unit_range(date(year, month, 1), "month")) if 1 <= month <= 12 else None
-    day = re.fullmatch(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})", words)
-    if day:
+        year, number = int(iso.group(1)), int(iso.group(2))
+        return (_unit_range(date(year, number, 1), "month")) if 1 <= number <= 12 else None
+    ymd = re.fullmatch(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})", words)
+    if ymd:
         try:
-            found = date(int(day.group(1)), int(day.group(2)), int(day.group(3)))
+            found = date(int(ymd.group(1)), int(ymd.group(2)), int(ymd.group(3)))
         except ValueError:
             return None
         return found, found
