@@ -2,9 +2,9 @@
 and what does the period cost a search (issue 23, part 2).
 
 Two vaults, a fixed "now" (2023-07-05, a Wednesday):
-- the Obsidian hub vault's `01 - Community` folder (its weekly Roundup notes of
-  2021-2023 are dated by their file names; the other notes by their file times, so they
-  fall outside every period asked about);
+- the Obsidian hub vault's Roundup notes (weekly, 2021-2023, dated by their file names)
+  and every ninth other note of its `01 - Community` folder (dated by their file times,
+  so outside every period asked about);
 - a generated daily-notes vault: a year of daily notes named by a non-default Daily
   notes format (`.obsidian/daily-notes.json`: `YYYY/MM/DD.MM.YYYY` under `Journal/`),
   and meeting notes dated by a `date:` property, each on its own subject.
@@ -237,9 +237,16 @@ def _month_end(day: date) -> date:
 
 
 def hub_vault(root: Path) -> None:
+    """The Roundup folder and every ninth other note of `01 - Community` (about 300, dated
+    by their file times: outside every period asked about), copied once."""
     if root.exists():
         return
-    shutil.copytree(HUB, root / "01 - Community")
+    notes = sorted(HUB.rglob("*.md"))
+    others = [p for p in notes if ROUNDUP not in p.relative_to(HUB).as_posix()]
+    for path in [p for p in notes if ROUNDUP in p.relative_to(HUB).as_posix()] + others[::9]:
+        target = root / "01 - Community" / path.relative_to(HUB)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
 
 
 def index(vault: Path, state: Path, ollama: str | None):

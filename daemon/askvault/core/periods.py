@@ -6,8 +6,9 @@ dates); this module finds where a question speaks of time and turns what it find
 an inclusive range of days: the week, month or year a phrase names, the words that bound
 a range (since, before, between ... and ...), "the last 3 days", early/mid/late. Only
 the languages question notes support are read (those of core/abstention.py). A question
-with no such words has no period, and nothing of dateparser is imported for it
-(docs/decisions.md, "Periods: dateparser").
+with no such words has no period. dateparser and the locale data of the nine languages
+are loaded at the first question a process reads (about 0.1 s, once), never at import
+(docs/decisions.md, "Periods: dateparser with askvault's range words").
 """
 
 from __future__ import annotations
