@@ -138,6 +138,8 @@ def test_the_languages_of_question_notes(question: str, since: str | None, until
         "What is a daily note?",
         "How do I sort files by date?",
         "the 10 best plugins",
+        "what did the 2020 election change",
+        "Windows 2000 drivers",
         "",
     ],
 )

@@ -396,10 +396,14 @@ def _days(
 
 
 def _is_date_context(text: str, match: re.Match[str], lang: str) -> bool:
-    """A month name alone ("May I ...", "march on") is a date only after a word that
-    introduces one (in, since, between, early ...) or with a number; numbers always are."""
-    if re.search(r"\d", match.group(0)):
+    """A month name alone ("May I ...", "march on") or a year alone ("the 2020 election",
+    "windows 2000") is a date only after a word that introduces one (in, of, since,
+    between, early ...); a month with a number, a day and a CJK date always are."""
+    words = match.group(0)
+    if re.search(r"\d", words) and not re.fullmatch(r"\d{4}", words):
         return True
+    if lang in _CJK:  # a year is 2023年 there (matched as such), never the digits alone
+        return not re.fullmatch(r"\d{4}", words)
     before = text[: match.start()].rstrip().rsplit(None, 1)
     word = before[-1] if before else ""
     intro = {
