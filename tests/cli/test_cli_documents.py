@@ -113,3 +113,18 @@ def test_the_text_output_names_the_period(env: dict[str, str]) -> None:
     result = CliRunner().invoke(cli, ["search", "embeds", "--until", "1999"], env=env)
     assert result.exit_code == 0
     assert result.output.splitlines()[0] == "period: “until 1999” = until 1999-12-31 (0 notes)"
+
+
+def test_ask_about_an_empty_period_is_a_no_answer_that_says_so(
+    env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    doc = json_of(env, "ask", "What does an embed show, in 1999?")
+    jsonschema.Draft202012Validator(output_schema(AnswerDocument)).validate(doc)
+    assert doc["status"] == "no-answer" and doc["period"]["notes"] == 0
+    assert "No note of your vault falls in “in 1999”" not in doc["reason"]
+    assert "No note of your vault falls in “1999” (1999-01-01 to 1999-12-31)" in doc["reason"]
+    text = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--until", "1999"], env=env)
+    assert "Period: Searched the notes of “until 1999” (until 1999-12-31): 0 notes" in text.output
+    assert "No note of your vault falls in “until 1999”" in text.output
+    assert fake_ollama.requests_to("/api/chat") == []

@@ -341,6 +341,10 @@ def show_answer(outcome: AskOutcome) -> None:
 
     result = outcome.result
     click.echo("")
+    if result.note.period:
+        click.echo("\nPeriod: " + result.note.period)
+    if result.status == "no-answer" and result.reason and not result.reply:
+        click.echo("\n" + strip_controls(result.reason))
     if result.status in ("answered", "no-answer"):
         if result.answer != result.reply:
             # Excerpt numbers became links, links that back nothing went, unsupported

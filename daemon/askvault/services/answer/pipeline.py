@@ -231,6 +231,7 @@ def _compose(
         reason=decision.reason,
         nearest_distance=steps.found.nearest_distance,
         verification=steps.verification,
+        period=pack.period,
     )
 
 
@@ -260,4 +261,5 @@ def _waiting(
         reason=reason,
         excerpts=plan.excerpts,
         prompt_tokens=plan.prompt_tokens,
+        period=found.pack.period,
     )

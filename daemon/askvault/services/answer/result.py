@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, Excerpt
-from askvault.records import AnswerOutcome
+from askvault.records import AnswerOutcome, PeriodScope
 from askvault.services.answer.verification import Verification
 
 
@@ -29,3 +29,4 @@ class AnswerResult:
     prompt_tokens: int = 0
     nearest_distance: float | None = None  # question to the nearest chunk (vectors only)
     verification: Verification = field(default_factory=Verification)
+    period: PeriodScope | None = None  # the period the question was read to ask about
