@@ -318,3 +318,28 @@ def test_the_search_document_carries_the_period(idx: tuple[Settings, Connection]
         "searched": "Canvas",
     }
     json.dumps(doc)  # plain JSON
+
+
+@pytest.mark.parametrize("min_chunks", [0, None])
+def test_both_vector_paths_keep_only_the_periods_chunks(
+    idx: tuple[Settings, Connection], fake_ollama: FakeOllama, min_chunks: int | None
+) -> None:
+    # min_chunks=0: the sign-bit scan with the period as its mask; None: below the size
+    # where it is used, the exact scan with the period as an SQL condition.
+    from askvault.adapters import search_store, store
+
+    _, conn = idx
+    fp = store.active_fingerprint(conn)
+    assert fp is not None
+    period = SearchFilters(since="2022-11-01", until="2022-12-31")
+    found = search_store.vector_chunks(
+        conn,
+        fp.id,
+        fake_ollama.vector("canvas"),
+        k=10,
+        filters=period,
+        bits_table=fp.bits_table,
+        min_chunks=min_chunks,
+    )
+    paths = {row.path for row in search_store.chunk_rows(conn, [c for c, _ in found]).values()}
+    assert paths == {"Roundup/2022-12-10 Canvas for mindmaps.md", "Meeting about canvas.md"}
