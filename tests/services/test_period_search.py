@@ -158,6 +158,15 @@ def test_each_channel_is_narrowed_in_sql(idx: tuple[Settings, Connection], mode:
     assert hits == ["Roundup/2023-01-14 Canvas use cases.md"]
 
 
+def test_what_is_searched_loses_the_words_and_their_hanging_preposition() -> None:
+    from askvault.services.periods import without_words
+
+    assert without_words("what about Canvas in late 2022?", "late 2022") == "what about Canvas?"
+    assert without_words("Notizen von gestern", "gestern") == "Notizen"
+    assert without_words("昨天的笔记", "昨天") == "的笔记"
+    assert without_words("last week", "last week") == "last week"  # nothing else left
+
+
 def test_the_periods_words_are_not_searched(idx: tuple[Settings, Connection]) -> None:
     settings, conn = idx
     result = search(

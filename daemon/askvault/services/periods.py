@@ -66,7 +66,7 @@ def without_words(query: str, words: str) -> str:
         rest.strip(),
         flags=re.IGNORECASE,
     )
-    rest = " ".join(rest.split())
+    rest = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest.split()))
     return rest if re.search(r"\w", rest) else query
 
 
