@@ -11,6 +11,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 # The states values pass through, each a closed set: mypy checks every spelled value.
@@ -308,16 +309,59 @@ class QuestionOptions:
     max_sources: int | None = None
     model: str | None = None
     language: str | None = None
+    # `ask --since/--until` (a date, `2024-01`, `2023` or words); else the question's words.
+    since: str | None = None
+    until: str | None = None
+
+
+@dataclass(frozen=True)
+class PeriodRequest:
+    """How a search finds its period: explicit bounds (`--since`/`--until`: a date,
+    `2024-01`, `2023` or words), else the query's own words unless `from_words` is False;
+    `now` anchors relative words (None: the clock's time, local)."""
+
+    since: str | None = None
+    until: str | None = None
+    now: datetime | None = None
+    from_words: bool = True
+
+
+@dataclass(frozen=True)
+class PeriodScope:
+    """The period a search was narrowed to: the words understood, the inclusive ISO days
+    (None: open), how many notes have a day in it, and the query searched without its
+    period words."""
+
+    words: str
+    since: str | None
+    until: str | None
+    notes: int
+    query: str
+
+    def describe(self) -> str:
+        """`2023-07-03 to 2023-07-09`, `since 2024-01-05`, `until 2022-12-31`."""
+        if self.since and self.until:
+            return self.since if self.since == self.until else f"{self.since} to {self.until}"
+        if self.since:
+            return f"since {self.since}"
+        return f"until {self.until}" if self.until else "any time"
 
 
 @dataclass(frozen=True)
 class SearchFilters:
-    """Narrow a search: notes under these folders, with these tags; derived notes
-    (answers still in queries/) are left out unless asked for."""
+    """Narrow a search: notes under these folders, with these tags, of this period;
+    derived notes (answers still in queries/) are left out unless asked for."""
 
     folders: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     include_derived: bool = False
+    # A period: notes whose day (core/note_dates.py) is in [since, until], ISO days.
+    since: str | None = None
+    until: str | None = None
+
+    def narrows(self) -> bool:
+        """True when a filter beyond `derived` applies (folders, tags or a period)."""
+        return bool(self.folders or self.tags or self.since or self.until)
 
 
 @dataclass(frozen=True)
@@ -384,3 +428,4 @@ class ContextPack:
     trace: dict[str, Any] = field(default_factory=dict)
     actions: tuple[str, ...] = ()
     source_windows: tuple[SourceWindow, ...] = ()
+    period: PeriodScope | None = None  # the period the search was narrowed to, if any

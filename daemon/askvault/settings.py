@@ -96,6 +96,11 @@ class IndexSettings:
     parse_workers: int = _opt(
         2, "Processes that read and parse notes when many changed at once (1: no pool).", min=1
     )
+    date_properties: list[str] = _opt(
+        ["date", "created"],
+        "Properties read for a note's date, first first, after a daily note's name and a"
+        " dated file name and before the file's time (questions about a period).",
+    )
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,7 @@ def test_an_index_made_half_way_runs_only_the_migrations_it_lacks(tmp_path: Path
             "m035_trigram_extension_b",
             "m036_embedding_cache",
             "m037_link_targets",
+            "m038_note_dates",
         ]
         assert sorted(r[0] for r in conn.execute("SELECT name FROM migrations")) == NAMES
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -566,6 +567,46 @@ def check_search_tags(session: WarmSession, vault: Path, fake: FakeOllama) -> No
     assert unknown["hits"] == []
 
 
+def check_search_since(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    # The fixture's notes are dated by their file times: today.
+    today = date.today()
+    found = structured(session, "search", {"query": "embeds", "since": "2000-01-01"})
+    later = structured(session, "search", {"query": "embeds", "since": str(today.year + 1)})
+    assert "Embeds.md" in _files(found)
+    assert found["period"]["since"] == "2000-01-01" and found["period"]["until"] is None
+    assert later["hits"] == [] and later["period"]["notes"] == 0
+
+
+def check_search_until(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    today = date.today()
+    found = structured(session, "search", {"query": "embeds", "until": today.isoformat()})
+    earlier = structured(session, "search", {"query": "embeds", "until": "1999"})
+    assert "Embeds.md" in _files(found)
+    assert earlier["hits"] == [] and earlier["period"]["until"] == "1999-12-31"
+
+
+def check_context_since(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    prompt = {"prompt": "caret block id"}
+    found = structured(session, "get_context_pack", {**prompt, "since": "last year"})
+    later = structured(session, "get_context_pack", {**prompt, "since": "2999-01-01"})
+    assert found["pages"][0]["file"] == "Embeds.md"
+    assert later["pages"] == [] and later["period"]["notes"] == 0
+    assert "no note falls in" in later["actions"][0]
+
+
+def check_context_until(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    prompt = {"prompt": "caret block id"}
+    found = structured(session, "get_context_pack", {**prompt, "until": "2999"})
+    earlier = structured(session, "get_context_pack", {**prompt, "until": "1999-06"})
+    assert found["pages"][0]["file"] == "Embeds.md"
+    assert earlier["pages"] == [] and earlier["period"]["until"] == "1999-06-30"
+
+
+def test_a_since_that_is_no_date_is_a_tool_error(session: WarmSession) -> None:
+    text = tool_error(session, "search", {"query": "embeds", "since": "whenever"})
+    assert "is not a date" in text.splitlines()[0]
+
+
 def check_context_prompt(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
     rye = structured(session, "get_context_pack", {"prompt": "fermentation of rye"})
     caret = structured(session, "get_context_pack", {"prompt": "caret block id"})
@@ -648,11 +689,15 @@ INPUT_CHECKS: dict[str, dict[str, Check]] = {
         "limit": check_search_limit,
         "folders": check_search_folders,
         "tags": check_search_tags,
+        "since": check_search_since,
+        "until": check_search_until,
     },
     "get_context_pack": {
         "prompt": check_context_prompt,
         "budget": check_context_budget,
         "include_sources": check_context_include_sources,
+        "since": check_context_since,
+        "until": check_context_until,
     },
     "read_note": {
         "path": check_read_path,

@@ -74,3 +74,57 @@ def test_status_before_the_first_index_prints_every_key_with_null_for_nothing(
     assert doc["ollama"]["reachable"] is True
     assert (doc["ollama"]["error"], doc["ollama"]["hint"]) == (None, None)
     jsonschema.Draft202012Validator(output_schema(StatusDocument)).validate(doc)
+
+
+@pytest.mark.parametrize(
+    ("args", "model"),
+    [
+        (("search", "embed another note", "--since", "2000-01"), SearchDocument),
+        (("context", "fermentation of rye", "--until", "2999"), ContextDocument),
+        (("search", "embed another note in 1999"), SearchDocument),
+    ],
+)
+def test_a_period_adds_its_document_and_it_validates(
+    env: dict[str, str], args: tuple[str, ...], model: type
+) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    doc = json_of(env, *args)
+    jsonschema.Draft202012Validator(output_schema(model)).validate(doc)
+    assert set(doc["period"]) == {"words", "since", "until", "notes", "searched"}
+
+
+def test_search_since_and_until_narrow_the_hits(env: dict[str, str]) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    found = json_of(env, "search", "embed another note", "--since", "2000", "--until", "2999")
+    none = json_of(env, "search", "embed another note", "--until", "1999-12-31")
+    assert found["hits"] and found["period"]["words"] == "since 2000 until 2999"
+    assert none["hits"] == [] and none["period"]["notes"] == 0
+
+
+def test_a_since_that_is_no_date_exits_1_naming_it(env: dict[str, str]) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    result = CliRunner().invoke(cli, ["search", "embeds", "--since", "someday"], env=env)
+    assert result.exit_code == 1
+    assert "'someday' is not a date" in result.output
+
+
+def test_the_text_output_names_the_period(env: dict[str, str]) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    result = CliRunner().invoke(cli, ["search", "embeds", "--until", "1999"], env=env)
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0] == "period: “until 1999” = until 1999-12-31 (0 notes)"
+
+
+def test_ask_about_an_empty_period_is_a_no_answer_that_says_so(
+    env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    doc = json_of(env, "ask", "What does an embed show, in 1999?")
+    jsonschema.Draft202012Validator(output_schema(AnswerDocument)).validate(doc)
+    assert doc["status"] == "no-answer" and doc["period"]["notes"] == 0
+    assert "No note of your vault falls in “in 1999”" not in doc["reason"]
+    assert "No note of your vault falls in “1999” (1999-01-01 to 1999-12-31)" in doc["reason"]
+    text = CliRunner().invoke(cli, ["ask", "What does an embed show?", "--until", "1999"], env=env)
+    assert "Period: Searched the notes of “until 1999” (until 1999-12-31): 0 notes" in text.output
+    assert "No note of your vault falls in “until 1999”" in text.output
+    assert fake_ollama.requests_to("/api/chat") == []

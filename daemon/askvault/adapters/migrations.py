@@ -426,6 +426,18 @@ CREATE INDEX IF NOT EXISTS links_target_id ON links(target_id);
 m037_link_targets.schema_sql = M037_SCHEMA_DOC  # type: ignore[attr-defined]
 
 
+# The day each note belongs to, for questions about a period (core/note_dates.py): the
+# day (ISO, local), where it came from (daily, name, property, mtime) and what it was
+# computed from (the rules, the path, the mtime), so that the indexer dates again only
+# the notes whose inputs changed. NULL until the first reconcile after this migration.
+M038_NOTE_DATES = """
+ALTER TABLE notes ADD COLUMN note_date TEXT;
+ALTER TABLE notes ADD COLUMN date_source TEXT;
+ALTER TABLE notes ADD COLUMN date_key TEXT;
+CREATE INDEX notes_note_date ON notes(note_date);
+"""
+
+
 def split_sql(sql: str) -> list[str]:
     """Statements of a migration, split on `;` at line ends (no triggers are used)."""
     return [s.strip() for s in sql.split(";\n") if s.strip() and s.strip() != ";"]
@@ -446,6 +458,7 @@ MIGRATIONS: list[tuple[str, str | MigrationStep]] = [
     ("m035_trigram_extension_b", M035_TRIGRAM_EXTENSION_B),
     ("m036_embedding_cache", m036_embedding_cache),
     ("m037_link_targets", m037_link_targets),
+    ("m038_note_dates", M038_NOTE_DATES),
 ]
 
 # Names an index may have recorded for a migration before it was renamed to run in name

@@ -162,7 +162,8 @@ def upsert_note(
         conn.execute(
             "UPDATE notes SET path=?, folder=?, title=?, size=?, mtime_ns=?, inode=?, "
             "content_hash=?, aliases=?, tags=?, type=?, sources=?, related=?, headings=?, "
-            "block_ids=?, frontmatter=?, problems=?, derived=?, indexed_at=? WHERE id=?",
+            "block_ids=?, frontmatter=?, problems=?, derived=?, indexed_at=?, date_key=NULL "
+            "WHERE id=?",
             (*values, note_id),
         )
     else:

@@ -51,6 +51,15 @@ Doc = TypeVar("Doc")
 FOLDERS = 'Only notes under these vault folders (e.g. ["projects"]).'
 
 
+PERIOD_SINCE = (
+    "Only notes dated from the start of this day, month or year: 2024-01-05, 2024-01, 2023, "
+    "or words such as 'last week' (a note's day: its daily-note name, a date in its file "
+    "name, its date property, else its file time). Without since/until, period words in "
+    "the query itself ('in March 2023') narrow it the same way."
+)
+PERIOD_UNTIL = "Only notes dated up to the end of this day, month or year (as `since`)."
+
+
 @document
 class SearchInput:
     """The `search` tool's arguments."""
@@ -68,6 +77,8 @@ class SearchInput:
         default=(),
         item_min_length=1,
     )
+    since: str | None = prop(PERIOD_SINCE, default=None, min_length=1)
+    until: str | None = prop(PERIOD_UNTIL, default=None, min_length=1)
 
 
 @document
@@ -85,6 +96,8 @@ class ContextInput:
         "Also raw text windows from the vault's sources/ and raw/ files that the pages cite.",
         default=False,
     )
+    since: str | None = prop(PERIOD_SINCE, default=None, min_length=1)
+    until: str | None = prop(PERIOD_UNTIL, default=None, min_length=1)
 
 
 @document
@@ -150,11 +163,22 @@ def tool_specs(session: WarmSession) -> list[ToolSpec]:
     """The five tools over one warm session."""
 
     def search(args: SearchInput, cancelled: Cancellation) -> SearchDocument:
-        return session.search(args.query, limit=args.limit, folders=args.folders, tags=args.tags)
+        return session.search(
+            args.query,
+            limit=args.limit,
+            folders=args.folders,
+            tags=args.tags,
+            since=args.since,
+            until=args.until,
+        )
 
     def context(args: ContextInput, cancelled: Cancellation) -> ContextDocument:
         return session.context(
-            args.prompt, budget=args.budget, include_sources=args.include_sources
+            args.prompt,
+            budget=args.budget,
+            include_sources=args.include_sources,
+            since=args.since,
+            until=args.until,
         )
 
     def read(args: ReadNoteInput, cancelled: Cancellation) -> NoteDocument:

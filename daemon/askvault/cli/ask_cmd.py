@@ -7,7 +7,14 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.main import (
+    build_settings,
+    cli,
+    common_options,
+    handle_errors,
+    period_options,
+    print_json,
+)
 from askvault.errors import AskvaultError
 
 
@@ -21,11 +28,21 @@ from askvault.errors import AskvaultError
     help="Print one JSON document (its fields: docs/reference/documents.md).",
 )
 @click.option("--save", is_flag=True, help="Also write the answer note to queries/answers/.")
+@period_options
 @handle_errors
-def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
-    """Answer QUESTION from the vault: streamed, then the citation report and the log line."""
+def ask(
+    question: str,
+    as_json: bool,
+    save: bool,
+    since: str | None,
+    until: str | None,
+    **opts: Any,
+) -> None:
+    """Answer QUESTION from the vault: streamed, then the citation report and the log line.
+    Words of a period ("last week", "in March 2023") answer from the notes of those days."""
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
+    from askvault.records import QuestionOptions
     from askvault.services.ask import ask_question
     from askvault.services.documents.answer import answer_document
 
@@ -36,6 +53,7 @@ def ask(question: str, as_json: bool, save: bool, **opts: Any) -> None:
         question,
         on_token=None if as_json else render.echo_token,
         save=save,
+        options=QuestionOptions(since=since, until=until),
     )
     result = outcome.result
     if as_json:

@@ -7,7 +7,14 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.main import (
+    build_settings,
+    cli,
+    common_options,
+    handle_errors,
+    period_options,
+    print_json,
+)
 from askvault.settings import DEFAULT_BUDGET_TOKENS
 
 # Services are imported inside the command: `askvault --help` and the other commands
@@ -34,14 +41,23 @@ from askvault.settings import DEFAULT_BUDGET_TOKENS
     is_flag=True,
     help="Print one JSON document (its fields: docs/reference/documents.md).",
 )
+@period_options
 @common_options
 @handle_errors
 def context_command(
-    prompt: str, budget: int, include_sources: bool, as_json: bool, **opts: Any
+    prompt: str,
+    budget: int,
+    include_sources: bool,
+    as_json: bool,
+    since: str | None,
+    until: str | None,
+    **opts: Any,
 ) -> None:
-    """The evidence pack for PROMPT, without an answer."""
+    """The evidence pack for PROMPT, without an answer (of the notes of the period its
+    words name, if any)."""
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
+    from askvault.records import PeriodRequest
     from askvault.services.context import build_context
     from askvault.services.documents.context import context_document
     from askvault.services.search import open_search
@@ -55,6 +71,7 @@ def context_command(
             budget_tokens=budget,
             embedder=embedder,
             include_sources=include_sources,
+            period=PeriodRequest(since=since, until=until),
         )
     render.warn_degraded(pack.degraded)
     doc = to_json(context_document(pack))

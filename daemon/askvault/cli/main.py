@@ -43,6 +43,17 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def period_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--since and --until: narrow to the notes of a period (search, context, ask)."""
+    help_tail = " (a date 2024-01-05, a month 2024-01, a year 2023, or words such as 'last week')."
+    func = click.option(
+        "--until", help="Only notes dated up to the end of this day, month or year" + help_tail
+    )(func)
+    return click.option(
+        "--since", help="Only notes dated from the start of this day, month or year" + help_tail
+    )(func)
+
+
 def build_settings(
     vault: Path | None,
     config_file: Path | None,

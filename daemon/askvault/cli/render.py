@@ -164,6 +164,13 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
             else ""
         )
         out.append(f"embedding    running: {embedding['rate_per_s']:g} texts/s{left}")
+    days = doc.get("note_days")
+    if days:
+        out.append(
+            f"note days    {days['daily']} daily-note names, {days['name']} dated file names, "
+            f"{days['property']} date properties, {days['mtime']} file times"
+            + (f", {days['undated']} not dated yet" if days["undated"] else "")
+        )
     for failure in doc.get("embed_failures", [])[:5]:
         out.append(
             f"not embedded {failure['file']}: {failure['reason']} "
@@ -301,9 +308,27 @@ def evidence_lines(text: str) -> list[str]:
     return [f"          > {line}".rstrip() for line in text.rstrip("\n").splitlines()]
 
 
+def period_lines(doc: dict[str, Any]) -> list[str]:
+    """The period a search or a pack was narrowed to, on one line ([] when none)."""
+    period = doc.get("period")
+    if not period:
+        return []
+    since, until = period["since"], period["until"]
+    days = (
+        (since if since == until else f"{since} to {until}")
+        if since and until
+        else f"since {since}"
+        if since
+        else f"until {until}"
+    )
+    notes = period["notes"]
+    return [f"period: “{period['words']}” = {days} ({notes} note{'' if notes == 1 else 's'})"]
+
+
 def search_lines(doc: dict[str, Any], explain: bool) -> list[str]:
-    """`askvault search` as text: score, link, place and snippet per hit."""
-    out = []
+    """`askvault search` as text: the period (if any), then score, link, place and snippet
+    per hit."""
+    out = period_lines(doc)
     for hit in doc["hits"]:
         out.append(
             f"{hit['score']:.4f}  {hit['wikilink']}  {hit['file']}:{hit['lines'][0]}-"
@@ -342,6 +367,7 @@ def context_lines(doc: dict[str, Any]) -> list[str]:
 
 def show_context(doc: dict[str, Any]) -> None:
     """The whole `askvault context` text: the pack, its warnings on stderr, the next steps."""
+    echo_lines(period_lines(doc))
     echo_lines(context_lines(doc))
     for line in doc["warnings"]:
         click.echo(f"warning: {line}", err=True)
@@ -365,6 +391,10 @@ def show_answer(outcome: AskOutcome) -> None:
 
     result = outcome.result
     click.echo("")
+    if result.note.period:
+        click.echo("\nPeriod: " + result.note.period)
+    if result.status == "no-answer" and result.reason and not result.reply:
+        click.echo("\n" + strip_controls(result.reason))
     if result.status in ("answered", "no-answer"):
         if result.answer != result.reply:
             # Excerpt numbers became links, links that back nothing went, unsupported

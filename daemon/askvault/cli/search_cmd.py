@@ -7,7 +7,14 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.main import (
+    build_settings,
+    cli,
+    common_options,
+    handle_errors,
+    period_options,
+    print_json,
+)
 
 # Services are imported inside the command: `askvault --help` and the other commands
 # never pay for them (issue 11).
@@ -27,20 +34,36 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
     is_flag=True,
     help="Show each channel's raw score, rank, scaled score (convex) and points.",
 )
+@period_options
 @common_options
 @handle_errors
 def search_command(
-    query: str, limit: int | None, as_json: bool, explain: bool, **opts: Any
+    query: str,
+    limit: int | None,
+    as_json: bool,
+    explain: bool,
+    since: str | None,
+    until: str | None,
+    **opts: Any,
 ) -> None:
-    """Search the vault: hybrid words + vectors, one hit per page, best first."""
+    """Search the vault: hybrid words + vectors, one hit per page, best first. Words of a
+    period in QUERY ("last week", "in March 2023") narrow it to the notes of those days."""
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
+    from askvault.records import PeriodRequest
     from askvault.services.documents.search import search_document
     from askvault.services.search import open_search, search
 
     settings = build_settings(**opts)
     with open_search(settings, OllamaClients(settings)) as (conn, embedder):
-        result = search(conn, settings, query, limit=limit, embedder=embedder)
+        result = search(
+            conn,
+            settings,
+            query,
+            limit=limit,
+            embedder=embedder,
+            period=PeriodRequest(since=since, until=until),
+        )
     render.warn_degraded(result.degraded)
     doc = to_json(search_document(result, explain=explain))
     if as_json:

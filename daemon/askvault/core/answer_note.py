@@ -87,6 +87,8 @@ class AnswerNote:
     extra_frontmatter: dict[str, str] = field(default_factory=dict)
     # The question's options that narrowed the search, and warnings about its option keys.
     options: tuple[str, ...] = ()
+    # The period the question was read to ask about, its days and notes ('' if none).
+    period: str = ""
 
 
 def render_answer_note(note: AnswerNote) -> str:
@@ -96,6 +98,8 @@ def render_answer_note(note: AnswerNote) -> str:
         parts.append(render_stale_callout(note.stale_pages))
     if note.options:
         parts.append("> [!note] Question options\n" + "\n".join(f"> {o}" for o in note.options))
+    if note.period:
+        parts.append("> [!note] Period\n" + _quoted(note.period))
     if note.status == "answering":
         parts.append(
             "> [!info] Answering\n> askvault is writing the answer; this note will be "
@@ -106,7 +110,10 @@ def render_answer_note(note: AnswerNote) -> str:
     elif note.status == "failed":
         parts.append(f"> [!failure] This question could not be answered\n{_quoted(note.reason)}")
     else:
-        if note.status == "no-answer" and note.report is not None and note.report.claims:
+        if note.status == "no-answer" and (
+            (note.report is not None and note.report.claims)
+            or (note.reason and not note.answer.strip())
+        ):
             parts.append(_unverified_callout(note))
         else:
             parts.append(note.answer.strip() or "(the model returned an empty answer)")
@@ -269,6 +276,8 @@ def _unverified_callout(note: AnswerNote) -> str:
         and note.report.supported_claims == 0
         and not any(c.verdict == "weak" for c in note.report.claims)
     )
+    if note.reason and not note.answer.strip():
+        return "> [!failure] No answer in your notes\n" + _quoted(note.reason)
     if note.reason:
         return (
             "> [!failure] No answer in your notes\n"

@@ -26,6 +26,7 @@ from askvault.records import (
     Hit,
     IndexedChunk,
     Neighbour,
+    PeriodRequest,
     SearchFilters,
     SourceWindow,
 )
@@ -49,12 +50,14 @@ def build_context(
     filters: SearchFilters | None = None,
     include_sources: bool = False,
     notes: NoteReads | None = None,
+    period: PeriodRequest | None = None,
 ) -> ContextPack:
     """The evidence pack for `prompt`: the best chunks that fit `budget_tokens`, grouped by
     page, with freshness, 1-hop neighbours, citations and suggested next actions.
 
     `notes` are the reads of this answer when the caller goes on to check citations
-    against the same texts (made here when not given)."""
+    against the same texts (made here when not given). `period` as in `search`: the pack
+    holds the notes of the period the prompt (or its bounds) names, and says which."""
     result = search(
         conn,
         settings,
@@ -63,6 +66,7 @@ def build_context(
         embedder=embedder,
         filters=filters,
         per_page=False,
+        period=period,
     )
     hits = list(result.hits)
     top = hits[0].score if hits else 0.0
@@ -109,6 +113,12 @@ def build_context(
     actions = _actions(
         result.degraded, pages, kept[taken:], costs[taken:], used, neighbours, include_sources
     )
+    if result.period is not None and not result.period.notes:
+        actions.insert(
+            0,
+            f"no note falls in “{result.period.words}” ({result.period.describe()}): "
+            "ask about another period, or see which notes have days in `askvault status`",
+        )
     return ContextPack(
         prompt=prompt,
         pages=tuple(pages),
@@ -126,6 +136,7 @@ def build_context(
         },
         actions=tuple(actions),
         source_windows=tuple(windows),
+        period=result.period,
     )
 
 

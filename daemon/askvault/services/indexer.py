@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from askvault.adapters import meta, store
+from askvault.adapters import date_store, meta, store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
 from askvault.adapters.vault import (
@@ -31,11 +31,18 @@ from askvault.adapters.vault import (
     OversizedNote,
     load_ignore_rules,
     read_note,
+    read_small_file,
     scan_vault,
     stat_note,
     undecodable_name,
 )
 from askvault.core.chunking import CHUNKER_VERSION, chunk_note
+from askvault.core.note_dates import (
+    DAILY_NOTES_JSON,
+    DAILY_NOTES_MAX_BYTES,
+    DatingRules,
+    read_daily_notes_config,
+)
 from askvault.core.notes import parse_note
 from askvault.core.timestamps import local_iso
 from askvault.errors import NoteUnreadable, PathOutsideVault
@@ -218,8 +225,22 @@ def reconcile(
             meta.set_chunking(conn, key)
             vault_presence.record_present(conn, device)
         _pair_renames(conn, report, removed)
+        with write_transaction(conn):
+            date_store.date_notes(conn, dating_rules_for(settings))
     report.seconds = time.monotonic() - started
     return report
+
+
+def dating_rules_for(settings: Settings) -> DatingRules:
+    """How this vault's notes are dated: its Daily notes settings (re-read, as app.json
+    is) and the configured date properties (core/note_dates.py)."""
+    raw = read_small_file(settings.vault_path, DAILY_NOTES_JSON, DAILY_NOTES_MAX_BYTES)
+    fmt, folder, problem = read_daily_notes_config(raw)
+    key = str(settings.vault_path) + "#daily"
+    if problem and _warned_rule_problems.get(key) != (problem,):
+        log.warning("daily notes settings: %s", problem)
+    _warned_rule_problems[key] = (problem,) if problem else ()
+    return DatingRules(fmt, folder, tuple(settings.index.date_properties))
 
 
 def chunking_key(settings: Settings) -> str:
@@ -296,6 +317,10 @@ def index_paths(
         store.forget_skipped(conn, removed)
         _note_change(conn, report)
     _pair_renames(conn, report, removed)
+    written = [stamp.path for stamp, _ in to_read] + [new for _, new in report.renamed]
+    if written:
+        with write_transaction(conn):
+            date_store.date_notes(conn, dating_rules_for(settings), written)
     report.seconds = time.monotonic() - started
     return report
 

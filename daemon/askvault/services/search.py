@@ -25,7 +25,15 @@ from askvault.core.query import (
     trigram_match_expression,
 )
 from askvault.errors import OllamaError, StoreError
-from askvault.records import Embedder, Hit, ModelClients, SearchFilters
+from askvault.records import (
+    Embedder,
+    Hit,
+    ModelClients,
+    PeriodRequest,
+    PeriodScope,
+    SearchFilters,
+)
+from askvault.services.periods import scope_search
 from askvault.settings import Settings
 
 # convex, rrf and rerank are the configurable designs; the others exist for the benchmarks.
@@ -45,6 +53,7 @@ class SearchResult:
     trace: dict[int, dict[str, Any]] = field(default_factory=dict)
     wikilinks: dict[int, str] = field(default_factory=dict)
     duplicates: frozenset[str] = frozenset()
+    period: PeriodScope | None = None  # the period the search was narrowed to, if any
 
 
 @contextlib.contextmanager
@@ -120,9 +129,16 @@ def search(
     filters: SearchFilters | None = None,
     fusion_mode: str | None = None,
     per_page: bool = True,
+    period: PeriodRequest | None = None,
 ) -> SearchResult:
     """Search the index for `query`; hits collapsed per page (best chunk) unless `per_page`
-    is False. `fusion_mode` overrides `settings.search.fusion` (see FUSION_MODES)."""
+    is False. `fusion_mode` overrides `settings.search.fusion` (see FUSION_MODES).
+    A period (`period`'s bounds, else the query's own words: services/periods.py)
+    narrows the search to the notes of those days, and its words are not searched."""
+    asked = query
+    filters, scope = scope_search(conn, query, filters, period)
+    if scope is not None:
+        query = scope.query
     mode = fusion_mode or settings.search.fusion
     if mode not in FUSION_MODES:
         raise ValueError(f"unknown fusion mode {mode!r}")
@@ -181,13 +197,14 @@ def search(
     )
     hits = tuple(Hit(s.candidate.chunk, s.score, s.matched) for s in scored)
     return SearchResult(
-        query=query,
+        query=asked,
         hits=hits,
         degraded=degraded,
         fusion=mode_used,
         trace={s.candidate.chunk_id: s.trace for s in scored},
         wikilinks={h.chunk_id: page_link(h.note_path, h.heading, duplicates) for h in hits},
         duplicates=duplicates,
+        period=scope,
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple, cast, get_args
 
-from askvault.adapters import answer_store, meta, store
+from askvault.adapters import answer_store, date_store, meta, store
 from askvault.adapters.activity import Activity, activity_path, read_activity
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import LockHolder
@@ -31,6 +31,7 @@ from askvault.services.documents.status import (
     ConfigInForce,
     EmbeddingState,
     EmbedFailure,
+    NoteDays,
     OllamaState,
     ScanState,
     StaleAnswer,
@@ -69,6 +70,7 @@ class _IndexState(NamedTuple):
     embedding: EmbeddingState | None = None
     stale_answers: tuple[StaleAnswer, ...] = ()
     vault_unavailable: str | None = None
+    note_days: NoteDays = NoteDays(0, 0, 0, 0, 0)
 
 
 def collect_status(
@@ -105,6 +107,7 @@ def collect_status(
         embedded_chunks=index.embedded_chunks,
         pending_embeddings=index.pending_embeddings,
         skipped=index.skipped,
+        note_days=index.note_days,
         embed_failures=index.embed_failures,
         last_change_indexed_at=index.last_change_indexed_at,
         embedding=embedding,
@@ -209,6 +212,7 @@ def _index_state(conn: Connection, settings: Settings) -> _IndexState:
         ),
         stale_answers=_stale_answers(conn, settings),
         vault_unavailable=vault_presence.refusal_of(conn),
+        note_days=NoteDays(**date_store.date_sources(conn)),
     )
 
 

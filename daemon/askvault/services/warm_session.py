@@ -22,6 +22,7 @@ from askvault.records import (
     Embedder,
     Generator,
     ModelClients,
+    PeriodRequest,
     QuestionOptions,
     SearchFilters,
 )
@@ -90,13 +91,21 @@ class WarmSession:
         limit: int | None = None,
         folders: Sequence[str] = (),
         tags: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
     ) -> SearchDocument:
-        """The `askvault search --json` document."""
+        """The `askvault search --json` document (`since`/`until` as `--since`/`--until`)."""
         filters = self._filters(folders, tags)
         with self._search_lock:
             conn, embedder = self._open_locked()
             result = search(
-                conn, self.settings, query, limit=limit, embedder=embedder, filters=filters
+                conn,
+                self.settings,
+                query,
+                limit=limit,
+                embedder=embedder,
+                filters=filters,
+                period=PeriodRequest(since=since, until=until),
             )
         return search_document(result)
 
@@ -108,8 +117,10 @@ class WarmSession:
         include_sources: bool = False,
         folders: Sequence[str] = (),
         tags: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
     ) -> ContextDocument:
-        """The `askvault context --json` envelope."""
+        """The `askvault context --json` envelope (`since`/`until` as in `search`)."""
         filters = self._filters(folders, tags)
         with self._search_lock:
             conn, embedder = self._open_locked()
@@ -121,6 +132,7 @@ class WarmSession:
                 embedder=embedder,
                 filters=filters,
                 include_sources=include_sources,
+                period=PeriodRequest(since=since, until=until),
             )
         return context_document(pack)
 

@@ -15,6 +15,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from askvault.adapters import meta, search_store
 from askvault.adapters.db import Connection
@@ -36,6 +37,7 @@ from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
 from askvault.services.answer.verification import Verification, verify
 from askvault.services.note_reads import NoteReads, ReadNote
+from askvault.services.periods import empty_period_reason, period_line
 from askvault.settings import Settings
 
 
@@ -56,11 +58,13 @@ def answer_question(
     should_stop: Callable[[], bool] = lambda: False,
     asked: str | None = None,
     read_note: ReadNote | None = None,
+    now: datetime | None = None,
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
+    `now` anchors the question's period words ("last week"; None: the clock's time).
     """
     question = strip_controls(question).strip()
     base = AnswerNote(
@@ -79,7 +83,10 @@ def answer_question(
     timings: dict[str, float] = {}
     started = time.monotonic()
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
-    found = retrieve(conn, settings, question, options, embedder=embedder, notes=notes)
+    found = retrieve(conn, settings, question, options, embedder=embedder, notes=notes, now=now)
+    period = found.pack.period
+    if period is not None:
+        base = dataclasses.replace(base, period=period_line(period))
     plan = build_messages(
         question,
         found.pack,
@@ -90,15 +97,21 @@ def answer_question(
     )
     timings["retrieval_s"] = time.monotonic() - started
     try:
-        generation = generate(
-            generator,
-            plan,
-            model=base.model,
-            num_ctx=settings.ollama.num_ctx,
-            on_token=on_token,
-            should_stop=should_stop,
-            timings=timings,
-            limits=reply_limits(settings),
+        # A period with no notes: nothing to answer from, so the model is not asked; the
+        # empty reply goes through the checks and `decide` like any other.
+        generation = (
+            Generation(reply="")
+            if period and not period.notes
+            else generate(
+                generator,
+                plan,
+                model=base.model,
+                num_ctx=settings.ollama.num_ctx,
+                on_token=on_token,
+                should_stop=should_stop,
+                timings=timings,
+                limits=reply_limits(settings),
+            )
         )
     except OllamaError as exc:
         return _waiting(base, found, plan, timings, exc)
@@ -131,6 +144,8 @@ def answer_question(
         unknown_subjects=checked.unknown_subjects,
         judged=verification.judged.verdict if verification.judged else None,
     )
+    if period is not None and not period.notes and not decision.published:
+        decision = dataclasses.replace(decision, reason=empty_period_reason(period))
     return _compose(
         conn,
         settings,
@@ -217,6 +232,7 @@ def _compose(
         nearest_distance=steps.found.nearest_distance,
         verification=steps.verification,
         decided_by=decision.decided_by,
+        period=pack.period,
     )
 
 
@@ -246,4 +262,5 @@ def _waiting(
         reason=reason,
         excerpts=plan.excerpts,
         prompt_tokens=plan.prompt_tokens,
+        period=found.pack.period,
     )

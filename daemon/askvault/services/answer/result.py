@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, Excerpt
 from askvault.core.decision import DecisionReason
-from askvault.records import AnswerOutcome
+from askvault.records import AnswerOutcome, PeriodScope
 from askvault.services.answer.verification import Verification
 
 
@@ -32,3 +32,4 @@ class AnswerResult:
     verification: Verification = field(default_factory=Verification)
     # What decided the status (core/decision.py); None before a reply was checked.
     decided_by: DecisionReason | None = None
+    period: PeriodScope | None = None  # the period the question was read to ask about

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from datetime import datetime
 
 from askvault.adapters.db import Connection
 from askvault.core.prompt import context_budget
 from askvault.errors import AskvaultError
-from askvault.records import ContextPack, Embedder, QuestionOptions, SearchFilters
+from askvault.records import (
+    ContextPack,
+    Embedder,
+    PeriodRequest,
+    QuestionOptions,
+    SearchFilters,
+)
 from askvault.services.context import build_context
 from askvault.services.note_reads import NoteReads
 from askvault.settings import Settings
@@ -43,8 +50,10 @@ def retrieve(
     *,
     embedder: Embedder | None,
     notes: NoteReads,
+    now: datetime | None = None,
 ) -> Retrieval:
-    """The evidence pack for `question`, narrowed by `options`, within the excerpt budget."""
+    """The evidence pack for `question`, narrowed by `options` and by the period the
+    question names (`now` anchors its relative words), within the excerpt budget."""
     budget = context_budget(
         settings.ollama.num_ctx,
         question,
@@ -60,6 +69,7 @@ def retrieve(
         filters=SearchFilters(folders=options.folders, tags=options.tags),
         include_sources=False,
         notes=notes,
+        period=PeriodRequest(since=options.since, until=options.until, now=now),
     )
     max_sources = options.max_sources or settings.queries.max_sources
     return readable_pages(notes, dataclasses.replace(pack, pages=pack.pages[:max_sources]))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from askvault.core.decision import DecisionReason
 from askvault.core.schema import document, prop
 from askvault.records import AnswerOutcome, CitationState, SupportVerdict
+from askvault.services.documents.search import PeriodDocument, period_document
 
 if TYPE_CHECKING:
     from askvault.core.citations import Citation, ClaimCheck
@@ -94,6 +95,10 @@ class AnswerDocument:
     timings: dict[str, float] = prop("Seconds per step.")
     saved: str | None = prop("The answer note written (with save), vault-relative.")
     logged: str | None = prop("The line appended to the log note, if any.")
+    period: PeriodDocument | None = prop(
+        "The period the question was read to ask about; absent when it names none.",
+        omitted=True,
+    )
 
 
 def answer_document(
@@ -117,6 +122,7 @@ def answer_document(
         timings={k: round(v, 3) for k, v in result.timings.items()},
         saved=saved,
         logged=logged,
+        period=period_document(result.period),
     )
 
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from askvault.core.schema import document, prop
 from askvault.records import ContextPack, EvidenceChunk, EvidencePage
-from askvault.services.documents.search import DEGRADED, LINES, Points
+from askvault.services.documents.search import (
+    DEGRADED,
+    LINES,
+    PeriodDocument,
+    Points,
+    period_document,
+)
 
 # The envelope's version: raised when a field changes meaning or goes away.
 CONTEXT_VERSION = 1
@@ -73,6 +79,10 @@ class ContextDocument:
     sources: tuple[PackSource, ...] = prop("Raw source windows (with include_sources).")
     warnings: tuple[str, ...] = prop("Pages left out or stale, sources refused.")
     actions: tuple[str, ...] = prop("Suggested next steps.")
+    period: PeriodDocument | None = prop(
+        "The period the pages are narrowed to; absent when the prompt names none.",
+        omitted=True,
+    )
 
 
 def context_document(pack: ContextPack) -> ContextDocument:
@@ -90,6 +100,7 @@ def context_document(pack: ContextPack) -> ContextDocument:
         sources=tuple(PackSource(w.path, w.cited_by, w.lines, w.text) for w in pack.source_windows),
         warnings=pack.warnings,
         actions=pack.actions,
+        period=period_document(pack.period),
     )
 
 

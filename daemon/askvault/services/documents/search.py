@@ -6,7 +6,7 @@ from typing import Any
 
 from askvault.core.query import query_terms, snippet
 from askvault.core.schema import document, prop
-from askvault.records import Hit
+from askvault.records import Hit, PeriodScope
 from askvault.services.search import SearchResult
 
 LINES = "First and last line in the file, 1-based, inclusive."
@@ -22,6 +22,27 @@ class Points:
 
     channel: str = prop("A ranking channel: words, vector, title, ...")
     points: float = prop("Its share of the score.")
+
+
+@document
+class PeriodDocument:
+    """The period a search was narrowed to (the query's words, or --since/--until)."""
+
+    words: str = prop("The words read as the period (`last week`), or the bounds given.")
+    since: str | None = prop("First day of the period (ISO), null when open.")
+    until: str | None = prop("Last day of the period (ISO, inclusive), null when open.")
+    notes: int = prop(
+        "How many notes have a day in it (daily-note name, dated file name,"
+        " date property, else file time)."
+    )
+    searched: str = prop("What was searched: the query without the period's words.")
+
+
+def period_document(scope: PeriodScope | None) -> PeriodDocument | None:
+    """The document of a search's period, None when it had none."""
+    if scope is None:
+        return None
+    return PeriodDocument(scope.words, scope.since, scope.until, scope.notes, scope.query)
 
 
 @document
@@ -54,6 +75,9 @@ class SearchDocument:
         "With --explain only: the ranking design that ran (convex, rrf, rerank, words).",
         omitted=True,
     )
+    period: PeriodDocument | None = prop(
+        "The period the hits are narrowed to; absent when the query names none.", omitted=True
+    )
 
 
 def search_document(result: SearchResult, *, explain: bool = False) -> SearchDocument:
@@ -73,6 +97,7 @@ def search_document(result: SearchResult, *, explain: bool = False) -> SearchDoc
         hits=hits,
         degraded=result.degraded,
         fusion=result.fusion if explain else None,
+        period=period_document(result.period),
     )
 
 

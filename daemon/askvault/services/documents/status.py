@@ -105,6 +105,17 @@ class ConfigInForce:
 
 
 @document
+class NoteDays:
+    """How many notes have a day (for questions about a period), by where it came from."""
+
+    daily: int = prop("From a daily note's name (the Daily notes format, under its folder).")
+    name: int = prop("From a date at the start of the file name (2023-05-20 ...).")
+    property: int = prop("From a date property (index.date_properties: date, created).")
+    mtime: int = prop("From the file's modification time (no other date found).")
+    undated: int = prop("Not dated yet (the next reconcile dates them).")
+
+
+@document
 class StatusDocument:
     """`askvault status --json`: what the index holds, what waits, who is up."""
 
@@ -115,6 +126,7 @@ class StatusDocument:
     embedded_chunks: int = prop("Chunks with a vector of the model search uses.")
     pending_embeddings: int = prop("Chunks waiting for a vector of the configured model.")
     skipped: tuple[Skipped, ...] = prop("Vault files the index leaves out, and why.")
+    note_days: NoteDays = prop("Where the notes' days come from (questions about a period).")
     embed_failures: tuple[EmbedFailure, ...] = prop("Texts the model refused (the first 20).")
     last_change_indexed_at: str | None = prop("ISO 8601 with the local offset.")
     embedding: EmbeddingState
