@@ -87,15 +87,16 @@ class WarmSession:
         limit: int | None = None,
         folders: Sequence[str] = (),
         tags: Sequence[str] = (),
+        explain: bool = False,
     ) -> SearchDocument:
-        """The `askvault search --json` document."""
+        """The `askvault search --json` document (`--explain`'s with `explain`)."""
         filters = self._filters(folders, tags)
         with self._search_lock:
             conn, embedder = self._open_locked()
             result = search(
                 conn, self.settings, query, limit=limit, embedder=embedder, filters=filters
             )
-        return search_document(result)
+        return search_document(result, explain=explain)
 
     def context(
         self,
