@@ -116,6 +116,42 @@ def test_another_configuration_is_searched_by_the_command_itself(indexed: Settin
     assert worker.served == 1
 
 
+def test_a_daemon_running_older_code_is_not_asked(
+    indexed: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Running(indexed) as worker:  # its key made with the code as it was at its start
+        monkeypatch.setattr(search_socket, "code_stamp", lambda: "0.1.0:an upgrade")
+        assert ask_daemon(indexed, "embeds", limit=None, explain=False) is None
+        monkeypatch.undo()
+        assert ask_daemon(indexed, "embeds", limit=None, explain=False) is not None
+    assert worker.served == 1
+
+
+def test_the_code_stamp_changes_when_a_module_changes_and_not_with_bytecode(
+    tmp_path: Path,
+) -> None:
+    import askvault
+
+    package = tmp_path / "pkg"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    before = search_socket.code_stamp(str(package))
+    assert before.startswith(askvault.__version__ + ":")
+    assert search_socket.code_stamp() != before  # askvault's own modules
+    (package / "sub" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"compiled")
+    (package / "notes.txt").write_text("not a module")
+    assert search_socket.code_stamp(str(package)) == before
+    st = (package / "sub" / "b.py").stat()
+    os.utime(package / "sub" / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert search_socket.code_stamp(str(package)) != before  # a reinstalled module
+    (package / "sub" / "b.py").write_text("y = 3\n")
+    os.utime(package / "sub" / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert search_socket.code_stamp(str(package)) == before  # same size and mtime: as is
+    (package / "c.py").write_text("")
+    assert search_socket.code_stamp(str(package)) != before  # a new module
+
+
 def test_no_daemon_or_a_dead_ones_socket_is_no_answer(indexed: Settings) -> None:
     assert ask_daemon(indexed, "embeds", limit=None, explain=False) is None  # never ran
     path = socket_path(indexed)

@@ -49,10 +49,36 @@ def socket_path(settings: Settings) -> Path:
 
 
 def settings_key(settings: Settings) -> str:
-    """A digest of every setting a search's result depends on: the vault, its index, the
-    search and Ollama settings. A command whose key differs searches by itself."""
-    decisive = (str(settings.vault_path), str(settings.db_path), settings.search, settings.ollama)
+    """A digest of everything a search's result depends on: the vault, its index, the search
+    and Ollama settings, and askvault's own code (a daemon left running across an upgrade
+    would answer with the old code's document). A command whose key differs searches by
+    itself."""
+    decisive = (
+        str(settings.vault_path),
+        str(settings.db_path),
+        settings.search,
+        settings.ollama,
+        code_stamp(),
+    )
     return hashlib.sha256(repr(decisive).encode("utf-8")).hexdigest()
+
+
+def code_stamp(package: str | None = None) -> str:
+    """The package's version and the size and mtime of each of its modules (~1 ms);
+    `package`: another folder than askvault's own."""
+    import askvault
+
+    package = package or os.path.dirname(os.path.abspath(askvault.__file__))
+    entries = []
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(folder, name))
+                where = os.path.relpath(folder, package)
+                entries.append(f"{where}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    digest = hashlib.sha256("\n".join(entries).encode("utf-8")).hexdigest()
+    return f"{askvault.__version__}:{digest}"
 
 
 def ask_daemon(
