@@ -194,9 +194,14 @@ def test_no_index_yet_is_left_to_the_command_which_says_so(
     vault = make_fixture_vault(short_dir / "vault")
     settings = settings_for(vault, short_dir / "state", fake_ollama.url)
     settings.state_path.mkdir(parents=True)
+    env = cli_env(vault, short_dir / "state", fake_ollama.url)
     with Running(settings) as worker:
         assert ask_daemon(settings, "embeds", limit=None, explain=False) is None
+        searched = _cli(env, "search", "embeds")
     assert worker.served == 0
+    assert searched.returncode == 1
+    assert f"no index for {vault.resolve()}" in searched.stderr
+    assert "askvault index" in searched.stderr
 
 
 def _raw(path: Path, payload: bytes) -> bytes:
