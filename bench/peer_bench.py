@@ -4,9 +4,14 @@ Every row runs the two commands as whole processes, alternating which goes first
 reports each one's median and the median of the per-pair ratios askvault/qmd (below 1:
 askvault is faster or smaller). Rows: cold index (words only; askvault also with hashed
 vectors, which qmd cannot make here), index size on disk, re-index unchanged, one edit,
-100 renames, word search over 10 queries, `--help`.
+100 renames, word search over 10 queries, `--help`, and askvault's search as a user runs
+it, on the index with vectors, against the same `qmd search`: with Ollama down (connection
+refused on a loopback port: the search answers from words) and with Ollama up (the query
+embedded, hybrid search; issue 22 item 6), each also with `askvault run` running on that
+index (the command then asks the daemon, app/search_socket.py).
 
     .venv/bin/python bench/peer_bench.py --qmd /path/to/qmd-peer [--runs 5] [--json]
+        [--search-only] [--query-ollama http://127.0.0.1:11435]
 
 qmd: `bash ../shared/tools/qmd/install.sh DIR` installs qmd 2.8.3 with its own Node and
 prints the `qmd-peer` wrapper to pass as --qmd (or set QMD_PEER); without it the qmd
@@ -14,20 +19,26 @@ columns are skipped and askvault's figures are printed alone. askvault's vectors
 from ../shared/tools/minilm_ollama in --hash-embeddings mode on a loopback port from
 --port on (fast, functional vectors: this measures our work, not a model's). Its word
 search runs on the words-only index (qmd's `search` is BM25 only; a hybrid search would
-also wait for the query's embedding).
+also wait for the query's embedding). The "Ollama up" rows embed each query with the
+stand-in, or with --query-ollama (a real embedding server, e.g. minilm_ollama serving
+all-minilm: its 384 dimensions match the index's hashed vectors, so the query's embedding
+costs what a real model's does; the hits' order then means nothing, their cost is real).
+--search-only builds the two indexes once and runs the search rows and `--help` alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -81,7 +92,14 @@ def _folder_bytes(folder: Path) -> int:
 class Peers:
     """The two tools, each with its own copy of the vault and its own index."""
 
-    def __init__(self, work: Path, vault: Path, qmd: Path | None, ollama_url: str) -> None:
+    def __init__(
+        self,
+        work: Path,
+        vault: Path,
+        qmd: Path | None,
+        ollama_url: str,
+        query_url: str | None = None,
+    ) -> None:
         self.work, self.qmd = work, qmd
         self.askvault = _askvault_command()
         self.a_vault = work / "askvault-vault"
@@ -111,6 +129,10 @@ class Peers:
             "OLLAMA_HOST": "http://127.0.0.1:9",
             "ASKVAULT_STATE_DIR": str(work / "askvault-words"),
         }
+        # The index with vectors, as a user has it: Ollama down (connection refused), or
+        # up with the query embedded.
+        self.a_down_env = {**self.a_env, "OLLAMA_HOST": "http://127.0.0.1:9"}
+        self.a_up_env = {**self.a_env, "OLLAMA_HOST": query_url or ollama_url}
         self.q_env = {**base, "QMD_HOME": str(work / "qmd-home")}
 
     # -- commands -----------------------------------------------------------------------
@@ -140,6 +162,46 @@ class Peers:
         if proc.returncode != 0 or not json.loads(proc.stdout)["hits"]:
             raise RuntimeError(f"askvault search {query!r} found nothing: {proc.stderr[-300:]}")
         return seconds
+
+    def a_search_as_used(self, query: str, ollama_up: bool) -> float:
+        """`askvault search` on the index with vectors, Ollama down or up."""
+        env = self.a_up_env if ollama_up else self.a_down_env
+        seconds, proc = _run([*self.askvault, "search", query, "--json"], env)
+        doc = json.loads(proc.stdout) if proc.returncode == 0 else {}
+        degraded = doc.get("degraded") or ""
+        if not doc.get("hits") or (degraded if ollama_up else "connection refused" not in degraded):
+            raise RuntimeError(
+                f"askvault search {query!r} (Ollama {'up' if ollama_up else 'down'}): "
+                f"{degraded or proc.stderr[-300:]}"
+            )
+        return seconds
+
+    @contextlib.contextmanager
+    def daemon(self, *, ollama_up: bool = False) -> Iterator[None]:
+        """`askvault run` on the index with vectors (Ollama down or up), until the block
+        ends: the search commands then ask it (its search socket)."""
+        env = self.a_up_env if ollama_up else self.a_down_env
+        proc = subprocess.Popen(
+            [*self.askvault, "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not self._daemon_answers(env):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"askvault run did not start: {proc.stderr.read()[-500:]!r}")
+                time.sleep(0.5)
+            yield
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+
+    def _daemon_answers(self, env: dict[str, str]) -> bool:
+        """True once the daemon has answered a search (its socket, the index read)."""
+        from askvault.app.search_socket import ask_daemon
+        from askvault.settings import load_settings
+
+        settings = load_settings(None, env=env)
+        return ask_daemon(settings, QUERIES[0], limit=None, explain=False) is not None
 
     def q_search(self, query: str) -> float:
         seconds, proc = _run([str(self.qmd), "search", query, "--json", "-n", "10"], self.q_env)
@@ -196,9 +258,59 @@ def paired(
     }
 
 
-def bench(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
+def search_rows(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
+    """askvault's search (words-only index; index with vectors, Ollama down and up) and
+    `--help`, each against qmd's, paired."""
+    has_qmd = peers.qmd is not None
+    n = len(QUERIES)
+
+    def q_search(i: int) -> float:
+        return peers.q_search(QUERIES[i % n])
+
+    rows: dict[str, dict[str, float | None]] = {}
+    rows[f"word search, {n} queries (each)"] = paired(
+        runs * n, lambda i: peers.a_search(QUERIES[i % n]), q_search if has_qmd else None
+    )
+    rows["search with vectors, Ollama down (each)"] = paired(
+        runs * n,
+        lambda i: peers.a_search_as_used(QUERIES[i % n], ollama_up=False),
+        q_search if has_qmd else None,
+    )
+    rows["search with vectors, Ollama up, query embedded (each)"] = paired(
+        runs * n,
+        lambda i: peers.a_search_as_used(QUERIES[i % n], ollama_up=True),
+        q_search if has_qmd else None,
+    )
+    with peers.daemon():
+        # The user's real situation: `askvault run` keeps the index (and answers searches).
+        rows["search with vectors, daemon running, Ollama down (each)"] = paired(
+            runs * n,
+            lambda i: peers.a_search_as_used(QUERIES[i % n], ollama_up=False),
+            q_search if has_qmd else None,
+        )
+    with peers.daemon(ollama_up=True):
+        rows["search with vectors, daemon running, Ollama up (each)"] = paired(
+            runs * n,
+            lambda i: peers.a_search_as_used(QUERIES[i % n], ollama_up=True),
+            q_search if has_qmd else None,
+        )
+    rows["--help"] = paired(
+        runs * 2, lambda _: peers.a_help(), (lambda _: peers.q_help()) if has_qmd else None
+    )
+    return rows
+
+
+def bench(
+    peers: Peers, runs: int, *, search_only: bool = False
+) -> dict[str, dict[str, float | None]]:
     has_qmd = peers.qmd is not None
     rows: dict[str, dict[str, float | None]] = {}
+    if search_only:
+        peers.a_index(peers.a_words_env)
+        peers.a_index()
+        if has_qmd:
+            peers.q_cold()
+        return search_rows(peers, runs)
 
     def a_cold_words(_: int) -> float:
         shutil.rmtree(peers.work / "askvault-words", ignore_errors=True)
@@ -251,14 +363,7 @@ def bench(peers: Peers, runs: int) -> dict[str, dict[str, float | None]]:
         q_update,
         before=lambda i: peers.rename(picked, forth=i % 2 == 0),
     )
-    rows[f"word search, {len(QUERIES)} queries (each)"] = paired(
-        runs * len(QUERIES),
-        lambda i: peers.a_search(QUERIES[i % len(QUERIES)]),
-        (lambda i: peers.q_search(QUERIES[i % len(QUERIES)])) if has_qmd else None,
-    )
-    rows["--help"] = paired(
-        runs * 2, lambda _: peers.a_help(), (lambda _: peers.q_help()) if has_qmd else None
-    )
+    rows.update(search_rows(peers, runs))
     return rows
 
 
@@ -275,7 +380,19 @@ def main() -> None:
         "--port", type=int, default=11500, help="first loopback port tried for the Ollama stand-in"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--search-only", action="store_true", help="build the indexes once; search rows only"
+    )
+    parser.add_argument(
+        "--query-ollama",
+        default=None,
+        help="a loopback embedding server for the Ollama-up rows' queries (default: the stand-in)",
+    )
     args = parser.parse_args()
+    if args.query_ollama:
+        from askvault.adapters.ollama_http import check_host_allowed
+
+        args.query_ollama = check_host_allowed(args.query_ollama, allow_remote=False)  # loopback
     vault = DATA / "vaults" / "obsidian-hub"
     require_shared(vault)
     qmd = args.qmd if args.qmd and Path(args.qmd).exists() else None
@@ -287,11 +404,13 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="askvault-peer-") as tmp,
         standin_ollama(hashed=True, first_port=args.port) as url,
     ):
-        rows = bench(Peers(Path(tmp), vault, qmd, url), args.runs)
+        peers = Peers(Path(tmp), vault, qmd, url, args.query_ollama)
+        rows = bench(peers, args.runs, search_only=args.search_only)
     doc = {
         "machine": machine(),
         "vault": "obsidian-hub",
         "runs": args.runs,
+        "query_ollama": args.query_ollama or "the hashed stand-in",
         "load_after": os.getloadavg(),
         "rows": rows,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,6 +19,7 @@ from askvault.adapters.ollama import (
     probe_ollama,
     split_for_embedding,
 )
+from askvault.adapters.ollama_embed import HttpEmbedder, ModelEmbedder
 from askvault.errors import ConfigError, ModelMissing, OllamaUnavailable, RemoteHostRefused
 from support.fake_ollama import FakeOllama
 
@@ -28,9 +29,19 @@ DOC = "search_document: "
 QUERY = "search_query: "
 
 
+Maker = Callable[..., ModelEmbedder]
+
+
+@pytest.fixture(params=["client", "http"])
+def make_embedder(request: pytest.FixtureRequest) -> Maker:
+    """Both embedders, each test run with each: the official client's (indexing, answers)
+    and the standard library's (a search's query, issue 22), which must behave alike."""
+    return OllamaEmbedder if request.param == "client" else HttpEmbedder
+
+
 @pytest.fixture
-def embedder(fake_ollama: FakeOllama) -> Iterator[OllamaEmbedder]:
-    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=2.0, batch_size=2) as made:
+def embedder(fake_ollama: FakeOllama, make_embedder: Maker) -> Iterator[ModelEmbedder]:
+    with make_embedder(fake_ollama.url, EMBED, timeout_s=2.0, batch_size=2) as made:
         yield made
 
 
@@ -87,6 +98,8 @@ def test_remote_host_is_refused_before_any_connection(host: str) -> None:
     with pytest.raises(RemoteHostRefused):
         OllamaEmbedder(host, EMBED, timeout_s=1.0)
     with pytest.raises(RemoteHostRefused):
+        HttpEmbedder(host, EMBED, timeout_s=1.0)
+    with pytest.raises(RemoteHostRefused):
         OllamaGenerator(host, timeout_s=1.0)
     status = probe_ollama(host, timeout_s=1.0, allow_remote=False)
     assert not status.reachable and status.error and "loopback" in status.error
@@ -101,7 +114,7 @@ def test_embed_prefixes_match_model_names_without_tags() -> None:
 
 
 def test_embed_documents_is_deterministic_and_batched(
-    fake_ollama: FakeOllama, embedder: OllamaEmbedder
+    fake_ollama: FakeOllama, embedder: ModelEmbedder
 ) -> None:
     texts = [f"note number {i} about gardens" for i in range(5)]
     first = embedder.embed_documents(texts)
@@ -115,7 +128,7 @@ def test_embed_documents_is_deterministic_and_batched(
 
 
 def test_embed_documents_of_nothing_makes_no_call(
-    fake_ollama: FakeOllama, embedder: OllamaEmbedder
+    fake_ollama: FakeOllama, embedder: ModelEmbedder
 ) -> None:
     assert embedder.embed_documents([]) == []
     assert fake_ollama.requests == []
@@ -123,7 +136,7 @@ def test_embed_documents_of_nothing_makes_no_call(
 
 def test_query_and_document_prefixes_are_sent(
     fake_ollama: FakeOllama,
-    embedder: OllamaEmbedder,
+    embedder: ModelEmbedder,
 ) -> None:
     embedder.embed_documents(["garden tools"])
     vector = embedder.embed_query("which tools")
@@ -131,16 +144,20 @@ def test_query_and_document_prefixes_are_sent(
     assert vector == fake_ollama.vector(QUERY + "which tools", EMBED)
 
 
-def test_model_without_prefixes_gets_raw_text(fake_ollama: FakeOllama) -> None:
-    with OllamaEmbedder(fake_ollama.url, "all-minilm", timeout_s=2.0) as plain:
+def test_model_without_prefixes_gets_raw_text(
+    make_embedder: Maker, fake_ollama: FakeOllama
+) -> None:
+    with make_embedder(fake_ollama.url, "all-minilm", timeout_s=2.0) as plain:
         plain.embed_query("raw question")
     assert fake_ollama.embedded_inputs == ["raw question"]
 
 
-def test_over_long_input_is_split_and_pooled_never_truncated(fake_ollama: FakeOllama) -> None:
+def test_over_long_input_is_split_and_pooled_never_truncated(
+    make_embedder: Maker, fake_ollama: FakeOllama
+) -> None:
     fake_ollama.context_lengths[EMBED] = 20  # the fake refuses inputs over 80 characters
     long_text = " ".join(f"word{i}" for i in range(60))  # ~400 characters
-    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=2.0, max_input_tokens=20) as small:
+    with make_embedder(fake_ollama.url, EMBED, timeout_s=2.0, max_input_tokens=20) as small:
         [vector] = small.embed_documents([long_text])
     sent = fake_ollama.embedded_inputs
     assert len(sent) > 1
@@ -150,16 +167,20 @@ def test_over_long_input_is_split_and_pooled_never_truncated(fake_ollama: FakeOl
     assert vector != fake_ollama.vector(DOC + long_text, EMBED)
 
 
-def test_input_budget_defaults_to_the_models_context_length(fake_ollama: FakeOllama) -> None:
+def test_input_budget_defaults_to_the_models_context_length(
+    make_embedder: Maker, fake_ollama: FakeOllama
+) -> None:
     fake_ollama.context_lengths[EMBED] = 30
-    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=2.0) as default:
+    with make_embedder(fake_ollama.url, EMBED, timeout_s=2.0) as default:
         assert default.max_input_tokens() == 30
         default.embed_documents(["x" * 500])  # would be a 400 from the fake if sent whole
     assert len(fake_ollama.embedded_inputs) > 1
 
 
-def test_input_budget_is_capped_at_ollamas_default_window(fake_ollama: FakeOllama) -> None:
-    with OllamaEmbedder(fake_ollama.url, CHAT, timeout_s=2.0) as big:
+def test_input_budget_is_capped_at_ollamas_default_window(
+    make_embedder: Maker, fake_ollama: FakeOllama
+) -> None:
+    with make_embedder(fake_ollama.url, CHAT, timeout_s=2.0) as big:
         assert big.max_input_tokens() == 2048
 
 
@@ -172,10 +193,11 @@ def test_split_for_embedding_cuts_at_whitespace_and_keeps_every_character() -> N
 
 
 def test_fingerprint_has_the_digest_and_the_length_of_a_real_vector_and_is_cached(
+    make_embedder: Maker,
     fake_ollama: FakeOllama,
 ) -> None:
     fake_ollama.dimensions[EMBED] = 32
-    with OllamaEmbedder(fake_ollama.url, f"{EMBED}:latest", timeout_s=2.0) as tagged:
+    with make_embedder(fake_ollama.url, f"{EMBED}:latest", timeout_s=2.0) as tagged:
         first = tagged.fingerprint()
         assert tagged.fingerprint() is first
         assert fake_ollama.embed_calls == 1  # one probe, then cached
@@ -186,18 +208,18 @@ def test_fingerprint_has_the_digest_and_the_length_of_a_real_vector_and_is_cache
 
 
 def test_a_model_whose_vectors_disagree_with_its_reported_length_is_taken_at_its_vectors(
-    fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
+    make_embedder: Maker, fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
 ) -> None:
     # /api/show says 768, the vectors have 64: every one would be refused as the wrong size.
     fake_ollama.reported_dimensions[EMBED] = 768
-    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=2.0) as embedder:
+    with make_embedder(fake_ollama.url, EMBED, timeout_s=2.0) as embedder:
         assert embedder.fingerprint().dimension == 64
         assert embedder.reported_dimension() == 768
     assert "reports 768 dimensions for nomic-embed-text but its vectors have 64" in caplog.text
 
 
-def test_missing_model_is_model_missing(fake_ollama: FakeOllama) -> None:
-    with OllamaEmbedder(fake_ollama.url, "mxbai-embed-large", timeout_s=2.0) as absent:
+def test_missing_model_is_model_missing(make_embedder: Maker, fake_ollama: FakeOllama) -> None:
+    with make_embedder(fake_ollama.url, "mxbai-embed-large", timeout_s=2.0) as absent:
         with pytest.raises(ModelMissing) as by_fingerprint:
             absent.fingerprint()
         with pytest.raises(ModelMissing):
@@ -208,7 +230,7 @@ def test_missing_model_is_model_missing(fake_ollama: FakeOllama) -> None:
 
 def test_down_is_unavailable_fast_and_recovers(
     fake_ollama: FakeOllama,
-    embedder: OllamaEmbedder,
+    embedder: ModelEmbedder,
 ) -> None:
     embedder.embed_documents(["warm the pool"])
     fake_ollama.set_fault("down")
@@ -222,16 +244,16 @@ def test_down_is_unavailable_fast_and_recovers(
     assert embedder.embed_documents(["x"]) == [fake_ollama.vector(DOC + "x", EMBED)]
 
 
-def test_slow_beyond_timeout_is_unavailable(fake_ollama: FakeOllama) -> None:
+def test_slow_beyond_timeout_is_unavailable(make_embedder: Maker, fake_ollama: FakeOllama) -> None:
     fake_ollama.set_fault("slow", delay_s=5.0)
-    with OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=0.3, max_input_tokens=100) as hasty:
+    with make_embedder(fake_ollama.url, EMBED, timeout_s=0.3, max_input_tokens=100) as hasty:
         started = time.monotonic()
         with pytest.raises(OllamaUnavailable, match="sent nothing for 0.3 s"):
             hasty.embed_query("x")
     assert time.monotonic() - started < 2.0
 
 
-def test_server_error_is_unavailable(fake_ollama: FakeOllama, embedder: OllamaEmbedder) -> None:
+def test_server_error_is_unavailable(fake_ollama: FakeOllama, embedder: ModelEmbedder) -> None:
     fake_ollama.set_fault("500", count=1)
     with pytest.raises(OllamaUnavailable, match="status 500"):
         embedder.embed_documents(["x"])
@@ -240,7 +262,7 @@ def test_server_error_is_unavailable(fake_ollama: FakeOllama, embedder: OllamaEm
 
 def test_response_cut_short_is_unavailable(
     fake_ollama: FakeOllama,
-    embedder: OllamaEmbedder,
+    embedder: ModelEmbedder,
 ) -> None:
     embedder.max_input_tokens()
     fake_ollama.set_fault("die_midstream", count=1)

@@ -1,6 +1,6 @@
-"""Start-up cost (issue 11): `askvault --help`, `status` and a search that needs no query
-vector import none of the heavy libraries they do not use (the `ollama` client with httpx
-and pydantic, numpy, the sqlite_vec package, the daemon's watchdog and APScheduler).
+"""Start-up cost (issues 11 and 22): `askvault --help`, `status` and a search import none of
+the heavy libraries they do not use (the `ollama` client with httpx and pydantic, numpy
+unless the query is embedded, the sqlite_vec package, the daemon's watchdog and APScheduler).
 Each runs in a fresh interpreter, which then reports its `sys.modules`."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_status_probes_ollama_without_the_ollama_client(
 
 
 @pytest.mark.parametrize("indexed_with_vectors", [False, True])
-def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_query(
+def test_a_search_imports_numpy_only_when_it_embeds_the_query_and_never_the_ollama_client(
     tmp_path: Path,
     fake_ollama: FakeOllama,
     indexed_with_vectors: bool,
@@ -97,16 +97,47 @@ def test_a_search_imports_the_ollama_client_and_numpy_only_when_it_embeds_the_qu
     settings = settings_for(vault, tmp_path / "state", url)
     index_vault(settings, OllamaClients(settings))
     fake_ollama.recover()
+    before = len(fake_ollama.requests)
     modules, out = _imported_by(
         ["search", "embeds", "--json"], cli_env(vault, tmp_path / "state", url)
     )
     doc = json.loads(out)
     assert doc["hits"]
     if indexed_with_vectors:
-        assert doc["degraded"] is None and {"ollama", "numpy"} <= set(modules)
+        # The query embedded over the standard library (issue 22 item 6): one /api/embed
+        # (the test settings give the input budget, so no /api/show).
+        assert doc["degraded"] is None and modules == ["numpy"]
+        assert [p for p, _ in fake_ollama.requests[before:]] == ["/api/embed"]
     else:
         assert "no vectors" in doc["degraded"]
         assert modules == []
+        assert fake_ollama.requests[before:] == []
+
+
+@pytest.mark.parametrize("fault", ["down", "missing model"])
+def test_a_search_with_ollama_down_or_the_model_missing_imports_nothing_heavy(
+    tmp_path: Path, fake_ollama: FakeOllama, fault: str
+) -> None:
+    vault = make_fixture_vault(tmp_path / "vault")
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
+    if fault == "down":
+        fake_ollama.set_fault("down")  # connection refused on its port
+    else:
+        fake_ollama.models.remove("nomic-embed-text:latest")
+    modules, out = _imported_by(
+        ["search", "embeds", "--json"], cli_env(vault, tmp_path / "state", fake_ollama.url)
+    )
+    doc = json.loads(out)
+    assert doc["hits"] and modules == []
+    expected = (
+        f"semantic search unavailable: Ollama is not reachable at {fake_ollama.url}"
+        " (connection refused)"
+        if fault == "down"
+        else "semantic search unavailable: model 'nomic-embed-text' is not available on"
+        f" Ollama at {fake_ollama.url}"
+    )
+    assert doc["degraded"] == expected
 
 
 def test_an_unchanged_reindex_asks_ollama_only_for_its_model_list_and_reported_length(

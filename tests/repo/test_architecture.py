@@ -173,16 +173,21 @@ def test_only_the_meta_adapter_reads_the_meta_table() -> None:
 
 COMPOSITION_ROOT = "askvault.app.clients"
 CLIENT_MODULE = "askvault.adapters.ollama"
-CLIENT_CLASSES = {"OllamaEmbedder", "OllamaGenerator"}
+# The embedder over the standard library (the search's query embedder, issue 22) is a
+# client like the others: built by the composition root only, defined beside its transport.
+HTTP_CLIENT_MODULE = "askvault.adapters.ollama_embed"
+CLIENT_CLASSES = {"OllamaEmbedder", "OllamaGenerator", "HttpEmbedder", "ModelEmbedder"}
 
 
 def test_only_the_composition_root_builds_ollama_clients() -> None:
     """Services receive their clients as Protocols (records.ModelClients, Embedder,
-    Generator); one module, app/clients.py, imports the client module and builds them."""
+    Generator); one module, app/clients.py, imports the client modules and builds them
+    (the official client's, adapters/ollama.py, and the standard library's embedder,
+    adapters/ollama_embed.py, which the client module builds on)."""
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        if module in (COMPOSITION_ROOT, CLIENT_MODULE):
+        if module in (COMPOSITION_ROOT, CLIENT_MODULE, HTTP_CLIENT_MODULE):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
@@ -193,7 +198,8 @@ def test_only_the_composition_root_builds_ollama_clients() -> None:
             if isinstance(n, ast.ImportFrom) and n.module == "askvault.adapters"
             for a in n.names
         ]
-        if CLIENT_MODULE in imports_of(path) or "ollama" in from_adapters or names & CLIENT_CLASSES:
+        imported = set(imports_of(path)) | {f"askvault.adapters.{a}" for a in from_adapters}
+        if imported & {CLIENT_MODULE, HTTP_CLIENT_MODULE} or names & CLIENT_CLASSES:
             offenders.append(module)
     assert offenders == []
 

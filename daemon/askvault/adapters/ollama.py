@@ -1,25 +1,38 @@
-"""All talk to Ollama, through the official `ollama` client.
+"""Talk to Ollama through the official `ollama` client.
 
-Owns: refusing non-loopback hosts before any connection, the per-model embedding
-prefixes, batching and splitting of embedding inputs, streaming chat, the status
-probe, and turning every client failure into an `errors.OllamaError`.
+Owns: the embedder's transport over the client (the embedding logic itself, prefixes,
+batching and splitting, is adapters/ollama_embed.py's), streaming chat, and turning every
+client failure into an `errors.OllamaError`. The host rules and the status probe are
+adapters/ollama_http.py's (re-exported here).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import socket
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import ollama
 
+from askvault.adapters.ollama_embed import (  # noqa: F401 - re-exported
+    CHARS_PER_TOKEN_ESTIMATE,
+    EMBED_PREFIXES,
+    EMBED_WINDOW_TOKENS,
+    PROBE_TEXT,
+    ModelEmbedder,
+    embed_prefixes,
+    model_base_name,
+    split_for_embedding,
+    status_error,
+    timed_out,
+    unreachable,
+)
 from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -34,43 +47,9 @@ from askvault.adapters.ollama_http import (  # noqa: F401 - re-exported
     model_present,
     probe_ollama,
 )
-from askvault.core.controls import strip_controls
-from askvault.errors import (
-    InputRefused,
-    ModelMissing,
-    OllamaUnavailable,
-)
-from askvault.records import Fingerprint
+from askvault.errors import OllamaUnavailable
 
 log = logging.getLogger(__name__)
-
-# Tokenizers average ~4 characters per token on English prose; 3 keeps a margin for
-# code, numbers and non-Latin text, so a piece estimated to fit really fits.
-CHARS_PER_TOKEN_ESTIMATE = 3
-# Ollama runs embedding models with a 2048-token window by default, whatever the
-# model's own context length, so a longer input would not fit either.
-EMBED_WINDOW_TOKENS = 2048
-PROBE_TEXT = "askvault dimension probe"
-
-_SEARCH_PASSAGES = "Represent this sentence for searching relevant passages: "
-# model base name -> (query prefix, document prefix), as each model card asks.
-EMBED_PREFIXES: dict[str, tuple[str, str]] = {
-    "nomic-embed-text": ("search_query: ", "search_document: "),
-    "embeddinggemma": ("task: search result | query: ", "title: none | text: "),
-    "mxbai-embed-large": (_SEARCH_PASSAGES, ""),
-    "snowflake-arctic-embed": (_SEARCH_PASSAGES, ""),
-    "snowflake-arctic-embed2": ("query: ", ""),
-}
-
-
-def model_base_name(model: str) -> str:
-    """`nomic-embed-text:latest` -> `nomic-embed-text`; `ns/name:tag` -> `name`."""
-    return model.split(":", 1)[0].rsplit("/", 1)[-1].lower()
-
-
-def embed_prefixes(model: str) -> tuple[str, str]:
-    """The (query, document) prefixes for `model`; ("", "") for a model without any."""
-    return EMBED_PREFIXES.get(model_base_name(model), ("", ""))
 
 
 def _client(host: str, timeout_s: float | httpx.Timeout, **options: Any) -> ollama.Client:
@@ -85,68 +64,51 @@ def _client(host: str, timeout_s: float | httpx.Timeout, **options: Any) -> olla
 
 @contextmanager
 def _translated_errors(host: str, model: str, timeout_s: float) -> Iterator[None]:
-    """Turn the client's failures into OllamaError subclasses."""
+    """Turn the client's failures into OllamaError subclasses (the messages of
+    adapters/ollama_embed.py, which HttpTransport raises too)."""
     try:
         yield
     except ollama.ResponseError as exc:
-        if exc.status_code == 404:
-            raise ModelMissing(model, host) from exc
-        error = strip_controls(str(exc.error))  # the server's words, shown and written
-        if 400 <= exc.status_code < 500 or exc.status_code == 500:
-            raise InputRefused(
-                f"Ollama at {host} refused the request: {error} (status {exc.status_code})",
-                UNAVAILABLE_HINT,
-            ) from exc
-        raise OllamaUnavailable(
-            f"Ollama at {host} failed: {error} (status {exc.status_code})", UNAVAILABLE_HINT
-        ) from exc
+        raise status_error(host, model, exc.status_code, str(exc.error)) from exc
     except httpx.TimeoutException as exc:
-        raise OllamaUnavailable(
-            f"Ollama at {host} sent nothing for {timeout_s:g} s", UNAVAILABLE_HINT
-        ) from exc
+        raise timed_out(host, timeout_s) from exc
     except (httpx.TransportError, ConnectionError) as exc:
         # The client turns httpx.ConnectError into ConnectionError, but not inside streams.
         refused = isinstance(exc, (ConnectionError, httpx.ConnectError))
-        reason = "connection refused" if refused else str(exc)
-        raise OllamaUnavailable(
-            f"Ollama is not reachable at {host} ({reason})", UNAVAILABLE_HINT
-        ) from exc
+        raise unreachable(host, "connection refused" if refused else str(exc)) from exc
 
 
-def split_for_embedding(text: str, max_chars: int) -> list[str]:
-    """Cut `text` into pieces of at most `max_chars`, at whitespace when one is near the limit."""
-    if max_chars < 1:
-        raise ValueError("max_chars must be >= 1")
-    pieces: list[str] = []
-    start = 0
-    while len(text) - start > max_chars:
-        end = start + max_chars
-        cut = max(text.rfind(ch, start + max_chars // 2, end) for ch in " \n\t")
-        cut = cut + 1 if cut > start else end
-        pieces.append(text[start:cut])
-        start = cut
-    pieces.append(text[start:])
-    return pieces
+class ClientTransport:
+    """The embedder's Ollama calls through the official client (implements
+    `ollama_embed.EmbedTransport`)."""
+
+    def __init__(self, host: str, *, timeout_s: float) -> None:
+        self.host = host
+        self.timeout_s = timeout_s
+        self._client = _client(host, timeout_s)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def models(self, model: str) -> dict[str, str]:
+        with _translated_errors(self.host, model, self.timeout_s):
+            listing = self._client.list()
+        return {m.model or "": m.digest or "" for m in listing.models}
+
+    def model_info(self, model: str) -> Mapping[str, Any]:
+        with _translated_errors(self.host, model, self.timeout_s):
+            return self._client.show(model).modelinfo or {}
+
+    def embed(self, model: str, inputs: list[str]) -> list[list[float]]:
+        with _translated_errors(self.host, model, self.timeout_s):
+            response = self._client.embed(model=model, input=inputs, truncate=False)
+        return [list(v) for v in response.embeddings]
 
 
-def _pool(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
-    """Length-weighted mean of piece vectors, L2-normalised again."""
-    if len({len(v) for v in vectors}) != 1:
-        return []  # ragged pieces: an empty vector, which the caller refuses to store
-    total = float(sum(weights)) or 1.0
-    mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
-    norm = math.sqrt(sum(x * x for x in mean)) or 1.0
-    return [x / norm for x in mean]
-
-
-class OllamaEmbedder:
-    """Embeds texts with an Ollama embedding model (implements `records.Embedder`).
-
-    Inputs go out in batches of `batch_size`, one `/api/embed` call per batch, with
-    `truncate=False` so Ollama never cuts a text silently. A text estimated longer than
-    `max_input_tokens` (characters / 3; default: the model's context length from
-    `/api/show`, at most 2048) is split, its pieces embedded and mean-pooled.
-    """
+class OllamaEmbedder(ModelEmbedder):
+    """A `ModelEmbedder` over the official client (see adapters/ollama_embed.py); refuses a
+    non-loopback host (unless `allow_remote`) before any connection."""
 
     def __init__(
         self,
@@ -158,120 +120,15 @@ class OllamaEmbedder:
         max_input_tokens: int | None = None,
         allow_remote: bool = False,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
-        self.host = check_host_allowed(host, allow_remote)
-        self.model = model
-        self.batch_size = batch_size
-        self.timeout_s = timeout_s
-        self.query_prefix, self.document_prefix = embed_prefixes(model)
-        self._max_input_tokens = max_input_tokens
-        self._fingerprint: Fingerprint | None = None
-        self._client = _client(self.host, timeout_s)
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> OllamaEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _errors(self) -> AbstractContextManager[None]:
-        return _translated_errors(self.host, self.model, self.timeout_s)
-
-    def fingerprint(self) -> Fingerprint:
-        """(model, digest from /api/tags, dimension); cached for this client.
-
-        The dimension is the length of a real embedding (one probe call), not what
-        /api/show's `<arch>.embedding_length` reports: a model whose vectors disagree with
-        its report would have every vector refused as the wrong size (issue 25 item 10).
-        """
-        if self._fingerprint is None:
-            with self._errors():
-                listing = self._client.list()
-            digests = {m.model or "": m.digest or "" for m in listing.models}
-            found = _find_model(list(digests), self.model)
-            if found is None:
-                raise ModelMissing(self.model, self.host)
-            dimension = self.probe_dimension()
-            reported = self.reported_dimension()
-            if reported is not None and reported != dimension:
-                log.warning(
-                    "Ollama reports %d dimensions for %s but its vectors have %d: using %d",
-                    reported,
-                    self.model,
-                    dimension,
-                    dimension,
-                )
-            self._fingerprint = Fingerprint(self.model, digests[found] or "unknown", dimension)
-        return self._fingerprint
-
-    def reported_dimension(self) -> int | None:
-        """`<arch>.embedding_length` of /api/show, when the model says it."""
-        with self._errors():
-            info = self._client.show(self.model).modelinfo or {}
-        return embedding_length(info)
-
-    def probe_dimension(self) -> int:
-        """The length of a real embedding (one call): what `doctor` checks."""
-        return len(self._embed_batch([self.document_prefix + PROBE_TEXT])[0])
-
-    def max_input_tokens(self) -> int:
-        """The per-input token budget: the explicit one, else the model's (cached)."""
-        if self._max_input_tokens is None:
-            with self._errors():
-                info = self._client.show(self.model).modelinfo or {}
-            lengths = [
-                v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int)
-            ]
-            self._max_input_tokens = min([EMBED_WINDOW_TOKENS, *lengths])
-        return self._max_input_tokens
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order, with the model's document prefix."""
-        return self._embed_texts(texts, self.document_prefix)
-
-    def embed_query(self, text: str) -> list[float]:
-        """The vector of a search query, with the model's query prefix."""
-        return self._embed_texts([text], self.query_prefix)[0]
-
-    def _embed_texts(self, texts: Sequence[str], prefix: str) -> list[list[float]]:
-        if not texts:
-            return []
-        budget = max(1, self.max_input_tokens() * CHARS_PER_TOKEN_ESTIMATE - len(prefix))
-        pieces: list[str] = []
-        owners: list[int] = []
-        for index, text in enumerate(texts):
-            for piece in split_for_embedding(text, budget):
-                pieces.append(prefix + piece)
-                owners.append(index)
-        vectors: list[list[float]] = []
-        for start in range(0, len(pieces), self.batch_size):
-            vectors.extend(self._embed_batch(pieces[start : start + self.batch_size]))
-        grouped: list[list[int]] = [[] for _ in texts]
-        for position, owner in enumerate(owners):
-            grouped[owner].append(position)
-        return [
-            vectors[ps[0]]
-            if len(ps) == 1
-            else _pool([vectors[p] for p in ps], [len(pieces[p]) for p in ps])
-            for ps in grouped
-        ]
-
-    def _embed_batch(self, inputs: list[str]) -> list[list[float]]:
-        with self._errors():
-            response = self._client.embed(model=self.model, input=inputs, truncate=False)
-        vectors = [list(v) for v in response.embeddings]
-        if len(vectors) != len(inputs):
-            raise OllamaUnavailable(
-                f"Ollama at {self.host} returned {len(vectors)} embeddings"
-                f" for {len(inputs)} inputs",
-                UNAVAILABLE_HINT,
-            )
-        return vectors
+        vetted = check_host_allowed(host, allow_remote)
+        super().__init__(
+            vetted,
+            model,
+            ClientTransport(vetted, timeout_s=timeout_s),
+            timeout_s=timeout_s,
+            batch_size=batch_size,
+            max_input_tokens=max_input_tokens,
+        )
 
 
 @dataclass

@@ -5,8 +5,10 @@ they call; the services see only the `records.ModelClients`, `Embedder` and `Gen
 protocols and never build a client themselves (tests/repo/test_architecture.py checks
 that this module is the only one that imports the client classes).
 
-The `ollama` client (with httpx, ~0.2 s) is imported when the first client is built, not
-with this module: `askvault --help`, `status` and a words-only search never load it.
+The `ollama` client (with httpx and pydantic, ~0.2 s) is imported when the first client
+is built, not with this module: `askvault --help`, `status` and a words-only search never
+load it, and a search's query embedder does without it (adapters/ollama_embed.py's
+HttpEmbedder: the same calls, bodies and errors over the standard library; issue 22).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from askvault.adapters.ollama_embed import HttpEmbedder
 from askvault.adapters.ollama_http import RefusedEmbedder, check_host_allowed
 from askvault.errors import RemoteHostRefused
 from askvault.records import Embedder, Fingerprint, Generator
@@ -36,13 +39,28 @@ class OllamaClients:
     def query_embedder(self) -> Embedder:
         """The embedder of search queries: a slow or hung server costs a search at most
         `search.embed_timeout_s`, then it answers from words and says why. A refused host
-        gives a `RefusedEmbedder`, so a search says which setting allows it."""
+        gives a `RefusedEmbedder`, so a search says which setting allows it.
+
+        Over plain http (every local Ollama) it is an `HttpEmbedder`, which imports
+        nothing but the standard library: the official client and pydantic cost a whole
+        `askvault search` ~0.2 s more than the search itself (issue 22 item 6). An https
+        host keeps the official client (its certificate store), built on first use."""
         ollama = self.settings.ollama
         try:
-            check_host_allowed(ollama.host, ollama.allow_remote_ollama)
+            url = check_host_allowed(ollama.host, ollama.allow_remote_ollama)
         except RemoteHostRefused as exc:
             return RefusedEmbedder(exc)
-        return _LazyEmbedder(self, min(ollama.timeout_s, self.settings.search.embed_timeout_s))
+        timeout_s = min(ollama.timeout_s, self.settings.search.embed_timeout_s)
+        if url.startswith("http://"):
+            return HttpEmbedder(
+                url,
+                ollama.embed_model,
+                timeout_s=timeout_s,
+                batch_size=ollama.embed_batch_size,
+                max_input_tokens=ollama.embed_max_tokens,
+                allow_remote=ollama.allow_remote_ollama,
+            )
+        return _LazyEmbedder(self, timeout_s)
 
     def generator(self) -> Generator:
         """The chat client: `reply_silence_s` bounds each wait for the next piece of a reply."""

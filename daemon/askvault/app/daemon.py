@@ -6,7 +6,7 @@ Threads, each with one job:
 - the indexing thread (one SQLite connection) takes the queue: reconciles,
   dropped folders, paths — whole notes per transaction (db.WriteBatch);
 - the embedding thread (another connection) drains the backlog with backoff;
-- one thread per Worker (the question inbox);
+- one thread per Worker (the question inbox, the search socket);
 - APScheduler's thread only queues the periodic reconcile, so two reconciles
   never run at once.
 The main thread holds the lock, handles signals and waits.
@@ -34,6 +34,7 @@ from askvault.app.clients import OllamaClients
 from askvault.app.db_tuning import connect_for_daemon
 from askvault.app.embed_loop import EmbedLoop
 from askvault.app.inbox_loop import InboxWorker
+from askvault.app.search_socket import SearchSocketWorker
 from askvault.app.signals import install_signal_handlers
 from askvault.app.work import IndexWork, WorkQueue
 from askvault.core.backoff import Backoff
@@ -69,10 +70,14 @@ def default_workers(
     clients: ModelClients | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
 ) -> list[Worker]:
-    """The workers `askvault run` starts: the question inbox (its clients from `clients`,
-    by default the composition root's)."""
-    inbox = Inbox(settings, clients or OllamaClients(settings))
-    return [InboxWorker(inbox, busy_timeout_s=busy_timeout_s)]
+    """The workers `askvault run` starts: the question inbox and the search socket (their
+    clients from `clients`, by default the composition root's)."""
+    clients = clients or OllamaClients(settings)
+    inbox = Inbox(settings, clients)
+    return [
+        InboxWorker(inbox, busy_timeout_s=busy_timeout_s),
+        SearchSocketWorker(settings, clients),
+    ]
 
 
 class Daemon:

@@ -48,24 +48,30 @@ def search_command(
 ) -> None:
     """Search the vault: hybrid words + vectors, one hit per page, best first. Words of a
     period in QUERY ("last week", "in March 2023") narrow it to the notes of those days."""
-    from askvault.app.clients import OllamaClients
-    from askvault.core.schema import to_json
-    from askvault.records import PeriodRequest
-    from askvault.services.documents.search import search_document
-    from askvault.services.search import open_search, search
+    from askvault.app.search_socket import ask_daemon
 
     settings = build_settings(**opts)
-    with open_search(settings, OllamaClients(settings)) as (conn, embedder):
-        result = search(
-            conn,
-            settings,
-            query,
-            limit=limit,
-            embedder=embedder,
-            period=PeriodRequest(since=since, until=until),
-        )
-    render.warn_degraded(result.degraded)
-    doc = to_json(search_document(result, explain=explain))
+    # The running daemon has everything loaded: its answer is this search's document, or
+    # None and the command searches by itself (app/search_socket.py, issue 22).
+    doc = ask_daemon(settings, query, limit=limit, explain=explain, since=since, until=until)
+    if doc is None:
+        from askvault.app.clients import OllamaClients
+        from askvault.core.schema import to_json
+        from askvault.records import PeriodRequest
+        from askvault.services.documents.search import search_document
+        from askvault.services.search import open_search, search
+
+        with open_search(settings, OllamaClients(settings)) as (conn, embedder):
+            result = search(
+                conn,
+                settings,
+                query,
+                limit=limit,
+                embedder=embedder,
+                period=PeriodRequest(since=since, until=until),
+            )
+        doc = to_json(search_document(result, explain=explain))
+    render.warn_degraded(doc["degraded"])
     if as_json:
         print_json(doc)
         return

@@ -93,8 +93,10 @@ class WarmSession:
         tags: Sequence[str] = (),
         since: str | None = None,
         until: str | None = None,
+        explain: bool = False,
     ) -> SearchDocument:
-        """The `askvault search --json` document (`since`/`until` as `--since`/`--until`)."""
+        """The `askvault search --json` document (`since`/`until` as `--since`/`--until`,
+        `--explain`'s with `explain`)."""
         filters = self._filters(folders, tags)
         with self._search_lock:
             conn, embedder = self._open_locked()
@@ -107,7 +109,7 @@ class WarmSession:
                 filters=filters,
                 period=PeriodRequest(since=since, until=until),
             )
-        return search_document(result)
+        return search_document(result, explain=explain)
 
     def context(
         self,
