@@ -206,3 +206,40 @@ def test_a_bound_that_is_no_date_is_refused_naming_it(value: str) -> None:
 def test_since_after_until_is_refused() -> None:
     with pytest.raises(ValueError, match="is after until"):
         period_from_bounds("2024-01-01", "2023", NOW)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "I bought Obsidian Publish 3 days ago and changed my mind, can I get my money back?",
+        "I deleted a note yesterday, how do I get it back?",
+        "what will Obsidian call my journal note for today",
+        "what happened yesterday?",
+        "Ich habe gestern eine Notiz gelöscht, wie bekomme ich sie zurück?",
+    ],
+)
+def test_a_relative_time_that_dates_an_event_is_no_period(question: str) -> None:
+    # A how-to question says when something happened to the user; narrowing the search
+    # to the notes of that day would answer it from the wrong notes, or from none.
+    assert find_period(question, datetime(2023, 7, 5, 12)) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("what did I write last week about the garden?", "last week"),  # about writing
+        ("the plan from 2 weeks ago", "2 weeks ago"),  # the time belongs to a thing
+        ("sourdough starter last week", "last week"),  # a search of words
+        ("I bought Publish in March 2023, what did the roundups say?", "March 2023"),
+    ],
+)
+def test_a_relative_time_about_the_notes_or_a_calendar_date_is_a_period(
+    question: str, words: str
+) -> None:
+    period = find_period(question, datetime(2023, 7, 5, 12))
+    assert period is not None and period.words == words
+
+
+def test_ago_is_no_month_name_in_an_english_question() -> None:
+    # "ago" is August in Spanish, Italian and Portuguese.
+    assert find_period("I bought it 3 days ago, can I get a refund?", datetime(2023, 7, 5)) is None

@@ -208,8 +208,87 @@ def find_period(question: str, now: datetime) -> Period | None:
     if best is None:
         return None
     start = text.find(best.words)
+    if not _anchored(best.words) and not _about_notes_of(text, start, len(best.words)):
+        # "I deleted a note yesterday, how do I get it back?", "I bought Publish 3 days
+        # ago", "what will Obsidian call my note for today": a relative time that dates an
+        # event, not the notes asked about.
+        return None
     words = question[start : start + len(best.words)] if start >= 0 else best.words
     return Period(best.since, best.until, " ".join(words.split()))
+
+
+def _about_notes_of(text: str, start: int, length: int) -> bool:
+    """Whether a relative time (`text[start:start+length]`) names the notes asked about: the
+    question is about what was written ("what did I write last week"), the time belongs to
+    a thing ("the plan from 2 weeks ago", "notas de ayer", "先週のノート"), or the query is
+    a search of words with no question or person in it ("sourdough starter last week")."""
+    if start < 0:
+        return True
+    before, after = text[:start], text[start + length :]
+    return bool(
+        _WRITING.search(text)
+        or _BELONGS.search(before)
+        or after.lstrip().startswith(("の", "的"))
+        or not _ASKING.search(before + " " + after)
+    )
+
+
+# A preposition (and article) that ties a time to what comes before it.
+_BELONGS = re.compile(
+    r"(?:^|\W)(?:from|of|since|during|over|in|within|de|des|du|da|das|do|dos|della|del|dei|"
+    r"delle|degli|di|dal|von|vom|seit|aus|van|sinds|uit)"
+    r"(?:\s+(?:the|la|le|les|el|los|las|il|lo|der|den|dem|des|het|de|a|o|os|as))?\s*$",
+    re.IGNORECASE,
+)
+# What makes a query a question or a story rather than a search of words: a person or a
+# question word, in the question notes' languages (Chinese and Japanese rely on the rules
+# above).
+_ASKING = re.compile(
+    r"\b(?:i|i'm|i've|i'd|me|my|we|our|you|your|how|what|why|when|where|which|who|can|"
+    r"could|do|does|did|is|are|was|were|should|will|would|has|have|had|"
+    r"ich|mein|meine|wir|wie|was|warum|wann|wo|welche[rsn]?|kann|habe|"
+    r"je|j'ai|mon|ma|mes|comment|pourquoi|quand|où|quel(?:le)?s?|"
+    r"yo|mi|mis|cómo|qué|cuándo|dónde|puedo|"
+    r"eu|meu|minha|como|quando|onde|posso|"
+    r"io|mio|mia|come|perché|dove|posso|"
+    r"ik|mijn|hoe|wat|waarom|wanneer|waar|kan)\b",
+    re.IGNORECASE,
+)
+
+
+# Words that make a question about what was written, in the question notes' languages.
+_WRITING = re.compile(
+    r"\b(?:(?:my|our|the)\s+notes|notes\s+(?:from|of|since)|wr[io]te|written|writing|"
+    r"jott?ed|noted\s+down|diary|diaries|entries|logged|roundups?|meetings?|"
+    r"notizen|geschrieben|schrieb|tagebuch|eintr[aä]ge|besprechungen|"
+    r"mes\s+notes|[ée]crit(?:e|es|s)?|[ée]crivais|entr[ée]es|r[ée]unions|"
+    r"mis\s+notas|escrib[íi]|escrito|diario|entradas|reuniones|"
+    r"minhas\s+notas|escrevi|di[aá]rio|reuni[õo]es|"
+    r"scritto|scrissi|appunti|riunioni|"
+    r"notities|schreef|geschreven|dagboek|vergaderingen)\b"
+    r"|笔记|筆記|日记|日記|写了|寫了|会议|會議|書いた|日誌|メモ",
+    re.IGNORECASE,
+)
+
+
+def _anchored(words: str) -> bool:
+    """True when the period's words name the calendar (a year, a date, a month name), not
+    only a time relative to now."""
+    if re.search(_NUMERIC, words):
+        return True
+    lowered = words.lower()
+    return any(
+        re.search(rf"(?<!\w){re.escape(month)}(?!\w)", lowered)
+        or (lang in _CJK and month in lowered)
+        for lang in LANGUAGES
+        for month in _vocabulary(lang)["months"]
+        if month not in _NOT_MONTHS
+    )
+
+
+# Abbreviations of a month in some language that are words of a relative time in another
+# ("3 days ago": "ago" is August in Spanish, Italian and Portuguese).
+_NOT_MONTHS = frozenset({"ago"})
 
 
 def period_from_bounds(since: str | None, until: str | None, now: datetime) -> Period | None:
