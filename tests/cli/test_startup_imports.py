@@ -132,10 +132,10 @@ def test_a_search_with_ollama_down_or_the_model_missing_imports_nothing_heavy(
     assert doc["hits"] and modules == []
     expected = (
         f"semantic search unavailable: Ollama is not reachable at {fake_ollama.url}"
-        " (connection refused)"
+        " (connection refused) (is `ollama serve` running? Try `askvault doctor`)"
         if fault == "down"
         else "semantic search unavailable: model 'nomic-embed-text' is not available on"
-        f" Ollama at {fake_ollama.url}"
+        f" Ollama at {fake_ollama.url} (run `ollama pull nomic-embed-text`)"
     )
     assert doc["degraded"] == expected
 
