@@ -199,3 +199,19 @@ def test_a_change_of_obsidians_app_json_asks_for_new_rules_and_other_settings_do
         collector.wait(lambda: any(b.rules_changed for b in collector.batches), timeout_s=15)
     finally:
         watcher.stop()
+
+
+def test_watchdogs_warning_about_a_folder_watched_twice_is_not_in_the_users_log() -> None:
+    # The first question makes `queries/inbox`; inotify's observer then warns with a repr
+    # of every watch of the vault (kilobytes in the log). Other warnings still show.
+    import warnings
+
+    from askvault.adapters.watcher import default_observer
+
+    with warnings.catch_warnings(record=True) as caught:
+        default_observer("native", 1.0)
+        for message in ("Callback with id '1' already exists for watch <Watch>.", "other"):
+            warnings.warn_explicit(
+                message, RuntimeWarning, "inotify.py", 365, module="watchdog.observers.inotify"
+            )
+    assert [str(w.message) for w in caught] == ["other"]

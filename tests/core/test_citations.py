@@ -335,3 +335,15 @@ def test_a_sentence_that_says_again_what_one_said_is_a_repeat_one_with_a_new_fig
     ]
     published = annotate_answer(answer, report)
     assert "The step is" not in published and "3 days" in published
+
+
+def test_a_quote_drops_the_callout_marker_of_the_notes_sentence() -> None:
+    # "> [!warning] Individual password protection ..." in the note: the quote is the
+    # sentence, not the box's syntax.
+    assert quote_text("[!warning] Individual notes cannot have a password.") == (
+        "Individual notes cannot have a password."
+    )
+    assert quote_text("> [!tip]- Pin a tab to keep it open.") == "Pin a tab to keep it open."
+    assert quote_text("Write [!note] to make a note callout.") == (
+        "Write [!note] to make a note callout."
+    )

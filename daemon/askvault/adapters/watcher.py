@@ -28,6 +28,7 @@ import os
 import stat
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,6 +307,15 @@ class _OverflowListener(logging.Handler):
 
 def default_observer(mode: str, poll_interval_s: float) -> BaseObserver:
     """watchdog's polling observer, or its native one (inotify on Linux)."""
+    # watchdog's inotify observer warns when a new folder is watched twice (a folder made
+    # under a watched one, `queries/inbox` on the first question), with a repr of every
+    # watch in the vault: kilobytes of noise in the user's log for a harmless re-register.
+    warnings.filterwarnings(
+        "ignore",
+        message=r"Callback with id .* already exists for watch",
+        category=RuntimeWarning,
+        module=r"watchdog\.",
+    )
     return PollingObserver(timeout=poll_interval_s) if mode == "polling" else Observer()
 
 

@@ -628,8 +628,9 @@ def _quote_key(check: ClaimCheck) -> tuple[str, str] | None:
 def quote_text(text: str) -> str:
     """A note's sentence as a quote: links as their text (a quote adds no graph edge),
     embeds as code and images as their alt text (a quote never transcludes or fetches),
-    block ids dropped."""
-    text = _IMAGE.sub(lambda m: m.group(1), text)
+    block ids and callout markers dropped ("[!warning] Individual password protection ..."
+    quotes the sentence, not the box's syntax)."""
+    text = _CALLOUT_MARK.sub("", _IMAGE.sub(lambda m: m.group(1), text))
     out = []
     cursor = 0
     for span in link_spans(text):
@@ -641,6 +642,8 @@ def quote_text(text: str) -> str:
 
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+# A callout's type marker where a quoted sentence starts: `[!note]`, `[!tip]-`, `[!faq]+`.
+_CALLOUT_MARK = re.compile(r"(?:^|(?<=\n))[ \t>]*\[![\w-]+\][+-]?[ \t]*")
 _BLOCK_ID = re.compile(r"(?<!\S)\^[A-Za-z0-9-]+(?=\s|$)")
 # Between two links of one group: white space, commas and "and".
 _LINK_GLUE = re.compile(r"^(?:[\s,;]|and\b|&)*$", re.IGNORECASE)
