@@ -182,8 +182,10 @@ class QueriesSettings:
         "off",
         "judge: after the lexical check, the chat model is asked (a short, grammar-constrained"
         " request) whether the passages the claims rest on answer the question as asked;"
-        " an answer judged wrong is not published. off: the lexical check alone.",
-        choices=("off", "judge"),
+        " an answer judged wrong is not published. again: the model is asked the question a"
+        " second time with the excerpts in reverse order, and an answer whose second reply"
+        " rests on none of the same sentences is not published. off: the lexical check alone.",
+        choices=("off", "judge", "again"),
     )
     max_distance: float = _opt(
         0.0,

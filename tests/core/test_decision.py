@@ -106,3 +106,14 @@ def test_a_reversing_sentence_is_quoted_inert_and_bounded() -> None:
     reason = decide("Yes.", hostile).reason
     assert "http://h/p.png" not in reason and "![" not in reason
     assert len(reason) < 400
+
+
+def test_an_answer_the_model_gives_from_other_sentences_when_asked_again_is_withheld() -> None:
+    decision = decide("Embeds use an exclamation mark.", ONE_SUPPORTED, steady=False)
+    assert (decision.status, decision.decided_by) == ("no-answer", "unsteady")
+    assert "in another order" in decision.reason and not decision.keeps_links
+    assert decide("Embeds use an exclamation mark.", ONE_SUPPORTED, steady=True).published
+    assert decide("Embeds use an exclamation mark.", ONE_SUPPORTED, steady=None).published
+    # A judge's "no" is asked first, a reply nothing supports before either.
+    assert decide("x", ONE_SUPPORTED, judged="no", steady=False).decided_by == "judged-wrong"
+    assert decide("x", NONE_SUPPORTED, steady=False).decided_by == "nothing-supported"

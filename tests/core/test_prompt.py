@@ -10,6 +10,7 @@ from askvault.core.prompt import (
     cite_as,
     context_budget,
     quote,
+    reordered,
     reply_reserve,
     resolve_numbered_citations,
 )
@@ -208,3 +209,23 @@ def test_a_quote_first_reply_without_its_marks_is_checked_whole_but_its_quote_li
     assert split_quoted_reply("Press Ctrl+Shift+T [2].").answer == "Press Ctrl+Shift+T [2]."
     cut = split_quoted_reply("Quote: To reopen it, press Ctrl+Shift+T.\nPress Ctrl+Shift+T [2].")
     assert cut.answer == "Press Ctrl+Shift+T [2]." and cut.excerpt is None
+
+
+def test_asked_again_the_same_excerpts_come_in_reverse_order_numbered_again() -> None:
+    pack = _pack(
+        _page("Canvas.md", [("Zoom", "Zoom to fit: Shift+1."), ("Select", "Shift+2 zooms in.")]),
+        _page("Tabs.md", [(None, "Ctrl+W closes a tab.")]),
+    )
+    plan = build_messages("How do I zoom to fit?", pack, num_ctx=8192, language="fr")
+    again = reordered(plan, "How do I zoom to fit?", language="fr")
+    assert again.excerpts == tuple(reversed(plan.excerpts))
+    first, second = plan.messages[1]["content"], again.messages[1]["content"]
+    assert f"Excerpt [1] from {plan.excerpts[-1].cite_as}:" in second
+    assert f"Excerpt [3] from {plan.excerpts[0].cite_as}:" in second
+    assert second.endswith(first[first.index("Question:") :])  # same question, language
+    assert again.messages[0] == plan.messages[0]
+    assert (again.grounding, again.used_tokens) == (plan.grounding, plan.used_tokens)
+    # Its numbers name its own order: [1] is the excerpt that was last.
+    assert resolve_numbered_citations("Ctrl+W [1].", again.excerpts) == (
+        f"Ctrl+W {plan.excerpts[-1].cite_as}."
+    )

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from askvault.core.citations import ClaimCheck
+from askvault.core.citations import CitationReport, ClaimCheck
 from askvault.core.verification import (
     JUDGE_SYSTEM_PROMPT,
     judge_messages,
     judged_claims,
     read_verdict,
+    same_ground,
 )
 
 RIGHT = ClaimCheck(
@@ -70,3 +71,27 @@ def test_one_passage_shared_by_two_claims_is_shown_once() -> None:
 )
 def test_a_verdict_is_read_from_the_schema_s_json_or_a_bare_word(reply: str, verdict: str) -> None:
     assert read_verdict(reply).verdict == verdict
+
+
+def _report(*quotes: str | None, verdict: str = "supported") -> CitationReport:
+    return CitationReport(
+        claims=tuple(
+            ClaimCheck(f"claim {i}", verdict, 0.9, quote=q, span=q) for i, q in enumerate(quotes)
+        )
+    )
+
+
+def test_two_replies_on_the_same_sentence_of_the_notes_stand_on_the_same_ground() -> None:
+    fit = "Zoom to fit: Shift+1."
+    assert same_ground(_report(fit), _report("Zoom to  fit: shift+1."))  # space, case
+    assert same_ground(_report(fit), _report(f"{fit} Zoom to selection: Shift+2."))
+    assert same_ground(_report("other", fit), _report(fit))
+
+
+def test_other_lines_or_nothing_supported_is_not_the_same_ground() -> None:
+    assert not same_ground(_report("Zoom to fit: Shift+1."), _report("Shift+2 zooms in."))
+    assert not same_ground(_report("Zoom to fit: Shift+1."), CitationReport())
+    assert not same_ground(
+        _report("Zoom to fit: Shift+1."), _report("Zoom to fit: Shift+1.", verdict="weak")
+    )
+    assert not same_ground(_report(None), _report(None))  # no quote is no ground

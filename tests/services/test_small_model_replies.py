@@ -516,3 +516,67 @@ def test_a_no_that_the_note_backs_in_other_words_is_published_with_its_quote(
     assert first.quote == (
         "Individual password protection for published notes is currently not supported."
     )
+
+
+def _asked_twice(first: str, second: str) -> Any:
+    """A scripted model: `first` to the question, `second` when asked again."""
+    replies = iter([first, second])
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        return next(replies)
+
+    return reply
+
+
+def _again(settings: Settings) -> Settings:
+    return dataclasses.replace(
+        settings, queries=dataclasses.replace(settings.queries, verify="again")
+    )
+
+
+def test_asked_again_an_answer_from_the_same_sentence_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _asked_twice(
+        "To reopen the tab you closed last, press Ctrl+Shift+T.",
+        "Press Ctrl+Shift+T to reopen the tab you closed last.",
+    )
+    result = _ask(conn, _again(settings), "i closed a tab by mistake, how do i get it back")
+    assert result.status == "answered" and result.decided_by == "supported"
+    first, second = fake_ollama.requests_to("/api/chat")
+    # The same question, the excerpts in the other order.
+    assert first["messages"][0] == second["messages"][0]
+    assert first["messages"][1]["content"] != second["messages"][1]["content"]
+    assert "verify_s" in result.timings
+
+
+def test_asked_again_an_answer_from_another_line_is_withheld(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _asked_twice(
+        "To reopen the tab you closed last, press Ctrl+Shift+T.",
+        "To close the active tab, press Ctrl+W.",
+    )
+    result = _ask(conn, _again(settings), "i closed a tab by mistake, how do i get it back")
+    assert result.status == "no-answer" and result.decided_by == "unsteady"
+    assert "in another order" in result.reason
+
+
+def test_asked_again_when_the_second_request_fails_the_first_reply_stands(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _asked_twice(
+        "To reopen the tab you closed last, press Ctrl+Shift+T.", "unused"
+    )
+    fake_ollama.set_fault("500", paths=("/api/chat",), after=1)  # the second one fails
+    result = _ask(conn, _again(settings), "i closed a tab by mistake, how do i get it back")
+    assert result.status == "answered" and result.decided_by == "supported"
+
+
+def test_a_reply_nothing_supports_is_not_asked_again(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _asked_twice("The Wi-Fi password is hunter2.", "unused")
+    result = _ask(conn, _again(settings), "what is my wifi password?")
+    assert result.status == "no-answer"
+    assert len(fake_ollama.requests_to("/api/chat")) == 1

@@ -12,9 +12,11 @@ asked (the first that holds decides):
 - its yes or no to a yes/no question is the opposite of what the notes say about it;
 - none of its claims is supported by what the model saw;
 - the question is far from every chunk of the vault (`queries.max_distance`);
-- the reply names what the question asks about, and no note mentions it;
-- checked for meaning (`queries.verify`), the passages its claims rest on do not answer
-  the question as asked.
+- checked for meaning (`queries.verify = judge`), the passages its claims rest on do not
+  answer the question as asked;
+- asked again with the excerpts reversed (`queries.verify = again`), the second reply
+  rests on none of the sentences the first does;
+- the reply names what the question asks about, and no note mentions it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ DecisionReason = Literal[
     "unknown-subject",  # no-answer: the reply is about what no note mentions
     "judged-wrong",  # no-answer: the passages do not answer the question as asked
     "reversed",  # no-answer: the reply's yes or no is the opposite of what the notes say
+    "unsteady",  # no-answer: asked again, the model's answer rested on other sentences
 ]
 
 
@@ -73,6 +76,7 @@ def decide(
     cutoff: float | None = None,
     unknown_subjects: Sequence[str] = (),
     judged: Verdict | None = None,
+    steady: bool | None = None,
 ) -> Decision:
     """The status of a checked reply (see the module docstring for the reasons, in order).
 
@@ -109,6 +113,13 @@ def decide(
             "judged-wrong",
             "Checked for meaning, the passages of your notes that the reply rests on do not "
             "answer the question as asked, so the reply is not published as an answer.",
+        )
+    if steady is False:
+        return Decision(
+            "no-answer",
+            "unsteady",
+            "Asked again with the excerpts in another order, the model answered from other "
+            "sentences of your notes, so the reply is not published as an answer.",
         )
     if unknown_subjects:
         named = ", ".join(f"“{n}”" for n in unknown_subjects)

@@ -14,7 +14,7 @@ prompt are the grounding set; the excerpts themselves are what the checker compa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from askvault.core.chunking import estimate_tokens
 from askvault.core.citations import Excerpt
@@ -196,6 +196,25 @@ def build_messages(
     system = PROMPT_FORMS[form]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     return PromptPlan(messages, tuple(grounding), used, budget, dropped, tuple(excerpts))
+
+
+def reordered(
+    plan: PromptPlan, question: str, *, language: str | None = None, form: str = "answer"
+) -> PromptPlan:
+    """`plan`'s excerpts in the reverse order, numbered again: the same question asked a
+    second time (`queries.verify = again`). A small model that picks the wrong line of a
+    page often picks another one when the excerpts come in another order."""
+    excerpts = tuple(reversed(plan.excerpts))
+    blocks = [
+        f"Excerpt [{n}] from {e.cite_as}:\n{quote(e.text)}" for n, e in enumerate(excerpts, 1)
+    ]
+    text = "\n\n".join(blocks) if blocks else "(no excerpts were found in the notes)"
+    user = f"{text}\n\n{_user_tail(question, language)}"
+    messages = [
+        {"role": "system", "content": PROMPT_FORMS[form]},
+        {"role": "user", "content": user},
+    ]
+    return replace(plan, messages=messages, excerpts=excerpts)
 
 
 # Small models copy the excerpt header: "Excerpt [2] from [[Page]]: ..." - the link is

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from askvault.core.citations import ClaimCheck, quote_text
+from askvault.core.citations import CitationReport, ClaimCheck, quote_text
 from askvault.core.schema import document, output_schema
 
 Verdict = Literal["yes", "no"]
@@ -100,3 +100,17 @@ def read_verdict(reply: str) -> Judged:
     if bare in ("yes", "no"):
         return Judged("yes" if bare == "yes" else "no", text)
     return Judged(None, text)
+
+
+def same_ground(first: CitationReport, second: CitationReport) -> bool:
+    """Whether two replies to one question rest on the same words of the notes: some
+    supported claim of each is backed by the same sentence(s) (one quote holds the
+    other). Two answers from other lines of a page, or a second reply with no supported
+    claim, are not."""
+    ours = [_plain(c.quote or c.span or "") for c in first.claims if c.verdict == "supported"]
+    theirs = [_plain(c.quote or c.span or "") for c in second.claims if c.verdict == "supported"]
+    return any(a and b and (a in b or b in a) for a in ours for b in theirs)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()

@@ -22,12 +22,13 @@ from askvault.adapters.db import Connection
 from askvault.core import answer_parts
 from askvault.core.abstention import distance_cutoff
 from askvault.core.answer_note import AnswerNote
-from askvault.core.citations import annotate_answer
+from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
-from askvault.core.prompt import PromptPlan, build_messages, split_quoted_reply
+from askvault.core.prompt import PromptPlan, build_messages, reordered, split_quoted_reply
 from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
+from askvault.core.verification import same_ground
 from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
 from askvault.services.answer.checking import Checked, check
@@ -135,6 +136,22 @@ def answer_question(
             limits=reply_limits(settings),
         )
         timings["verify_s"] = verification.seconds
+    steady: bool | None = None
+    if settings.queries.verify == "again" and checked.report.supported_claims:
+        started = time.monotonic()
+        steady = _asked_again(
+            conn,
+            settings,
+            notes,
+            generator,
+            checked.report,
+            plan,
+            question,
+            options,
+            base.model,
+            should_stop,
+        )
+        timings["verify_s"] = time.monotonic() - started
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     decision = decide(
         safe.text,
@@ -143,6 +160,7 @@ def answer_question(
         cutoff=cutoff,
         unknown_subjects=checked.unknown_subjects,
         judged=verification.judged.verdict if verification.judged else None,
+        steady=steady,
     )
     if period is not None and not period.notes and not decision.published:
         decision = dataclasses.replace(decision, reason=empty_period_reason(period))
@@ -154,6 +172,39 @@ def answer_question(
         _Steps(found, plan, generation, safe, checked, verification, decision),
         timings,
     )
+
+
+def _asked_again(
+    conn: Connection,
+    settings: Settings,
+    notes: NoteReads,
+    generator: Generator,
+    first: CitationReport,
+    plan: PromptPlan,
+    question: str,
+    options: QuestionOptions,
+    model: str,
+    should_stop: Callable[[], bool],
+) -> bool | None:
+    """Whether a second reply, to the excerpts in reverse order, rests on some sentence the
+    first rests on (`queries.verify = again`); None when it could not be asked."""
+    again = reordered(plan, question, language=options.language, form=settings.queries.prompt)
+    try:
+        second = generate(
+            generator,
+            again,
+            model=model,
+            num_ctx=settings.ollama.num_ctx,
+            should_stop=should_stop,
+            limits=reply_limits(settings),
+        )
+    except OllamaError:
+        return None  # the first reply stands on its own check
+    reply = second.reply
+    if settings.queries.prompt == "quote-first":
+        reply = split_quoted_reply(reply).answer
+    checked = check(conn, settings, notes, sanitize_reply(reply).text, again, question)
+    return None if checked.report.error else same_ground(first, checked.report)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ class AnswerDocument:
     reason: str | None = prop("Why it is not `answered`.")
     decided_by: DecisionReason | None = prop(
         "What decided the status: supported, unchecked, refusal, reversed, nothing-supported, "
-        "too-far, unknown-subject or judged-wrong (none when no reply was checked)."
+        "too-far, judged-wrong, unsteady or unknown-subject (none when no reply was checked)."
     )
     citations: tuple[CitationDocument, ...] = prop("Each unique link, in first-use order.")
     citations_error: str | None = prop("Why the citations could not be collected.")
