@@ -415,6 +415,11 @@ def test_a_marker_opens_the_sentence_it_flags(
     assert second == "⚠️ You can also reopen it from the tab menu."
 
 
+def _verifying(settings: Settings, mode: str) -> Settings:
+    """`settings` with `queries.verify = mode` (judge, again)."""
+    return dataclasses.replace(settings, queries=dataclasses.replace(settings.queries, verify=mode))
+
+
 def _judging(verdict: str, answer: str) -> Any:
     """A scripted model: `answer` to the question, `verdict` to askvault's check of it."""
 
@@ -433,9 +438,7 @@ def test_an_answer_judged_wrong_for_the_question_is_not_published(
     fake_ollama.chat_script = _judging(
         '{"verdict": "no"}', "To close the active tab, press Ctrl+W [[Tabs#Close a tab]]."
     )
-    judging = dataclasses.replace(
-        settings, queries=dataclasses.replace(settings.queries, verify="judge")
-    )
+    judging = _verifying(settings, "judge")
     result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
     text = _assert_golden("judged_wrong", result)
     assert result.status == "no-answer" and result.report.supported_claims == 1
@@ -456,9 +459,7 @@ def test_an_answer_judged_right_is_published_as_the_lexical_check_says(
         '{"verdict": "yes"}',
         "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]].",
     )
-    judging = dataclasses.replace(
-        settings, queries=dataclasses.replace(settings.queries, verify="judge")
-    )
+    judging = _verifying(settings, "judge")
     result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
     assert result.status == "answered" and result.verification.judged.verdict == "yes"
     assert "verify_s" in result.timings
@@ -468,9 +469,7 @@ def test_a_reply_with_nothing_to_judge_asks_no_verdict(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = _judging('{"verdict": "yes"}', "The notes do not say.")
-    judging = dataclasses.replace(
-        settings, queries=dataclasses.replace(settings.queries, verify="judge")
-    )
+    judging = _verifying(settings, "judge")
     result = _ask(conn, judging, "What is the capital of Mars?")
     assert result.status == "no-answer" and result.verification.judged is None
     assert len(fake_ollama.requests_to("/api/chat")) == 1
@@ -483,9 +482,7 @@ def test_an_unreadable_verdict_leaves_the_lexical_decision(
         "I am not sure.",
         "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]].",
     )
-    judging = dataclasses.replace(
-        settings, queries=dataclasses.replace(settings.queries, verify="judge")
-    )
+    judging = _verifying(settings, "judge")
     result = _ask(conn, judging, "i closed a tab by mistake, how do i get it back")
     assert result.status == "answered" and result.verification.judged.verdict is None
 
@@ -528,12 +525,6 @@ def _asked_twice(first: str, second: str) -> Any:
     return reply
 
 
-def _again(settings: Settings) -> Settings:
-    return dataclasses.replace(
-        settings, queries=dataclasses.replace(settings.queries, verify="again")
-    )
-
-
 def test_asked_again_an_answer_from_the_same_sentence_is_published(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
@@ -541,7 +532,9 @@ def test_asked_again_an_answer_from_the_same_sentence_is_published(
         "To reopen the tab you closed last, press Ctrl+Shift+T.",
         "Press Ctrl+Shift+T to reopen the tab you closed last.",
     )
-    result = _ask(conn, _again(settings), "i closed a tab by mistake, how do i get it back")
+    result = _ask(
+        conn, _verifying(settings, "again"), "i closed a tab by mistake, how do i get it back"
+    )
     assert result.status == "answered" and result.decided_by == "supported"
     first, second = fake_ollama.requests_to("/api/chat")
     # The same question, the excerpts in the other order.
@@ -557,7 +550,9 @@ def test_asked_again_an_answer_from_another_line_is_withheld(
         "To reopen the tab you closed last, press Ctrl+Shift+T.",
         "To close the active tab, press Ctrl+W.",
     )
-    result = _ask(conn, _again(settings), "i closed a tab by mistake, how do i get it back")
+    result = _ask(
+        conn, _verifying(settings, "again"), "i closed a tab by mistake, how do i get it back"
+    )
     assert result.status == "no-answer" and result.decided_by == "unsteady"
     assert "in another order" in result.reason
 
@@ -569,7 +564,9 @@ def test_asked_again_when_the_second_request_fails_the_first_reply_stands(
         "To reopen the tab you closed last, press Ctrl+Shift+T.", "unused"
     )
     fake_ollama.set_fault("500", paths=("/api/chat",), after=1)  # the second one fails
-    result = _ask(conn, _again(settings), "i closed a tab by mistake, how do i get it back")
+    result = _ask(
+        conn, _verifying(settings, "again"), "i closed a tab by mistake, how do i get it back"
+    )
     assert result.status == "answered" and result.decided_by == "supported"
 
 
@@ -577,6 +574,6 @@ def test_a_reply_nothing_supports_is_not_asked_again(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.chat_script = _asked_twice("The Wi-Fi password is hunter2.", "unused")
-    result = _ask(conn, _again(settings), "what is my wifi password?")
+    result = _ask(conn, _verifying(settings, "again"), "what is my wifi password?")
     assert result.status == "no-answer"
     assert len(fake_ollama.requests_to("/api/chat")) == 1
