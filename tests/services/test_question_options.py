@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,77 @@ def test_invalid_ask_values_fail_naming_the_key_as_written(vault: Path) -> None:
         "ask_folders: '../out' is outside the vault",
         "max_sources: must be a whole number >= 1 (got 0)",
     ]
+
+
+@pytest.mark.parametrize(
+    "frontmatter,since,until",
+    [
+        ({"ask_since": date(2024, 1, 5)}, "2024-01-05", None),  # YAML reads a date as a date
+        ({"ask_until": datetime(2024, 3, 1, 10, 30)}, None, "2024-03-01"),
+        ({"ask_since": 2023, "ask_until": "2023-06"}, "2023", "2023-06"),  # a year as a number
+        ({"ask_since": "last week"}, "last week", None),  # words, read when answered
+        ({"ask_since": "  2022-09  "}, "2022-09", None),
+    ],
+    ids=["date_property", "datetime_property", "year_number", "words", "spaces"],
+)
+def test_ask_since_and_until_are_read_as_the_bounds_of_ask_since_until(
+    vault: Path, frontmatter: dict[str, Any], since: str | None, until: str | None
+) -> None:
+    reading = read_question_options(frontmatter, vault)
+    assert reading.errors == []
+    assert (reading.options.since, reading.options.until) == (since, until)
+    shown = [f"since `{since}`"] * bool(since) + [f"until `{until}`"] * bool(until)
+    assert reading.notices == ["Narrowed by this question's options: " + "; ".join(shown) + "."]
+
+
+@pytest.mark.parametrize(
+    "frontmatter,error",
+    [
+        (
+            {"ask_until": "banana"},
+            "ask_until: 'banana' is not a date (try 2024-01-05, 2024-01 or 'last week')",
+        ),
+        ({"ask_since": ""}, "ask_since: must be a non-empty text (got '')"),
+        ({"ask_since": True}, "ask_since: must be a non-empty text (got True)"),
+        ({"ask_since": 2024, "ask_until": 2023}, "ask_since: '2024' is after ask_until: '2023'"),
+    ],
+    ids=["no_date", "empty", "boolean", "reversed"],
+)
+def test_an_ask_period_that_is_no_date_fails_naming_the_key(
+    vault: Path, frontmatter: dict[str, Any], error: str
+) -> None:
+    reading = read_question_options(frontmatter, vault)
+    assert reading.errors == [error]
+    assert (reading.options.since, reading.options.until) == (None, None)
+
+
+def test_ask_until_before_every_note_gives_a_no_answer_without_asking_the_model(
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(
+        "---\nask_until: 1999\n---\nWhat does an embed show?\n", encoding="utf-8"
+    )
+    inbox = start()
+    text = _answered(inbox, vault, "Q")
+    assert "status: no-answer" in text
+    assert "Narrowed by this question's options: until `1999`." in text
+    assert "No note of your vault falls in “until 1999”" in text
+    assert fake_ollama.requests_to("/api/chat") == []
+
+
+def test_ask_since_keeps_the_notes_of_its_period_and_says_which(
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY]
+    (vault / "queries/inbox/Q.md").write_text(
+        "---\nask_since: 2000-01-01\n---\nWhat does an embed show?\n", encoding="utf-8"
+    )
+    inbox = start()
+    text = _answered(inbox, vault, "Q")
+    assert "status: answered" in text
+    period = "> [!note] Period\n> Searched the notes of “since 2000-01-01” (since 2000-01-01): "
+    assert period in text and " notes fell in it." in text
 
 
 @pytest.mark.parametrize(

@@ -14,17 +14,27 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from askvault.adapters.vault import resolve_inside
 from askvault.core.controls import strip_controls
+from askvault.core.periods import period_from_bounds
 from askvault.errors import PathOutsideVault
 from askvault.records import ParsedNote, QuestionOptions
 
 LOG_SUMMARY_CHARS = 80
 OPTION_PREFIX = "ask_"
-KNOWN_OPTIONS = ("ask_folders", "ask_tags", "ask_max_sources", "ask_model", "ask_language")
+KNOWN_OPTIONS = (
+    "ask_folders",
+    "ask_tags",
+    "ask_max_sources",
+    "ask_model",
+    "ask_language",
+    "ask_since",
+    "ask_until",
+)
 # Earlier bare names still read, when their `ask_` form is absent: askvault-only words.
 LEGACY_OPTIONS = {"folders": "ask_folders", "max_sources": "ask_max_sources"}
 # Earlier bare names no longer read (`tags`, `model`, `language`): ordinary properties of
@@ -109,7 +119,8 @@ def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsRe
         max_sources = None
     model = _str_value(values.get("ask_model"), "ask_model", errors)
     language = _str_value(values.get("ask_language"), "ask_language", errors)
-    options = QuestionOptions(folders, tags, max_sources, model, language)
+    since, until = _period_bounds(values.get("ask_since"), values.get("ask_until"), errors)
+    options = QuestionOptions(folders, tags, max_sources, model, language, since, until)
     narrowed = describe_options(options)
     return OptionsReading(options, errors, ([narrowed] if narrowed else []) + warnings)
 
@@ -153,6 +164,10 @@ def describe_options(options: QuestionOptions) -> str:
         parts.append(f"model `{options.model}`")
     if options.language:
         parts.append(f"language `{options.language}`")
+    if options.since:
+        parts.append(f"since `{options.since}`")
+    if options.until:
+        parts.append(f"until `{options.until}`")
     return ("Narrowed by this question's options: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -179,6 +194,44 @@ def _str_list(value: Any, key: str, errors: list[str]) -> list[str]:
         return [v for v in value if v.strip()]
     errors.append(f"{key}: must be a list of names (got {value!r})")
     return []
+
+
+def _period_bounds(since: Any, until: Any, errors: list[str]) -> tuple[str | None, str | None]:
+    """`ask_since` / `ask_until` as the texts `--since` / `--until` take (a date property,
+    `2024-01`, a year or words such as `last week`), or one error naming the value that is
+    no date (or a `since` after its `until`). Words are read when the question is
+    answered, as the question's own words would be."""
+    bounds = [
+        _bound_text(value, key, errors)
+        for value, key in ((since, "ask_since"), (until, "ask_until"))
+    ]
+    first, last = bounds
+    if first is None and last is None:
+        return None, None
+    try:
+        period_from_bounds(first, last, datetime.now())
+    except ValueError as exc:
+        message = str(exc)
+        if message.startswith(("since:", "until:")):
+            errors.append("ask_" + message)
+        else:  # both are dates, in the wrong order
+            errors.append(f"ask_since: {first!r} is after ask_until: {last!r}")
+        return None, None
+    return first, last
+
+
+def _bound_text(value: Any, key: str, errors: list[str]) -> str | None:
+    """A bound as text: a date or datetime property (YAML reads `2024-01-05` as a date) by
+    its day, a year written as a number, or a non-empty text."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _str_value(value, key, errors)
 
 
 def _str_value(value: Any, key: str, errors: list[str]) -> str | None:
