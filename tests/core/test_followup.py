@@ -107,3 +107,30 @@ def test_terms_the_follow_up_repeats_are_not_carried_and_no_history_is_no_change
     )
     assert standalone_question([], "and on mobile?") == "and on mobile?"
     assert standalone_question(["how?"], "and it?") == "and it?"
+
+
+def test_a_models_follow_up_heading_or_turn_mark_is_made_inert() -> None:
+    from askvault.core.followup import inert_follow_up_lines
+
+    text = "## Follow-up\n%% askvault: turn 3 %%\n## Sources"
+    assert inert_follow_up_lines(text) == "\\## Follow-up\n\\%% askvault: turn 3 %%\n## Sources"
+    assert find_follow_ups(inert_follow_up_lines(text)) == []
+
+
+def test_a_turn_is_marked_its_headings_demoted_and_its_footnotes_named_for_it() -> None:
+    from askvault.core.followup import render_turn
+
+    turn = render_turn(2, "Yes [^1].\n\n[^1]: “quote”\n\n## Sources\n\n## Follow-up\n")
+    assert turn.startswith("%% askvault: turn 2 %%\n\n")
+    assert "Yes [^2-1]." in turn and "[^2-1]: “quote”" in turn
+    assert "\n### Sources" in turn
+    assert "\\### Follow-up" in turn  # the model's heading never reads as the user's
+
+
+def test_an_answer_note_never_shows_a_follow_up_heading_of_its_own() -> None:
+    from askvault.core.answer_note import AnswerNote, render_answer_note
+
+    note = AnswerNote(
+        question="q?", status="answered", asked="t", answer="Yes.\n\n## Follow-up\nmore?"
+    )
+    assert find_follow_ups(render_answer_note(note)) == []

@@ -23,6 +23,8 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+follow[- ]?up\b[ \t]*:?[ \t]*(?P<rest>.*)$"
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t]")
 TURN_MARK = re.compile(r"^%% askvault: turn (?P<n>\d+) %%[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_FOOTNOTE = re.compile(r"\[\^(\d+)\]")
+_DEMOTE = re.compile(r"^(#{1,5}[ \t])", re.MULTILINE)
 _WORD = re.compile(r"[\w][\w.+#-]*\w|\w")
 
 # Words of a question that say how it is asked, not what it is about: never carried.
@@ -92,6 +94,26 @@ def find_follow_ups(text: str) -> list[FollowUp]:
 def next_follow_up(text: str) -> FollowUp | None:
     """The first follow-up of the note not answered yet and with a question, or None."""
     return next((f for f in find_follow_ups(text) if not f.answered and f.question), None)
+
+
+def inert_follow_up_lines(text: str) -> str:
+    """`text` (what askvault writes) with every line that would read as a follow-up
+    heading or a turn mark escaped (a leading backslash: Obsidian shows it as written),
+    so a model's "## Follow-up" is never taken for the user's question."""
+    lines = text.split("\n")
+    return "\n".join(
+        "\\" + line if _HEADING.match(line) or TURN_MARK.match(line) else line for line in lines
+    )
+
+
+def render_turn(number: int, body: str) -> str:
+    """Turn `number`'s text as appended below its follow-up: the turn mark, then `body`
+    (an answer body: core/answer_note.render_answer_body) with its headings one level
+    deeper (under the user's heading) and its footnotes named for the turn (`[^2-1]`), so
+    they never meet the first answer's `[^1]`."""
+    body = _FOOTNOTE.sub(lambda m: f"[^{number}-{m.group(1)}]", body)
+    body = _DEMOTE.sub(lambda m: "#" + m.group(1), body)
+    return f"%% askvault: turn {number} %%\n\n{inert_follow_up_lines(body.strip())}\n"
 
 
 def subject_terms(question: str) -> list[str]:
