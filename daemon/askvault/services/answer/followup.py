@@ -12,8 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from askvault.adapters.db import Connection
-from askvault.core.followup import is_elliptic, standalone_question
+from askvault.adapters.vault import read_note
+from askvault.core.followup import find_follow_ups, is_elliptic, standalone_question
+from askvault.core.notes import parse_note
+from askvault.errors import AskvaultError
 from askvault.records import Embedder, Generator, QuestionOptions
+from askvault.services.answer.generation import TokenSink
 from askvault.services.answer.pipeline import answer_question
 from askvault.services.answer.result import AnswerResult
 from askvault.settings import Settings
@@ -48,6 +52,7 @@ def answer_follow_up(
     options: QuestionOptions | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     asked: str | None = None,
+    on_token: TokenSink | None = None,
 ) -> FollowUpAnswer:
     """Answer `follow_up`, given the thread's earlier questions (first first)."""
     searched = standalone_question(earlier, follow_up)
@@ -62,5 +67,32 @@ def answer_follow_up(
         should_stop=should_stop,
         asked=asked,
         search_as=searched,
+        on_token=on_token,
     )
     return FollowUpAnswer(result, searched, question)
+
+
+def thread_questions(settings: Settings, note: str) -> list[str]:
+    """The questions of the answer note `note` (a name in the answers folder, else a
+    vault-relative path; `.md` optional), first first: its `question:` and its follow-ups.
+    Raises AskvaultError when it is no answer note of askvault's."""
+    q = settings.queries
+    rel = note.strip().replace("\\", "/")
+    tried = [f"{q.folder}/{q.answers}/{rel}", rel]  # a name in the answers folder first
+    tried += [t + ".md" for t in tried if not t.lower().endswith(".md")]
+    for candidate in tried:
+        try:
+            text = read_note(settings.vault_path, candidate, settings.index.max_note_bytes).text
+        except AskvaultError:
+            continue
+        first = parse_note(candidate, text).frontmatter.get("question")
+        if not isinstance(first, str) or not first.strip():
+            raise AskvaultError(
+                f"{candidate} has no `question:` property: it is not an answer note",
+                "give an answer note from the answers folder (queries/answers/)",
+            )
+        return [first.strip()] + [f.question for f in find_follow_ups(text) if f.question]
+    raise AskvaultError(
+        f"no answer note {note!r} in the vault",
+        f"give its path in the vault, e.g. {q.folder}/{q.answers}/<name>.md",
+    )
