@@ -197,3 +197,30 @@ def test_a_follow_up_while_ollama_is_away_writes_nothing_and_is_answered_later(
     assert answer.read_bytes() == typed
     fake_ollama.recover()
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes(), within_s=120)
+
+
+def test_a_page_a_follow_up_cited_changing_lists_the_note_as_stale(
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
+) -> None:
+    from askvault.adapters import meta
+
+    inbox = start()
+    answer = _answered(vault, inbox, fake_ollama)
+    fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
+    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nand what about rye?\n")
+    inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
+    assert "[[Deep Note]]" in answer.read_text(encoding="utf-8").split("turn 2")[1]
+    assert meta.stale_answers_edited(inbox.conn) == []
+    deep = vault / "folder/Deep Note.md"
+    deep.write_text("# Deep Note\n\nRewritten.\n", encoding="utf-8")
+    _reindex(inbox)
+    inbox.on_notes_changed(["folder/Deep Note.md"], [])
+    inbox.run_until(lambda: meta.stale_answers_edited(inbox.conn) == [ANSWER])
+    assert b"Stale answer" not in answer.read_bytes(), "the note is the user's: not rewritten"
+
+
+def _reindex(inbox: InboxDriver) -> None:
+    from askvault.app.clients import OllamaClients
+    from askvault.services.index_pass import index_vault
+
+    index_vault(inbox.settings, OllamaClients(inbox.settings))

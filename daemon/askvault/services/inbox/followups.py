@@ -13,7 +13,8 @@ the rename: a save of the user's meanwhile wins, the follow-up settles and is an
 then). The file is its own journal: the turn mark and the answer land in the same
 rename, so a kill at any step leaves the note as it was (the follow-up asked again on
 the next start) or with its one turn (answered: never asked again). A follow-up that
-waits for Ollama writes nothing and is retried with backoff.
+waits for Ollama writes nothing and is retried with backoff. Each turn's cited pages join
+the note's, so a change to one lists the note as stale in `askvault status`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from askvault.adapters import answer_store
-from askvault.adapters.db import Connection
+from askvault.adapters import answer_store, store
+from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import TEMP_PREFIX, resolve_inside, write_atomic
 from askvault.core.answer_note import render_answer_body
 from askvault.core.followup import FollowUp, find_follow_ups, render_turn
@@ -39,6 +40,7 @@ from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.focus import ObsidianFocus, focus_on
 from askvault.services.inbox.listing import SettleRule
 from askvault.services.inbox.schedule import QuestionSchedule, Signature
+from askvault.services.inbox.stale import StaleMarks
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,7 @@ class InboxFollowUps:
         clock: Clock = SYSTEM_CLOCK,
         settle_rule: SettleRule = settle_wait_s,
         schedule: QuestionSchedule | None = None,
+        stale: StaleMarks | None = None,
     ) -> None:
         self.settings = settings
         self.root = settings.vault_path
@@ -110,6 +113,7 @@ class InboxFollowUps:
         # Its own schedule: the question listing forgets rels that are not in the inbox.
         self.schedule = schedule or QuestionSchedule(clock=clock)
         self.focus = ObsidianFocus(settings)
+        self.stale = stale
         self._first_seen: dict[str, tuple[Signature, float]] = {}
 
     def next_follow_up(self, conn: Connection) -> FollowUpFile | None:
@@ -146,6 +150,17 @@ class InboxFollowUps:
             if self.rule(version, self.times) <= 0:
                 due.append((st.st_mtime_ns, name, FollowUpFile(rel, Path(entry.path), sig)))
         return min(due)[2] if due else None
+
+    def _cites(self, conn: Connection, rel: str, cited: list[str], seen: dict[str, str]) -> None:
+        """The turn's cited pages join the note's: a change to one of them lists the note
+        as a stale answer in `askvault status` (the note is the user's: never marked)."""
+        row = answer_store.get_answer(conn, rel)
+        if row is not None and cited:
+            more = tuple(dict.fromkeys((*row.cited, *cited)))
+            with write_transaction(conn):
+                answer_store.put_answer(conn, replace(row, cited=more))
+        if self.stale is not None:
+            self.stale.remember_more(rel, seen)
 
     def _thread(self, conn: Connection, rel: str, path: Path, size: int) -> FollowUpThread | None:
         """The note's next follow-up if the note is one askvault wrote, else None."""
@@ -205,9 +220,11 @@ class InboxFollowUps:
         )
         turn = render_turn(thread.number, render_answer_body(note))
         new = with_turn(data, thread.follow_up, turn)
+        seen = store.content_hashes(conn, result.cited_paths)
         if not write_atomic(item.path, new, still_ours=lambda now: now == data):
             log.info("%s changed while its follow-up was answered; asked again", item.rel)
             return False
+        self._cites(conn, item.rel, result.cited_paths, seen)
         self.schedule.answered(item.rel)
         log.info(
             "answered the follow-up in %s (turn %d, %s)", item.rel, thread.number, result.status

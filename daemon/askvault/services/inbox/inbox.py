@@ -82,7 +82,9 @@ class Inbox:
             stale=self.stale,
             clock=clock,
         )
-        self.follow_ups = InboxFollowUps(settings, clients, clock=clock, settle_rule=settle_rule)
+        self.follow_ups = InboxFollowUps(
+            settings, clients, clock=clock, settle_rule=settle_rule, stale=self.stale
+        )
 
     # -- what other threads report -------------------------------------------------------
 
