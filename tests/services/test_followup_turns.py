@@ -5,7 +5,10 @@ from __future__ import annotations
 from askvault.core.followup import next_follow_up
 from askvault.services.inbox.followups import thread_of, with_turn
 
-NOTE = '---\nquestion: "How do I hide the ribbon?"\n---\n> [!question]\n> q\n\nAnswer.\n'
+NOTE = (
+    '---\nquestion: "How do I hide the ribbon?"\nstatus: answered\n---\n'
+    "> [!question]\n> q\n\nAnswer.\n"
+)
 
 
 def test_the_turn_goes_right_after_the_follow_up_and_nothing_else_moves() -> None:
@@ -35,3 +38,10 @@ def test_the_thread_is_the_first_question_then_the_earlier_follow_ups() -> None:
     assert thread.earlier == ["How do I hide the ribbon?", "and on mobile?"]
     assert thread.number == 3 and thread.follow_up.question == "and iPad?"
     assert thread_of("a.md", NOTE) is None
+
+
+def test_a_follow_up_under_an_unfinished_answer_waits_for_it() -> None:
+    for status in ("answering", "waiting", "failed"):
+        text = NOTE.replace("status: answered", f"status: {status}") + "## Follow-up\nand?\n"
+        assert thread_of("a.md", text) is None
+    assert thread_of("a.md", NOTE.replace("answered", "stale") + "## Follow-up\nand?\n")

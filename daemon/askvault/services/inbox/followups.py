@@ -65,13 +65,22 @@ class FollowUpThread:
     number: int
 
 
+# An answer note's statuses once its first answer is done: a follow-up written under an
+# `answering`, `waiting` or `failed` note is not answered (the note is not an answer yet).
+FINISHED = frozenset({"answered", "no-answer", "stale"})
+
+
 def thread_of(rel: str, text: str) -> FollowUpThread | None:
-    """The next follow-up of the note `text` with its thread, or None if none waits."""
+    """The next follow-up of the note `text` with its thread, or None if none waits (or
+    the note's own answer is not finished)."""
     found = find_follow_ups(text)
     for index, follow_up in enumerate(found):
         if follow_up.answered or not follow_up.question:
             continue
-        first = parse_note(rel, text).frontmatter.get("question")
+        frontmatter = parse_note(rel, text).frontmatter
+        if frontmatter.get("status") not in FINISHED:
+            return None
+        first = frontmatter.get("question")
         earlier = [first] if isinstance(first, str) and first.strip() else []
         earlier += [f.question for f in found[:index] if f.question]
         return FollowUpThread(earlier, follow_up, index + 2)
