@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from askvault.core.followup import next_follow_up
-from askvault.services.inbox.followups import thread_of, with_turn
+from askvault.core.followup import next_follow_up, thread_of
+from askvault.services.inbox.followups import with_turn
 
 NOTE = (
     '---\nquestion: "How do I hide the ribbon?"\nstatus: answered\n---\n'

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from askvault.core.notes import parse_note
 from askvault.core.query import STOPWORDS, fold
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+follow[- ]?up\b[ \t]*:?[ \t]*(?P<rest>.*)$", re.IGNORECASE)
@@ -94,6 +95,38 @@ def find_follow_ups(text: str) -> list[FollowUp]:
 def next_follow_up(text: str) -> FollowUp | None:
     """The first follow-up of the note not answered yet and with a question, or None."""
     return next((f for f in find_follow_ups(text) if not f.answered and f.question), None)
+
+
+@dataclass(frozen=True)
+class FollowUpThread:
+    """An answer note read for its next follow-up: the thread's earlier questions and
+    the follow-up's turn number (the first answer is turn 1)."""
+
+    earlier: list[str]
+    follow_up: FollowUp
+    number: int
+
+
+# An answer note's statuses once its first answer is done: a follow-up written under an
+# `answering`, `waiting` or `failed` note is not answered (the note is not an answer yet).
+FINISHED = frozenset({"answered", "no-answer", "stale"})
+
+
+def thread_of(rel: str, text: str) -> FollowUpThread | None:
+    """The next follow-up of the note `text` with its thread, or None if none waits (or
+    the note's own answer is not finished)."""
+    found = find_follow_ups(text)
+    for index, follow_up in enumerate(found):
+        if follow_up.answered or not follow_up.question:
+            continue
+        frontmatter = parse_note(rel, text).frontmatter
+        if frontmatter.get("status") not in FINISHED:
+            return None
+        first = frontmatter.get("question")
+        earlier = [first] if isinstance(first, str) and first.strip() else []
+        earlier += [f.question for f in found[:index] if f.question]
+        return FollowUpThread(earlier, follow_up, index + 2)
+    return None
 
 
 def inert_follow_up_lines(text: str) -> str:

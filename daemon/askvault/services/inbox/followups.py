@@ -30,8 +30,7 @@ from askvault.adapters import answer_store, store
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import TEMP_PREFIX, resolve_inside, write_atomic
 from askvault.core.answer_note import render_answer_body
-from askvault.core.followup import FollowUp, find_follow_ups, render_turn
-from askvault.core.notes import parse_note
+from askvault.core.followup import FollowUp, FollowUpThread, render_turn, thread_of
 from askvault.core.settling import NoteVersion, SettleTimes, settle_wait_s
 from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, ModelClients
@@ -53,38 +52,6 @@ class FollowUpFile:
     rel: str
     path: Path
     sig: Signature
-
-
-@dataclass(frozen=True)
-class FollowUpThread:
-    """An answer note read for its next follow-up: the thread's earlier questions and
-    the follow-up's turn number (the first answer is turn 1)."""
-
-    earlier: list[str]
-    follow_up: FollowUp
-    number: int
-
-
-# An answer note's statuses once its first answer is done: a follow-up written under an
-# `answering`, `waiting` or `failed` note is not answered (the note is not an answer yet).
-FINISHED = frozenset({"answered", "no-answer", "stale"})
-
-
-def thread_of(rel: str, text: str) -> FollowUpThread | None:
-    """The next follow-up of the note `text` with its thread, or None if none waits (or
-    the note's own answer is not finished)."""
-    found = find_follow_ups(text)
-    for index, follow_up in enumerate(found):
-        if follow_up.answered or not follow_up.question:
-            continue
-        frontmatter = parse_note(rel, text).frontmatter
-        if frontmatter.get("status") not in FINISHED:
-            return None
-        first = frontmatter.get("question")
-        earlier = [first] if isinstance(first, str) and first.strip() else []
-        earlier += [f.question for f in found[:index] if f.question]
-        return FollowUpThread(earlier, follow_up, index + 2)
-    return None
 
 
 def with_turn(data: bytes, follow_up: FollowUp, turn: str) -> bytes:
