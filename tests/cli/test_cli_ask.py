@@ -122,3 +122,32 @@ def test_ask_with_ollama_down_shows_passages_and_exits_1(
     assert "extractive, not an answer" in result.stdout
     assert "askvault: no answer (waiting)" in result.stderr
     assert not (vault / "queries/log.md").exists()
+
+
+def test_ask_follow_up_carries_the_notes_questions_and_leaves_the_note_alone(
+    env: dict[str, str], vault: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Link a block with a caret id [[Embeds]]."]
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    note = answers / "Embeds.md"
+    data = b'---\nquestion: "What does an embed show?"\n---\nAn embed shows a note.\n'
+    note.write_bytes(data)
+    result = CliRunner().invoke(
+        cli, ["ask", "--follow-up", "Embeds", "and how do I link a block of it?"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert "caret id" in result.stdout
+    (chat,) = fake_ollama.requests_to("/api/chat")
+    assert "A follow-up to the earlier question: What does an embed show?" in json.dumps(chat)
+    assert note.read_bytes() == data
+
+
+def test_ask_follow_up_of_a_note_that_is_no_answer_note_says_so(
+    env: dict[str, str], vault: Path
+) -> None:
+    result = CliRunner().invoke(cli, ["ask", "--follow-up", "Welcome", "and?"], env=env)
+    assert result.exit_code != 0
+    assert "no `question:` property" in result.output
+    result = CliRunner().invoke(cli, ["ask", "--follow-up", "Nope", "and?"], env=env)
+    assert "no answer note 'Nope'" in result.output

@@ -61,3 +61,29 @@ def test_a_question_whose_file_name_is_not_utf8_is_shown_by_its_safe_name_in_its
     doc = to_json(collect_status(settings, probe=False))
     assert doc["questions"]["waiting"] == [rel]
     assert rel in json.dumps(doc, ensure_ascii=False).encode("utf-8").decode("utf-8")
+
+
+def test_an_answer_note_with_a_follow_up_to_answer_is_listed(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    from askvault.adapters.answer_store import AnswerRow
+
+    vault = inbox_vault(tmp_path / "vault")
+    settings = inbox_settings(vault, tmp_path / "state", fake_ollama.url)
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    head = '---\nquestion: "q?"\nstatus: answered\n---\nA.\n'
+    (answers / "Ours.md").write_text(head + "## Follow-up\nand?\n", encoding="utf-8")
+    (answers / "Done.md").write_text(
+        head + "## Follow-up\nand?\n%% askvault: turn 2 %%\nB.\n", encoding="utf-8"
+    )
+    (answers / "Not ours.md").write_text(head + "## Follow-up\nand?\n", encoding="utf-8")
+    conn = connect(settings.db_path)
+    with write_transaction(conn):
+        for name in ("Ours", "Done"):
+            row = AnswerRow(f"queries/answers/{name}.md", "", "answered", "x", ())
+            answer_store.put_answer(conn, row)
+    conn.close()
+    doc = to_json(collect_status(settings, probe=False))
+    assert doc["follow_ups"] == ["queries/answers/Ours.md"]
+    assert "follow-ups   1 to answer: queries/answers/Ours.md" in status_lines(doc)

@@ -72,7 +72,7 @@ class InboxDriver:
         except (IndexBusy, DiskFull):
             step = "idle"
         self.steps.append(step)
-        if step != "question":
+        if step not in ("question", "follow-up"):
             self.clock.advance(POLL_S)
         return step
 

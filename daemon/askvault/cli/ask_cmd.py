@@ -1,4 +1,5 @@
-"""`askvault ask QUESTION [--json] [--save]`: the inbox pipeline in the terminal."""
+"""`askvault ask QUESTION [--json] [--save] [--follow-up NOTE]`: the inbox pipeline in the
+terminal."""
 
 from __future__ import annotations
 
@@ -28,12 +29,20 @@ from askvault.errors import AskvaultError
     help="Print one JSON document (its fields: docs/reference/documents.md).",
 )
 @click.option("--save", is_flag=True, help="Also write the answer note to queries/answers/.")
+@click.option(
+    "--follow-up",
+    "follow_up",
+    metavar="NOTE",
+    help="Answer QUESTION as a follow-up to the answer note NOTE (its questions carried "
+    "into the search); NOTE is not changed.",
+)
 @period_options
 @handle_errors
 def ask(
     question: str,
     as_json: bool,
     save: bool,
+    follow_up: str | None,
     since: str | None,
     until: str | None,
     **opts: Any,
@@ -43,10 +52,12 @@ def ask(
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
     from askvault.records import QuestionOptions
+    from askvault.services.answer import thread_questions
     from askvault.services.ask import ask_question
     from askvault.services.documents.answer import answer_document
 
     settings = build_settings(**opts)
+    earlier = thread_questions(settings, follow_up) if follow_up else []
     outcome = ask_question(
         settings,
         OllamaClients(settings),
@@ -54,6 +65,7 @@ def ask(
         on_token=None if as_json else render.echo_token,
         save=save,
         options=QuestionOptions(since=since, until=until),
+        earlier=earlier,
     )
     result = outcome.result
     if as_json:

@@ -204,7 +204,7 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
             f"ollama       {ollama['url']} ({reach}; "
             f"embed {ollama['embed_model']}, chat {ollama['chat_model']})"
         )
-    out.extend(_question_lines(doc["questions"]))
+    out.extend(_question_lines(doc["questions"]) + _follow_up_lines(doc.get("follow_ups", [])))
     for item in doc["stale_answers"]:
         how = (
             "marked stale"
@@ -250,6 +250,13 @@ def _config_lines(config: dict[str, Any] | None) -> list[str]:
         source = "file" if item["source"] == "file" else f"{item['source']} {item['via']}"
         out.append(f"             {item['key']} = {item['value']}  ({source})")
     return out
+
+
+def _follow_up_lines(follow_ups: list[str]) -> list[str]:
+    """The answer notes with a follow-up to answer (none: no line)."""
+    if not follow_ups:
+        return []
+    return [f"follow-ups   {len(follow_ups)} to answer: {', '.join(follow_ups)}"]
 
 
 def _question_lines(questions: dict[str, list[str]]) -> list[str]:

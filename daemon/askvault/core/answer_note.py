@@ -20,6 +20,7 @@ from askvault.core.citations import (
     quote_notes,
     quote_text,
 )
+from askvault.core.followup import inert_follow_up_lines
 from askvault.core.inert import inert_line, neutralise
 from askvault.records import AnswerStatus
 
@@ -93,7 +94,14 @@ class AnswerNote:
 
 def render_answer_note(note: AnswerNote) -> str:
     """The full Markdown text of the note."""
-    parts = [render_frontmatter(note), render_question_callout(note.question)]
+    head = [render_frontmatter(note), render_question_callout(note.question)]
+    return "\n\n".join([*head, render_answer_body(note)])
+
+
+def render_answer_body(note: AnswerNote) -> str:
+    """What the note shows below its question: also a follow-up's turn (core/followup.py).
+    A line of it that would read as a follow-up heading or a turn mark is made inert."""
+    parts: list[str] = []
     if note.stale_pages:
         parts.append(render_stale_callout(note.stale_pages))
     if note.options:
@@ -137,7 +145,7 @@ def render_answer_note(note: AnswerNote) -> str:
         parts.append(render_citation_report(note.report))
     if note.trace:
         parts.append("> [!info]- Retrieval trace\n" + "\n".join(f"> {t}" for t in note.trace))
-    return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+    return inert_follow_up_lines("\n\n".join(p.rstrip("\n") for p in parts)) + "\n"
 
 
 def render_frontmatter(note: AnswerNote) -> str:

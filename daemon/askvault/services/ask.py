@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from askvault.adapters.db import Connection, connect
 from askvault.core.answer_note import render_answer_note
 from askvault.errors import AnswerCancelled, OllamaError
 from askvault.records import Embedder, Generator, ModelClients, QuestionOptions
-from askvault.services.answer import AnswerResult, answer_question
+from askvault.services.answer import AnswerResult, answer_follow_up, answer_question
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.question_options import question_summary
 from askvault.settings import Settings
@@ -39,6 +39,7 @@ def ask_question(
     embedder: Embedder | None = None,
     generator: Generator | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    earlier: Sequence[str] = (),
 ) -> AskOutcome:
     """The inbox pipeline for one question from the terminal (`askvault ask`) or an agent.
 
@@ -46,7 +47,8 @@ def ask_question(
     are then left open; otherwise they are made here from `clients` and closed. `save`
     writes the answer note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
     question to the log note. Raises AnswerCancelled when `should_stop()` turns true before
-    anything was written."""
+    anything was written. With `earlier` (a thread's questions, first first: `askvault
+    ask --follow-up`), `question` is answered as a follow-up to them (core/followup.py)."""
     files = AnswerFiles(settings)
     own_conn = conn is None
     conn = conn if conn is not None else connect(settings.db_path)
@@ -59,16 +61,29 @@ def ask_question(
                 embedder = clients.embedder()
                 made.append(embedder)
         try:
-            result = answer_question(
-                conn,
-                settings,
-                question,
-                options or QuestionOptions(),
-                embedder=embedder,
-                generator=generator,
-                on_token=on_token,
-                should_stop=should_stop,
-            )
+            if earlier:
+                result = answer_follow_up(
+                    conn,
+                    settings,
+                    question,
+                    earlier,
+                    embedder=embedder,
+                    generator=generator,
+                    options=options,
+                    on_token=on_token,
+                    should_stop=should_stop,
+                ).result
+            else:
+                result = answer_question(
+                    conn,
+                    settings,
+                    question,
+                    options or QuestionOptions(),
+                    embedder=embedder,
+                    generator=generator,
+                    on_token=on_token,
+                    should_stop=should_stop,
+                )
         finally:
             for client in made:
                 client.close()

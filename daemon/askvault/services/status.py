@@ -23,6 +23,7 @@ from askvault.adapters.lockfile import LockHolder
 from askvault.adapters.lockfile import lock_holder as held_by
 from askvault.adapters.ollama_http import probe_ollama
 from askvault.adapters.vault import undecodable_name
+from askvault.core.followup import thread_of
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
@@ -80,11 +81,13 @@ def collect_status(
     `config` says where the settings came from (shown as they are)."""
     index = _IndexState()
     rows: dict[str, answer_store.QuestionRow] = {}
+    follow_ups: tuple[str, ...] = ()
     if settings.db_path.exists():
         conn = connect(settings.db_path)
         try:
             index = _index_state(conn, settings)
             rows = answer_store.all_questions(conn)
+            follow_ups = waiting_follow_ups(conn, settings)
         finally:
             conn.close()
     questions = inbox_questions(settings, rows)
@@ -116,6 +119,7 @@ def collect_status(
         ollama=_ollama_state(settings, probe),
         questions=by_state,
         queue=sum(len(by_state[s]) for s in ("new", "answering", "waiting")),
+        follow_ups=follow_ups,
         daemon=daemon,
         writer=holder,
         scan=_scan_state(activity),
@@ -291,6 +295,29 @@ def _question_state(
     if row.status == "answering":
         return "answering"
     return "new"  # a state this version does not know
+
+
+def waiting_follow_ups(conn: Connection, settings: Settings) -> tuple[str, ...]:
+    """The answer notes askvault wrote that hold a follow-up it will answer, by path."""
+    folder = f"{settings.queries.folder}/{settings.queries.answers}"
+    try:
+        names = sorted(
+            p.name for p in (settings.vault_path / folder).iterdir() if p.suffix.lower() == ".md"
+        )
+    except OSError:
+        return ()
+    out = []
+    for name in names:
+        rel = f"{folder}/{name}"
+        if answer_store.get_answer(conn, rel) is None:
+            continue
+        try:
+            data = (settings.vault_path / rel).read_bytes()
+        except OSError:
+            continue
+        if thread_of(rel, data.decode("utf-8", errors="replace")) is not None:
+            out.append(rel)
+    return tuple(out)
 
 
 def _peek(path: Path) -> bytes | None:

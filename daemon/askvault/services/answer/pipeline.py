@@ -60,9 +60,12 @@ def answer_question(
     asked: str | None = None,
     read_note: ReadNote | None = None,
     now: datetime | None = None,
+    search_as: str | None = None,
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
+    `search_as` is what is searched instead of the question (a follow-up made standalone:
+    core/followup.py); the model and the checks still read `question`.
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     `now` anchors the question's period words ("last week"; None: the clock's time).
@@ -84,7 +87,8 @@ def answer_question(
     timings: dict[str, float] = {}
     started = time.monotonic()
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
-    found = retrieve(conn, settings, question, options, embedder=embedder, notes=notes, now=now)
+    searched = strip_controls(search_as).strip() if search_as else question
+    found = retrieve(conn, settings, searched, options, embedder=embedder, notes=notes, now=now)
     period = found.pack.period
     if period is not None:
         base = dataclasses.replace(base, period=period_line(period))

@@ -137,6 +137,10 @@ class StatusDocument:
     ollama: OllamaState
     questions: dict[InboxState, tuple[str, ...]] = prop("The inbox's question notes by state.")
     queue: int = prop("Questions askvault will answer without help (new, answering, waiting).")
+    follow_ups: tuple[str, ...] = prop(
+        "Answer notes with a follow-up askvault has not answered yet (a `## Follow-up` under"
+        " a finished answer), by path."
+    )
     daemon: int | None = prop("The pid of `askvault run`, if it runs.")
     writer: LockHolder | None = prop(
         "Who holds the vault's lock: its pid and command (`run` or `index`), either null "

@@ -10,13 +10,14 @@ Each part owns one job and the others call its public methods:
 - `upkeep` (`AnswerUpkeep`): unfinished notes of questions that left, `refresh: true`;
 - `listing` (`InboxListing`): which question is next, once it is finished, not still
   being typed (core/settling.py; its `focus` tells which note Obsidian shows);
-- `questions` (`InboxQuestions`): one question's steps, from its note to its archive.
+- `questions` (`InboxQuestions`): one question's steps, from its note to its archive;
+- `follow_ups` (`InboxFollowUps`): follow-ups written in answer notes, answered below them.
 
 The inbox is driven from outside in two steps, `tick()` (the upkeep, in its order) and
 `process()` (one question); `step()` is one pass of both, what the daemon's inbox thread
 (app/inbox_loop.py) runs between its waits, and what the tests run with a clock they move
-by hand. Another kind of question (a follow-up written in an answer note) is one more
-part with its own listing and steps, asked in `step()` beside these.
+by hand. A follow-up written in an answer note is one more part with its own listing and
+steps, asked in `step()` when no question note is ready (a question note goes first).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from askvault.errors import DiskFull, IndexBusy
 from askvault.records import ModelClients
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.files import AnswerFiles
+from askvault.services.inbox.followups import InboxFollowUps
 from askvault.services.inbox.listing import InboxListing, QuestionFile, SettleRule
 from askvault.services.inbox.presence import VaultPresence
 from askvault.services.inbox.questions import InboxQuestions
@@ -44,7 +46,7 @@ log = logging.getLogger(__name__)
 
 # What one `step()` did: answered (or tried) a question, found none ready, or found the
 # vault gone (nothing done).
-Step = Literal["question", "idle", "vault gone"]
+Step = Literal["question", "follow-up", "idle", "vault gone"]
 
 
 class Inbox:
@@ -79,6 +81,9 @@ class Inbox:
             schedule=self.schedule,
             stale=self.stale,
             clock=clock,
+        )
+        self.follow_ups = InboxFollowUps(
+            settings, clients, clock=clock, settle_rule=settle_rule, stale=self.stale
         )
 
     # -- what other threads report -------------------------------------------------------
@@ -142,12 +147,17 @@ class Inbox:
             self.questions.put_off(question.rel, exc)
 
     def step(self, conn: Connection, should_stop: Callable[[], bool]) -> Step:
-        """One pass: `tick()`, then `process()` of the next question if one is ready.
-        Raises IndexBusy / DiskFull from `tick()` (the caller waits and tries again)."""
+        """One pass: `tick()`, then `process()` of the next question if one is ready, else
+        the next settled follow-up of an answer note. Raises IndexBusy / DiskFull from
+        `tick()` (the caller waits and tries again)."""
         if not self.tick(conn):
             return "vault gone"
         question = self.next_question()
-        if question is None:
+        if question is not None:
+            self.process(conn, question, should_stop)
+            return "question"
+        follow_up = self.follow_ups.next_follow_up(conn)
+        if follow_up is None:
             return "idle"
-        self.process(conn, question, should_stop)
-        return "question"
+        self.follow_ups.process(conn, follow_up, should_stop)
+        return "follow-up"

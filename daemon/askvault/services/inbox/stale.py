@@ -50,6 +50,11 @@ class StaleMarks:
         """`answer_rel` was written from these contents of its cited notes (path -> hash)."""
         self._seen[answer_rel] = seen
 
+    def remember_more(self, answer_rel: str, seen: dict[str, str]) -> None:
+        """A follow-up's turn in `answer_rel` was written from these contents of its cited
+        notes: they join what the note's earlier turns saw."""
+        self._seen.setdefault(answer_rel, {}).update(seen)
+
     def adopt(self, conn: Connection, rows: list[AnswerRow]) -> None:
         """Answer notes recognised again by their marker (an index deleted and rebuilt):
         what their cited notes said when they were written is unknown where the new index

@@ -1,0 +1,206 @@
+"""Follow-up questions written in an answer note, and how one is made standalone.
+
+Pure: text in, values out. A follow-up is a `## Follow-up` heading (any level from `#` to
+`######`, `Follow up` or `Follow-up`, any case, an optional `:` or question after it on
+the same line) with the question under it, written by the user below an answer. askvault
+answers it below, after a `%% askvault: turn N %%` comment line (an Obsidian comment:
+hidden in reading view), so a follow-up with such a line after it is answered.
+
+A follow-up is elliptic more often than not ("and on mobile?", "can it be folded?",
+"what about Notion?"): before retrieval it is made standalone by rules, the earlier
+questions' subject terms carried into the search (`standalone_question`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from askvault.core.notes import parse_note
+from askvault.core.query import STOPWORDS, fold
+
+_HEADING = re.compile(r"^#{1,6}[ \t]+follow[- ]?up\b[ \t]*:?[ \t]*(?P<rest>.*)$", re.IGNORECASE)
+_ANY_HEADING = re.compile(r"^#{1,6}[ \t]")
+TURN_MARK = re.compile(r"^%% askvault: turn (?P<n>\d+) %%[ \t]*$")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_FOOTNOTE = re.compile(r"\[\^(\d+)\]")
+_DEMOTE = re.compile(r"^(#{1,5}[ \t])", re.MULTILINE)
+_WORD = re.compile(r"[\w][\w.+#-]*\w|\w")
+
+# Words of a question that say how it is asked, not what it is about: never carried.
+_ASKING_WORDS = frozenset(
+    """about also any anything again another both could did does doing done else get gets
+    give go going got has have having here just know let like make makes may might more
+    most much must need needs not now one ones only other please same should some
+    something still such tell thanks thank too use used using want way ways well yes no
+    instead there they them those these it its itself he she his her him else ok okay""".split()
+)
+# Openings that mark a follow-up as leaning on the question before it.
+_ELLIPTIC_OPENINGS = re.compile(
+    r"^\s*(and|or|but|also|so|then|what about|how about|what if|and if|same|plus|"
+    r"et|und|y|e|en)\b",
+    re.IGNORECASE,
+)
+_PRONOUNS = frozenset(
+    "it its it's they them their those these this one ones he she him her".split()
+)
+# A follow-up with this few subject words is read as elliptic whatever its opening.
+SHORT_FOLLOW_UP = 3
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """One follow-up in an answer note: its question and where it stands."""
+
+    question: str
+    heading_line: int  # 0-based index of its heading line in the note's lines
+    end_line: int  # one past its last line (the next heading, turn mark or end)
+    answered: bool  # a `%% askvault: turn N %%` line follows it
+
+
+def find_follow_ups(text: str) -> list[FollowUp]:
+    """The follow-ups of an answer note, in order. A heading inside a code fence is not
+    one; the question is the heading's own rest and the lines under it up to the next
+    heading or turn mark, stripped; a heading with no question under it yet is listed
+    with an empty question (not yet asked)."""
+    lines = text.splitlines()
+    found: list[FollowUp] = []
+    in_fence = False
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match is None:
+            index += 1
+            continue
+        body = [match.group("rest")]
+        end = index + 1
+        while end < len(lines):
+            if _FENCE.match(lines[end]):
+                break
+            if _ANY_HEADING.match(lines[end]) or TURN_MARK.match(lines[end]):
+                break
+            body.append(lines[end])
+            end += 1
+        answered = end < len(lines) and TURN_MARK.match(lines[end]) is not None
+        question = "\n".join(body).strip()
+        found.append(FollowUp(question, index, end, answered))
+        index = end
+    return found
+
+
+def next_follow_up(text: str) -> FollowUp | None:
+    """The first follow-up of the note not answered yet and with a question, or None."""
+    return next((f for f in find_follow_ups(text) if not f.answered and f.question), None)
+
+
+@dataclass(frozen=True)
+class FollowUpThread:
+    """An answer note read for its next follow-up: the thread's earlier questions and
+    the follow-up's turn number (the first answer is turn 1)."""
+
+    earlier: list[str]
+    follow_up: FollowUp
+    number: int
+
+
+# An answer note's statuses once its first answer is done: a follow-up written under an
+# `answering`, `waiting` or `failed` note is not answered (the note is not an answer yet).
+FINISHED = frozenset({"answered", "no-answer", "stale"})
+
+
+def thread_of(rel: str, text: str) -> FollowUpThread | None:
+    """The next follow-up of the note `text` with its thread, or None if none waits (or
+    the note's own answer is not finished)."""
+    found = find_follow_ups(text)
+    for index, follow_up in enumerate(found):
+        if follow_up.answered or not follow_up.question:
+            continue
+        frontmatter = parse_note(rel, text).frontmatter
+        if frontmatter.get("status") not in FINISHED:
+            return None
+        first = frontmatter.get("question")
+        earlier = [first] if isinstance(first, str) and first.strip() else []
+        earlier += [f.question for f in found[:index] if f.question]
+        return FollowUpThread(earlier, follow_up, index + 2)
+    return None
+
+
+def inert_follow_up_lines(text: str) -> str:
+    """`text` (what askvault writes) with every line that would read as a follow-up
+    heading or a turn mark escaped (a leading backslash: Obsidian shows it as written),
+    so a model's "## Follow-up" is never taken for the user's question."""
+    lines = text.split("\n")
+    return "\n".join(
+        "\\" + line if _HEADING.match(line) or TURN_MARK.match(line) else line for line in lines
+    )
+
+
+def render_turn(number: int, body: str) -> str:
+    """Turn `number`'s text as appended below its follow-up: the turn mark, then `body`
+    (an answer body: core/answer_note.render_answer_body) with its headings one level
+    deeper (under the user's heading) and its footnotes named for the turn (`[^2-1]`), so
+    they never meet the first answer's `[^1]`."""
+    body = _FOOTNOTE.sub(lambda m: f"[^{number}-{m.group(1)}]", body)
+    body = _DEMOTE.sub(lambda m: "#" + m.group(1), body)
+    return f"%% askvault: turn {number} %%\n\n{inert_follow_up_lines(body.strip())}\n"
+
+
+def subject_terms(question: str) -> list[str]:
+    """The words of `question` that say what it is about, in order, original case kept:
+    function words and the words of asking dropped."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(question):
+        key = fold(word)
+        if key in STOPWORDS or key in _ASKING_WORDS or key in seen or key.isdigit():
+            continue
+        seen.add(key)
+        out.append(word)
+    return out
+
+
+def is_elliptic(follow_up: str) -> bool:
+    """Does `follow_up` lean on the question before it: an opening like "and", "what
+    about", a pronoun standing for the earlier subject, or too few words of its own."""
+    if _ELLIPTIC_OPENINGS.match(follow_up):
+        return True
+    words = [fold(w) for w in _WORD.findall(follow_up)]
+    if any(w in _PRONOUNS for w in words):
+        return True
+    return len(subject_terms(follow_up)) <= SHORT_FOLLOW_UP
+
+
+def _names(terms: Sequence[str]) -> set[str]:
+    """The terms written as names (a capital letter, or all capitals): 'Notion', 'PDF'."""
+    return {fold(t) for t in terms if t[:1].isupper()}
+
+
+def standalone_question(earlier: Sequence[str], follow_up: str) -> str:
+    """`follow_up` made standalone for retrieval, given the thread's earlier questions
+    (first first). An elliptic follow-up gets the first question's subject terms that it
+    does not repeat appended in parentheses: the first question names the thread's
+    subject, and a later follow-up's own words ("what about a PDF?") are not the next
+    one's subject (carrying them too measured lower: docs/benchmarks.md). A name the
+    follow-up brings in replaces the earlier names ("and from Notion?" after "import
+    from Evernote": Evernote is not carried). A follow-up that stands on its own is
+    returned as it is."""
+    follow_up = follow_up.strip()
+    if not earlier or not is_elliptic(follow_up):
+        return follow_up
+    own = subject_terms(follow_up)
+    seen = {fold(t) for t in own}
+    replaces_names = bool(_names(own))
+    carried: list[str] = []
+    for term in subject_terms(earlier[0]):
+        key = fold(term)
+        if key in seen or (replaces_names and term[:1].isupper()):
+            continue
+        seen.add(key)
+        carried.append(term)
+    if not carried:
+        return follow_up
+    return f"{follow_up} ({' '.join(carried)})"

@@ -1,0 +1,98 @@
+"""`answer_follow_up`: a follow-up question answered with its thread's earlier questions.
+
+The follow-up is made standalone by rules (core/followup.py) and that is what is searched,
+over the whole vault: the earlier turns' pages are not a cage (fusing them in as extra
+candidates measured no better: docs/benchmarks.md). The model reads the follow-up with
+the thread's first question beside it, so "and on mobile?" is asked about the ribbon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from askvault.adapters.db import Connection
+from askvault.adapters.vault import read_note
+from askvault.core.followup import find_follow_ups, is_elliptic, standalone_question
+from askvault.core.notes import parse_note
+from askvault.errors import AskvaultError
+from askvault.records import Embedder, Generator, QuestionOptions
+from askvault.services.answer.generation import TokenSink
+from askvault.services.answer.pipeline import answer_question
+from askvault.services.answer.result import AnswerResult
+from askvault.settings import Settings
+
+
+@dataclass(frozen=True)
+class FollowUpAnswer:
+    """The answer of one follow-up, and what was searched and asked for it."""
+
+    result: AnswerResult
+    searched: str
+    asked_as: str
+
+
+def asked_as(earlier: Sequence[str], follow_up: str) -> str:
+    """The follow-up as the model reads it: with the first question beside it when it
+    leans on it, else as written."""
+    follow_up = follow_up.strip()
+    if not earlier or not earlier[0].strip() or not is_elliptic(follow_up):
+        return follow_up
+    return f"{follow_up}\n(A follow-up to the earlier question: {earlier[0].strip()})"
+
+
+def answer_follow_up(
+    conn: Connection,
+    settings: Settings,
+    follow_up: str,
+    earlier: Sequence[str],
+    *,
+    embedder: Embedder | None,
+    generator: Generator,
+    options: QuestionOptions | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    asked: str | None = None,
+    on_token: TokenSink | None = None,
+) -> FollowUpAnswer:
+    """Answer `follow_up`, given the thread's earlier questions (first first)."""
+    searched = standalone_question(earlier, follow_up)
+    question = asked_as(earlier, follow_up)
+    result = answer_question(
+        conn,
+        settings,
+        question,
+        options or QuestionOptions(),
+        embedder=embedder,
+        generator=generator,
+        should_stop=should_stop,
+        asked=asked,
+        search_as=searched,
+        on_token=on_token,
+    )
+    return FollowUpAnswer(result, searched, question)
+
+
+def thread_questions(settings: Settings, note: str) -> list[str]:
+    """The questions of the answer note `note` (a name in the answers folder, else a
+    vault-relative path; `.md` optional), first first: its `question:` and its follow-ups.
+    Raises AskvaultError when it is no answer note of askvault's."""
+    q = settings.queries
+    rel = note.strip().replace("\\", "/")
+    tried = [f"{q.folder}/{q.answers}/{rel}", rel]  # a name in the answers folder first
+    tried += [t + ".md" for t in tried if not t.lower().endswith(".md")]
+    for candidate in tried:
+        try:
+            text = read_note(settings.vault_path, candidate, settings.index.max_note_bytes).text
+        except AskvaultError:
+            continue
+        first = parse_note(candidate, text).frontmatter.get("question")
+        if not isinstance(first, str) or not first.strip():
+            raise AskvaultError(
+                f"{candidate} has no `question:` property: it is not an answer note",
+                "give an answer note from the answers folder (queries/answers/)",
+            )
+        return [first.strip()] + [f.question for f in find_follow_ups(text) if f.question]
+    raise AskvaultError(
+        f"no answer note {note!r} in the vault",
+        f"give its path in the vault, e.g. {q.folder}/{q.answers}/<name>.md",
+    )
