@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlean
 
 from askvault.adapters import db
 from askvault.adapters.db import connect, write_transaction
@@ -204,3 +205,18 @@ def test_a_migration_kept_waiting_by_another_writer_is_index_busy(tmp_path: Path
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_sqlite_full_is_told_by_its_error_code() -> None:
+    conn = sqlean.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t(a)")
+        conn.execute("PRAGMA max_page_count = 2")
+        with pytest.raises(sqlean.OperationalError) as caught:
+            conn.executemany("INSERT INTO t VALUES (?)", [("x" * 1000,)] * 100)
+    finally:
+        conn.close()
+    assert db.is_disk_full(caught.value)
+    assert not db.is_disk_full(sqlean.OperationalError("database or disk is full"))
+    assert not db.is_disk_full(sqlean.OperationalError("database is locked"))
+    assert not db.is_disk_full(ValueError("database or disk is full"))

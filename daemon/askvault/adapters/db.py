@@ -329,12 +329,22 @@ _split_sql = split_sql  # the name the migration tests import
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """True for SQLite's 'database or disk is full' (SQLITE_FULL), ENOSPC and DiskFull."""
+    """True for SQLite's SQLITE_FULL ('database or disk is full', told by its error code, not
+    its text), ENOSPC / EDQUOT and DiskFull: the one test of a full disk, wherever it shows."""
     if isinstance(exc, DiskFull):
         return True
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    return isinstance(exc, sqlean.DatabaseError) and "full" in str(exc).lower()
+    return _sqlite_result_code(exc) == sqlean.SQLITE_FULL
+
+
+def _sqlite_result_code(exc: BaseException) -> int | None:
+    """The primary result code of an error SQLite raised (the extended code's low byte);
+    None for any other exception, one built by hand included."""
+    if not isinstance(exc, sqlean.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
 
 
 def _no_room_left(folder: Path) -> bool:
