@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
@@ -10,10 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlean
 
+from askvault.adapters import db
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
-from askvault.errors import StoreError
+from askvault.errors import DiskFull, IndexBusy, StoreError
 from askvault.services.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
@@ -155,3 +158,65 @@ def test_sqlite_temp_files_go_to_the_private_index_folder_unless_the_user_chose_
     folders = done.stdout.splitlines()
     assert folders, "the sort made no temp file: the drill proves nothing"
     assert folders == [str(chosen if users_choice else db_path.parent)]
+
+
+def test_a_reader_of_a_missing_index_is_told_to_index_first(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no index at") as caught:
+        connect(tmp_path / "state" / "index.sqlite", readonly=True)
+    assert "askvault index" in caught.value.hint
+    assert not (tmp_path / "state").exists()  # a reader creates nothing
+
+
+def test_an_index_folder_that_cannot_be_made_is_a_store_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "state").write_text("a file where the folder should be")
+    with pytest.raises(StoreError, match="cannot create the index folder") as caught:
+        connect(tmp_path / "state" / "index.sqlite")
+    assert not isinstance(caught.value, DiskFull)
+
+
+def test_an_index_folder_on_a_full_disk_is_disk_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(folder: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(db, "make_private_folder", full)
+    with pytest.raises(DiskFull, match="cannot create the index folder .*the disk is full"):
+        connect(tmp_path / "state" / "index.sqlite")
+
+
+def test_a_corrupt_index_is_a_store_error_that_says_how_to_rebuild(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    path.write_bytes(b"not a database, " * 512)
+    with pytest.raises(StoreError) as caught:
+        connect(path)
+    assert type(caught.value) is StoreError
+    assert "askvault index" in caught.value.hint
+
+
+def test_a_migration_kept_waiting_by_another_writer_is_index_busy(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    connect(path, migrate=False).close()
+    holder = connect(path, migrate=False)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(IndexBusy, match="is busy"):
+            connect(path, busy_timeout_s=0.05)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_sqlite_full_is_told_by_its_error_code() -> None:
+    conn = sqlean.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t(a)")
+        conn.execute("PRAGMA max_page_count = 2")
+        with pytest.raises(sqlean.OperationalError) as caught:
+            conn.executemany("INSERT INTO t VALUES (?)", [("x" * 1000,)] * 100)
+    finally:
+        conn.close()
+    assert db.is_disk_full(caught.value)
+    assert not db.is_disk_full(sqlean.OperationalError("database or disk is full"))
+    assert not db.is_disk_full(sqlean.OperationalError("database is locked"))
+    assert not db.is_disk_full(ValueError("database or disk is full"))

@@ -242,6 +242,13 @@ def test_scan_vault_reports_symlink_chain_loop(vault: Path) -> None:
     assert skipped(vault) == {"a.md": "symlink loop", "b.md": "symlink loop"}
 
 
+def test_scan_vault_reports_a_symlink_loop_of_attachments_too(vault: Path) -> None:
+    """A broken link is reported only for a note, a loop for any name (it may be a folder)."""
+    (vault / "a.png").symlink_to(vault / "b.png")
+    (vault / "b.png").symlink_to(vault / "a.png")
+    assert skipped(vault) == {"a.png": "symlink loop", "b.png": "symlink loop"}
+
+
 def test_scan_vault_reports_broken_symlink(vault: Path) -> None:
     (vault / "gone.md").symlink_to(vault / "nowhere.md")
     (vault / "gone.png").symlink_to(vault / "nowhere.png")
@@ -285,6 +292,18 @@ def test_scan_vault_reports_unreadable_folder_and_goes_on(vault: Path) -> None:
         assert skipped(vault) == {"locked/": "unreadable folder (Permission denied)"}
     finally:
         (vault / "locked").chmod(0o755)
+
+
+@pytest.mark.skipif(IS_ROOT, reason="root reads every folder whatever its mode")
+def test_scan_vault_refuses_an_unreadable_vault(vault: Path) -> None:
+    """An unreadable subfolder is skipped; the vault itself unreadable is an error."""
+    put(vault, "a.md")
+    vault.chmod(0o300)
+    try:
+        with pytest.raises(VaultError, match="is unreadable: Permission denied"):
+            scan(vault)
+    finally:
+        vault.chmod(0o755)
 
 
 def test_scan_vault_refuses_a_missing_vault(tmp_path: Path) -> None:

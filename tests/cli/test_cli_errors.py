@@ -21,12 +21,26 @@ def _command(exc: BaseException) -> click.Command:
     return boom
 
 
+def _real_sqlite_full() -> sqlean.Error:
+    """The error SQLite itself raises when a write finds no room (SQLITE_FULL)."""
+    conn = sqlean.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t(a)")
+        conn.execute("PRAGMA max_page_count = 2")
+        conn.executemany("INSERT INTO t VALUES (?)", [("x" * 1000,)] * 100)
+    except sqlean.Error as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("the insert did not fill the database")
+
+
 @pytest.mark.parametrize(
     "exc",
     [
         OSError(errno.ENOSPC, "No space left on device", "/state/index.sqlite"),
         OSError(errno.EDQUOT, "Disk quota exceeded"),
-        sqlean.OperationalError("database or disk is full"),
+        _real_sqlite_full(),
     ],
     ids=["enospc", "edquot", "sqlite_full"],
 )
@@ -42,3 +56,10 @@ def test_a_full_disk_anywhere_is_one_line_and_a_hint(exc: BaseException) -> None
 def test_other_errors_still_raise() -> None:
     with pytest.raises(ValueError):
         CliRunner().invoke(_command(ValueError("bug")), [], catch_exceptions=False)
+
+
+def test_a_message_that_only_reads_like_a_full_disk_is_not_one() -> None:
+    """SQLite's error code tells a full disk, not the words of a message."""
+    fake = sqlean.OperationalError("database or disk is full")
+    with pytest.raises(sqlean.OperationalError):
+        CliRunner().invoke(_command(fake), [], catch_exceptions=False)

@@ -57,21 +57,7 @@ def connect(
 
     Raises IndexBusy when a migration waits longer than `busy_timeout_s` for another
     writer, DiskFull when the disk is full, StoreError when the file is unusable."""
-    if not readonly:
-        try:
-            make_private_folder(path.parent)
-        except OSError as exc:
-            if is_disk_full(exc):
-                raise DiskFull(
-                    f"cannot create the index folder {path.parent}: the disk is full",
-                    DISK_FULL_HINT,
-                ) from exc
-            raise StoreError(
-                f"cannot create the index folder {path.parent}: {exc.strerror}",
-                "check the permissions of ASKVAULT_STATE_DIR",
-            ) from exc
-    elif not path.exists():
-        raise StoreError(f"no index at {path}", "run `askvault index` first")
+    _prepare_folder(path, readonly=readonly)
     conn: Connection | None = None
     try:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
@@ -84,16 +70,7 @@ def connect(
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec_path())
         conn.enable_load_extension(False)
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        if not readonly:
-            if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
-                # Only a new file can take it (WAL fixes the page size once written).
-                conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA cache_size = -{CACHE_SIZE_KIB}")
-        conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE_BYTES}")
+        _set_pragmas(conn, readonly=readonly, busy_timeout_s=busy_timeout_s)
         if migrate and not readonly:
             apply_migrations(conn)
     except BaseException as exc:
@@ -103,20 +80,58 @@ def connect(
             conn.close()
         if not isinstance(exc, sqlean.DatabaseError):
             raise
-        if is_disk_full(exc) or _no_room_left(path.parent):
-            # A full disk often shows as "disk I/O error" here (the -shm file cannot grow):
-            # never advise deleting the index for that.
-            raise DiskFull(
-                f"cannot open the index {path}: the disk is full ({exc})", DISK_FULL_HINT
-            ) from exc
-        if is_busy(exc):
-            raise IndexBusy(f"the index {path} is busy: {exc}", BUSY_HINT) from exc
-        raise StoreError(
-            f"cannot open the index {path}: {exc}",
-            f"if it is corrupt, `rm -r {shlex.quote(str(path.parent))}` (the index with its"
-            " -wal and -shm), then `askvault index` to rebuild it",
-        ) from exc
+        raise _open_error(exc, path) from exc
     return conn
+
+
+def _prepare_folder(path: Path, *, readonly: bool) -> None:
+    """For a writer, make the index's private folder; for a reader, insist the index exists."""
+    if readonly:
+        if not path.exists():
+            raise StoreError(f"no index at {path}", "run `askvault index` first")
+        return
+    try:
+        make_private_folder(path.parent)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(
+                f"cannot create the index folder {path.parent}: the disk is full",
+                DISK_FULL_HINT,
+            ) from exc
+        raise StoreError(
+            f"cannot create the index folder {path.parent}: {exc.strerror}",
+            "check the permissions of ASKVAULT_STATE_DIR",
+        ) from exc
+
+
+def _set_pragmas(conn: Connection, *, readonly: bool, busy_timeout_s: float) -> None:
+    """The pragmas every connection runs with; a writer also gets WAL (and a new file its
+    page size)."""
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    if not readonly:
+        if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+            # Only a new file can take it (WAL fixes the page size once written).
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA cache_size = -{CACHE_SIZE_KIB}")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE_BYTES}")
+
+
+def _open_error(exc: sqlean.DatabaseError, path: Path) -> StoreError:
+    """The error a failed open of the index at `path` is reported as."""
+    if is_disk_full(exc) or _no_room_left(path.parent):
+        # A full disk often shows as "disk I/O error" here (the -shm file cannot grow):
+        # never advise deleting the index for that.
+        return DiskFull(f"cannot open the index {path}: the disk is full ({exc})", DISK_FULL_HINT)
+    if is_busy(exc):
+        return IndexBusy(f"the index {path} is busy: {exc}", BUSY_HINT)
+    return StoreError(
+        f"cannot open the index {path}: {exc}",
+        f"if it is corrupt, `rm -r {shlex.quote(str(path.parent))}` (the index with its"
+        " -wal and -shm), then `askvault index` to rebuild it",
+    )
 
 
 _temp_dir_lock = threading.Lock()
@@ -314,12 +329,22 @@ _split_sql = split_sql  # the name the migration tests import
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """True for SQLite's 'database or disk is full' (SQLITE_FULL), ENOSPC and DiskFull."""
+    """True for SQLite's SQLITE_FULL ('database or disk is full', told by its error code, not
+    its text), ENOSPC / EDQUOT and DiskFull: the one test of a full disk, wherever it shows."""
     if isinstance(exc, DiskFull):
         return True
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    return isinstance(exc, sqlean.DatabaseError) and "full" in str(exc).lower()
+    return _sqlite_result_code(exc) == sqlean.SQLITE_FULL
+
+
+def _sqlite_result_code(exc: BaseException) -> int | None:
+    """The primary result code of an error SQLite raised (the extended code's low byte);
+    None for any other exception, one built by hand included."""
+    if not isinstance(exc, sqlean.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
 
 
 def _no_room_left(folder: Path) -> bool:

@@ -165,15 +165,7 @@ def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
     stack: list[tuple[str, str]] = [(root_real, "")]
     while stack:
         abs_dir, rel_dir = stack.pop()
-        try:
-            with os.scandir(abs_dir) as it:
-                entries = list(it)
-        except OSError as exc:
-            if rel_dir == "":
-                raise VaultError(f"vault folder {root} is unreadable: {exc.strerror}") from exc
-            result.skipped.append(Skipped(rel_dir + "/", f"unreadable folder ({exc.strerror})"))
-            continue
-        for entry in entries:
+        for entry in _folder_entries(root, abs_dir, rel_dir, result):
             rel = rel_dir + "/" + entry.name if rel_dir else entry.name
             if not _valid_name(entry.name):
                 if is_note_path(entry.name) or entry.is_dir():
@@ -192,6 +184,21 @@ def scan_vault(root: Path, rules: IgnoreRules) -> ScanResult:
     result.notes.sort(key=lambda s: s.path)
     result.skipped.sort(key=lambda s: s.path)
     return result
+
+
+def _folder_entries(
+    root: Path, abs_dir: str, rel_dir: str, result: ScanResult
+) -> list[os.DirEntry[str]]:
+    """The entries of one folder of the walk; an unreadable folder is skipped (none), except
+    the vault itself, which raises VaultError."""
+    try:
+        with os.scandir(abs_dir) as it:
+            return list(it)
+    except OSError as exc:
+        if rel_dir == "":
+            raise VaultError(f"vault folder {root} is unreadable: {exc.strerror}") from exc
+        result.skipped.append(Skipped(rel_dir + "/", f"unreadable folder ({exc.strerror})"))
+        return []
 
 
 def _scan_note(abs_path: str, rel: str, rules: IgnoreRules, result: ScanResult) -> None:
@@ -226,17 +233,8 @@ def _scan_symlink(
     name = rel.rsplit("/", 1)[-1]
     if name.startswith("."):
         return
-    try:
-        target = os.path.realpath(abs_path, strict=True)
-    except FileNotFoundError:
-        if is_note_path(name):
-            result.skipped.append(Skipped(rel, "broken symlink"))
-        return
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            result.skipped.append(Skipped(rel, "symlink loop"))
-        elif is_note_path(name):
-            result.skipped.append(Skipped(rel, f"unreadable symlink ({exc.strerror})"))
+    target = _symlink_target(abs_path, rel, result)
+    if target is None:
         return
     is_dir = os.path.isdir(target)
     shown = rel + "/" if is_dir else rel
@@ -261,6 +259,22 @@ def _scan_symlink(
             result.skipped.append(Skipped(rel, f"symlink to an ignored file ({target_reason})"))
         else:
             _scan_note(abs_path, rel, rules, result)
+
+
+def _symlink_target(abs_path: str, rel: str, result: ScanResult) -> str | None:
+    """The real path the symlink at `abs_path` ends at, or None (skipped if it is a loop, or
+    a note's link that is broken or unreadable)."""
+    try:
+        return os.path.realpath(abs_path, strict=True)
+    except FileNotFoundError:
+        if is_note_path(rel):
+            result.skipped.append(Skipped(rel, "broken symlink"))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            result.skipped.append(Skipped(rel, "symlink loop"))
+        elif is_note_path(rel):
+            result.skipped.append(Skipped(rel, f"unreadable symlink ({exc.strerror})"))
+    return None
 
 
 def undecodable_name(rel_path: str) -> Skipped | None:

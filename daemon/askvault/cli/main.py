@@ -6,7 +6,6 @@ translates errors into one line plus a hint (exit 1). Usage errors exit 2.
 
 from __future__ import annotations
 
-import errno
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -114,8 +113,11 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(130)
         except Exception as exc:
             # A full disk can surface anywhere (a temp table of a search, a log file, a
-            # note written): one line, never a traceback.
-            if not is_disk_full_error(exc):
+            # note written): one line, never a traceback. Imported here: the adapter (and
+            # SQLite) stays out of the start of every command.
+            from askvault.adapters.db import is_disk_full
+
+            if not is_disk_full(exc):
                 raise
             where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
             click.echo(f"askvault: the disk is full{where}: {exc}", err=True)
@@ -123,13 +125,6 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(1)
 
     return wrapper
-
-
-def is_disk_full_error(exc: BaseException) -> bool:
-    """ENOSPC / EDQUOT, or SQLite's "database or disk is full" (SQLITE_FULL)."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return "database or disk is full" in str(exc)
 
 
 def print_json(doc: Any) -> None:

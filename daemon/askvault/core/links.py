@@ -173,12 +173,22 @@ def mask_code(text: str, blocks: Sequence[tuple[int, int]] | None = None) -> str
     if indented:
         spans += indented_code_blocks(lines, blocks)
     if spans:
-        for first, last in spans:
-            for row in range(first, last + 1):
-                lines[row] = " " * len(lines[row])
+        _blank_rows(lines, spans)
         text = "\n".join(lines)
     if "`" not in text:
         return text
+    return _mask_code_spans(lines)
+
+
+def _blank_rows(lines: list[str], spans: Sequence[tuple[int, int]]) -> None:
+    """Blank, in place, the rows `first`..`last` of each span (each keeps its length)."""
+    for first, last in spans:
+        for row in range(first, last + 1):
+            lines[row] = " " * len(lines[row])
+
+
+def _mask_code_spans(lines: list[str]) -> str:
+    """`lines` joined, with the inline code spans blanked."""
     # Code spans never cross a blank line: mask paragraph by paragraph, and only
     # the paragraphs that hold a backtick.
     start = -1

@@ -343,12 +343,26 @@ def _vocabulary(lang: str) -> dict[str, Any]:
     from dateparser.languages.loader import default_loader
 
     info = default_loader.get_locale(lang).info
+    return {
+        "months": _month_words(info, lang),
+        "relative": _relative_words(info, lang),
+        "units": _unit_words(info, lang),
+    }
+
+
+def _month_words(info: dict[str, Any], lang: str) -> dict[str, int]:
+    """Each month name (and abbreviation) of the locale, to its number 1..12."""
     months: dict[str, int] = {}
     for number, name in enumerate(calendar.month_name[1:], start=1):
         for word in info.get(name.lower(), []):
             word = word.lower().rstrip(".")
             if len(word) >= 3 or lang in _CJK:
                 months[word] = number
+    return months
+
+
+def _relative_words(info: dict[str, Any], lang: str) -> dict[str, tuple[int, Unit]]:
+    """Each relative phrase of the locale ("yesterday", "last month") to (units back, unit)."""
     relative: dict[str, tuple[int, Unit]] = {}
     phrases: dict[str, list[str]] = dict(info.get("relative-type", {}))
     for key, extra in _EXTRA_RELATIVE.get(lang, {}).items():
@@ -366,13 +380,18 @@ def _vocabulary(lang: str) -> dict[str, Any]:
             value = value.lower()
             if len(value) >= 3 or lang in _CJK or value in ("hoy", "ieri", "hier"):
                 relative[value] = (back, unit)
+    return relative
+
+
+def _unit_words(info: dict[str, Any], lang: str) -> dict[str, Unit]:
+    """Each word of the locale for a unit of time (day, week, month, year) to that unit."""
     units: dict[str, Unit] = {}
     for unit in _UNITS:
         for word in info.get(unit, []):
             word = word.lower()
             if len(word) >= 3 or lang in _CJK:
                 units[word] = unit
-    return {"months": months, "relative": relative, "units": units}
+    return units
 
 
 def _alternation(words: Iterable[str], *, cjk: bool) -> re.Pattern[str]:

@@ -261,33 +261,7 @@ def index_paths(
     root = settings.vault_path
     rules = ignore_rules_for(settings)
     report = report if report is not None else IndexReport()
-    removed: dict[str, str] = {}
-    to_read: list[tuple[FileStamp, store.StoredNote | None]] = []
-    for path in sorted(set(paths)):
-        bad_name = undecodable_name(path)
-        if bad_name is not None:
-            # Skipped per path, as the reconcile does: it cannot be a row, and must not
-            # fail the rest of the batch.
-            if is_note_path(path):
-                report.skipped.append(bad_name)
-            continue
-        known = store.stored_note(conn, path)
-        reason = ignore_reason(path, rules) if is_note_path(path) else "not a note"
-        stamp = None if reason else _safe_stat(root, path)
-        if stamp is None:
-            if known:
-                removed[path] = known.content_hash
-            if reason and is_note_path(path) and not _is_quiet_reason(reason):
-                report.skipped.append(Skipped(path, reason))
-            continue
-        if known and (known.size, known.mtime_ns, known.inode) == (
-            stamp.size,
-            stamp.mtime_ns,
-            stamp.inode,
-        ):
-            report.unchanged += 1
-            continue
-        to_read.append((stamp, known))
+    removed, to_read = _triage_paths(conn, root, rules, paths, report)
     if removed:
         vault_presence.check_deletions(conn, root)  # an unmounted vault: every file "gone"
     workers = settings.index.parse_workers
@@ -323,6 +297,46 @@ def index_paths(
             date_store.date_notes(conn, dating_rules_for(settings), written)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _triage_paths(
+    conn: Connection,
+    root: Path,
+    rules: IgnoreRules,
+    paths: Iterable[str],
+    report: IndexReport,
+) -> tuple[dict[str, str], list[tuple[FileStamp, store.StoredNote | None]]]:
+    """Sort the watcher's paths into the notes gone (path -> content hash, for rename
+    pairing) and the notes to read (stamp, stored row); the unchanged are counted and the
+    skipped recorded in `report`."""
+    removed: dict[str, str] = {}
+    to_read: list[tuple[FileStamp, store.StoredNote | None]] = []
+    for path in sorted(set(paths)):
+        bad_name = undecodable_name(path)
+        if bad_name is not None:
+            # Skipped per path, as the reconcile does: it cannot be a row, and must not
+            # fail the rest of the batch.
+            if is_note_path(path):
+                report.skipped.append(bad_name)
+            continue
+        known = store.stored_note(conn, path)
+        reason = ignore_reason(path, rules) if is_note_path(path) else "not a note"
+        stamp = None if reason else _safe_stat(root, path)
+        if stamp is None:
+            if known:
+                removed[path] = known.content_hash
+            if reason and is_note_path(path) and not _is_quiet_reason(reason):
+                report.skipped.append(Skipped(path, reason))
+            continue
+        if known and (known.size, known.mtime_ns, known.inode) == (
+            stamp.size,
+            stamp.mtime_ns,
+            stamp.inode,
+        ):
+            report.unchanged += 1
+            continue
+        to_read.append((stamp, known))
+    return removed, to_read
 
 
 def drop_folder(
