@@ -30,6 +30,7 @@ from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
 from askvault.core.settling import settle_wait_s
 from askvault.errors import DiskFull, IndexBusy
 from askvault.records import ModelClients
+from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.inbox.listing import InboxListing, QuestionFile, SettleRule
@@ -61,6 +62,7 @@ class Inbox:
         backoff_first_s: float = BACKOFF_FIRST_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         settle_rule: SettleRule = settle_wait_s,
+        foreground: ForegroundWork | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -79,6 +81,7 @@ class Inbox:
             schedule=self.schedule,
             stale=self.stale,
             clock=clock,
+            foreground=foreground,
         )
 
     # -- what other threads report -------------------------------------------------------
