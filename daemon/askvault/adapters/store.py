@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from askvault.adapters import link_store
 from askvault.adapters.db import Connection, serialize_float32
 from askvault.core.backoff import delay_after
+from askvault.core.embed_order import BacklogText
 from askvault.core.query import has_cjk
 from askvault.records import Chunk, Fingerprint, FingerprintState, NoteFile, ParsedNote, Skipped
 
@@ -529,6 +530,41 @@ def pending_hashes(conn: Connection, fp: FingerprintRow, now: float) -> list[str
         )
     }
     return [h for (h,) in rows if h not in waiting]
+
+
+def backlog_texts(conn: Connection, fp: FingerprintRow, now: float) -> list[BacklogText]:
+    """The backlog of `pending_hashes`, each text with the newest mtime of a note holding it
+    and the most resolved links (from other notes) to such a note: what
+    core/embed_order.py orders it by."""
+    rows = conn.execute(
+        "SELECT c.text_hash, max(n.mtime_ns), max(coalesce(l.inbound, 0)) FROM chunks c "
+        "JOIN notes n ON n.id = c.note_id LEFT JOIN (SELECT target_id, count(*) AS inbound "
+        "FROM links WHERE target_id IS NOT NULL AND target_id != note_id GROUP BY target_id) l "
+        "ON l.target_id = n.id WHERE NOT EXISTS (SELECT 1 FROM embedding_cache e "
+        "WHERE e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash)) GROUP BY c.text_hash",
+        (fp.id,),
+    ).fetchall()
+    waiting = {
+        h
+        for (h,) in conn.execute(
+            "SELECT text_hash FROM embed_failures WHERE fingerprint_id = ? AND next_try_at > ?",
+            (fp.id, now),
+        )
+    }
+    return [BacklogText(h, int(m), int(k)) for h, m, k in rows if h not in waiting]
+
+
+def chunk_text_hashes(conn: Connection, chunk_ids: Sequence[int]) -> list[str]:
+    """The text hash of each chunk id still indexed, in the order given."""
+    if not chunk_ids:
+        return []
+    found = dict(
+        conn.execute(
+            "SELECT id, text_hash FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(chunk_ids)),),
+        ).fetchall()
+    )
+    return [found[i] for i in chunk_ids if i in found]
 
 
 def texts_of(conn: Connection, hashes: Sequence[str]) -> list[tuple[str, str]]:

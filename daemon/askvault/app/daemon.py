@@ -40,6 +40,7 @@ from askvault.app.work import IndexWork, WorkQueue
 from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.records import ModelClients
+from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.inbox import Inbox
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
@@ -69,15 +70,26 @@ def default_workers(
     *,
     clients: ModelClients | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
+    foreground: ForegroundWork | None = None,
 ) -> list[Worker]:
     """The workers `askvault run` starts: the question inbox and the search socket (their
-    clients from `clients`, by default the composition root's)."""
+    clients from `clients`, by default the composition root's). `foreground` is the
+    daemon's: the embedding thread gives way while the inbox answers a question."""
     clients = clients or OllamaClients(settings)
-    inbox = Inbox(settings, clients)
+    inbox = Inbox(settings, clients, foreground=foreground)
     return [
         InboxWorker(inbox, busy_timeout_s=busy_timeout_s),
         SearchSocketWorker(settings, clients),
     ]
+
+
+def build_daemon(settings: Settings) -> Daemon:
+    """The daemon `askvault run` starts: its default workers, and one ForegroundWork shared
+    by the inbox and the embedding thread (the backlog gives way to a question)."""
+    busy = settings.daemon.busy_timeout_s
+    foreground = ForegroundWork()
+    workers = default_workers(settings, busy_timeout_s=busy, foreground=foreground)
+    return Daemon(settings, workers, busy_timeout_s=busy, foreground=foreground)
 
 
 class Daemon:
@@ -92,6 +104,7 @@ class Daemon:
         clients: ModelClients | None = None,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
         activity: ActivityBoard | None = None,
+        foreground: ForegroundWork | None = None,
     ) -> None:
         self.settings = settings
         self.workers = list(workers)
@@ -108,6 +121,7 @@ class Daemon:
             clients or OllamaClients(settings),
             busy_timeout_s=busy_timeout_s,
             activity=self.activity,
+            foreground=foreground,
         )
         self.failure: BaseException | None = None
         self._threads: list[threading.Thread] = []

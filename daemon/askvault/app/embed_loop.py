@@ -27,6 +27,7 @@ from askvault.services.embedding import (
     record_embed_waiting,
     target_fingerprint,
 )
+from askvault.services.foreground import ForegroundWork
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,11 @@ class EmbedLoop:
         idle_check_s: float = IDLE_CHECK_S,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
         activity: ActivityBoard | None = None,
+        foreground: ForegroundWork | None = None,
     ) -> None:
         self.settings = settings
+        # What the drain gives way to: a question being answered, its word hits first.
+        self.foreground = foreground
         self.activity = activity or ActivityBoard(None)
         self.busy_timeout_s = busy_timeout_s
         self.clients = clients
@@ -141,6 +145,7 @@ class EmbedLoop:
                 batch_size=self.settings.ollama.embed_batch_size,
                 should_stop=stop.is_set,
                 progress=on_stored,
+                foreground=self.foreground,
             )
             texts, batches = report.texts_embedded, report.batches
             if report.promoted:

@@ -27,13 +27,10 @@ from askvault.cli.main import build_settings, cli, common_options, handle_errors
 @handle_errors
 def run(log_format: str | None, log_level: str | None, **opts: Any) -> None:
     """Keep the index fresh and answer inbox questions until SIGTERM/SIGINT (SIGHUP: reconcile)."""
-    from askvault.app.daemon import Daemon, default_workers
+    from askvault.app.daemon import build_daemon
     from askvault.app.logging_setup import configure_logging
 
     extra: dict[str, Any] = {"daemon.log_format": log_format, "daemon.log_level": log_level}
     settings = build_settings(**opts, **extra)
     configure_logging(settings.daemon.log_format, settings.daemon.log_level)
-    busy = settings.daemon.busy_timeout_s
-    sys.exit(
-        Daemon(settings, default_workers(settings, busy_timeout_s=busy), busy_timeout_s=busy).run()
-    )
+    sys.exit(build_daemon(settings).run())

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from askvault.adapters import meta, store
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.ollama_http import model_digest, reported_dimension
+from askvault.core.embed_order import order_backlog
 from askvault.errors import InputRefused, OllamaError
 from askvault.records import Embedder
+from askvault.services.foreground import ForegroundWork
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ class EmbedReport:
     batches: int = 0
     texts_failed: int = 0
     seconds_waiting: float = 0.0
+    seconds_yielded: float = 0.0  # held back while a question was answered
     promoted: bool = False
 
 
@@ -148,8 +151,12 @@ def drain_backlog(
     should_stop: Callable[[], bool] = lambda: False,
     progress: Callable[[int], None] | None = None,
     max_batches: int | None = None,
+    foreground: ForegroundWork | None = None,
 ) -> EmbedReport:
-    """Embed pending texts batch by batch until none is left (or asked to stop).
+    """Embed pending texts batch by batch until none is left (or asked to stop), in the
+    order of core/embed_order.py: the texts `foreground` prefers (a waiting question's
+    word hits), then the most recently edited and the most linked notes' in turns. No
+    batch starts while `foreground` answers a question.
 
     Raises OllamaUnavailable / ModelMissing from the embedder; what was stored
     before that stays stored.
@@ -179,10 +186,13 @@ def drain_backlog(
 
     try:
         while not should_stop() and (max_batches is None or report.batches < max_batches):
-            if not queue:
+            preferred = _give_way(foreground, flush, should_stop, report)
+            if should_stop():
+                break
+            if not queue or preferred:
                 # Flush first: held vectors would otherwise look pending again.
                 flush()
-                queue = store.pending_hashes(conn, fp, time.time())
+                queue = order_backlog(store.backlog_texts(conn, fp, time.time()), preferred)
                 if not queue:
                     break
             pending = store.texts_of(conn, queue[:batch_size])
@@ -221,6 +231,22 @@ def drain_backlog(
     if not should_stop():
         report.promoted = _promote_when_built(conn, fp)
     return report
+
+
+def _give_way(
+    foreground: ForegroundWork | None,
+    flush: Callable[[], None],
+    should_stop: Callable[[], bool],
+    report: EmbedReport,
+) -> list[str]:
+    """Before a batch: wait while a question is answered (its search sees every vector
+    made so far: they are flushed first); the hashes to embed first, if any."""
+    if foreground is None:
+        return []
+    if foreground.is_answering():
+        flush()
+        report.seconds_yielded += foreground.wait_while_answering(should_stop)
+    return foreground.take_preferred()
 
 
 def _sort_vectors(

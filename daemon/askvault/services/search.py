@@ -208,6 +208,13 @@ def search(
     )
 
 
+def word_hit_hashes(conn: Connection, query: str, depth: int = 40) -> list[str]:
+    """The text hashes of the `depth` best word matches of `query`, best first: what a
+    waiting question searches, so the embedding backlog can embed those first."""
+    ranking = _word_ranking(conn, query, depth, None)
+    return store.chunk_text_hashes(conn, [cid for cid, _ in ranking])
+
+
 def _rerank(
     conn: Connection, candidates: list[fusion.Candidate], terms: list[str], *, corpus: bool
 ) -> list[fusion.Scored]:

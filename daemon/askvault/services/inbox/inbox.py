@@ -31,6 +31,7 @@ from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
 from askvault.core.settling import settle_wait_s
 from askvault.errors import DiskFull, IndexBusy
 from askvault.records import ModelClients
+from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.inbox.followups import InboxFollowUps
@@ -63,6 +64,7 @@ class Inbox:
         backoff_first_s: float = BACKOFF_FIRST_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         settle_rule: SettleRule = settle_wait_s,
+        foreground: ForegroundWork | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -81,6 +83,7 @@ class Inbox:
             schedule=self.schedule,
             stale=self.stale,
             clock=clock,
+            foreground=foreground,
         )
         self.follow_ups = InboxFollowUps(
             settings, clients, clock=clock, settle_rule=settle_rule, stale=self.stale

@@ -50,6 +50,7 @@ from askvault.records import (
     QuestionStatus,
 )
 from askvault.services.answer import AnswerResult, answer_question
+from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.files import AnswerFiles, log_line_for, stem_of
 from askvault.services.inbox.listing import QuestionFile
@@ -62,6 +63,7 @@ from askvault.services.question_options import (
     question_note_state,
     read_question_options,
 )
+from askvault.services.search import word_hit_hashes
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -86,8 +88,11 @@ class InboxQuestions:
         schedule: QuestionSchedule,
         stale: StaleMarks,
         clock: Clock,
+        foreground: ForegroundWork | None = None,
     ) -> None:
         self.settings = settings
+        # Shared with the embedding thread: it gives way while a question is answered.
+        self.foreground = foreground or ForegroundWork()
         self.root = settings.vault_path
         self.clients = clients
         self.files = files
@@ -356,17 +361,21 @@ class InboxQuestions:
         embedder: Embedder | None = None
         with contextlib.suppress(OllamaError):
             embedder = self.clients.embedder()
+        # The question's word hits jump the embedding queue (they are what it and a
+        # follow-up search); no embedding batch starts while it is answered.
+        self.foreground.prefer(word_hit_hashes(conn, question))
         try:
-            return answer_question(
-                conn,
-                self.settings,
-                question,
-                options,
-                embedder=embedder,
-                generator=generator,
-                should_stop=should_stop,
-                asked=asked,
-            )
+            with self.foreground.answering():
+                return answer_question(
+                    conn,
+                    self.settings,
+                    question,
+                    options,
+                    embedder=embedder,
+                    generator=generator,
+                    should_stop=should_stop,
+                    asked=asked,
+                )
         finally:
             generator.close()
             if embedder is not None:

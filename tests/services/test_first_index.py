@@ -1,0 +1,260 @@
+"""A first index that is useful at once (issue 22, item 4): words are searchable before any
+vector exists; the backlog embeds the texts most likely to be asked about first (a waiting
+question's word hits, then recent and linked notes in turns); no batch starts while a
+question is answered."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from askvault.adapters import store
+from askvault.adapters.db import Connection, connect
+from askvault.app.clients import OllamaClients
+from askvault.services.embedding import drain_backlog, target_fingerprint
+from askvault.services.foreground import ForegroundWork
+from askvault.services.index_pass import index_vault
+from askvault.services.search import search, word_hit_hashes
+from askvault.settings import Settings
+from support.fake_ollama import FakeOllama
+from support.inbox_driver import InboxDriver, driver_starter, inbox_settings, inbox_vault
+from support.settings_factory import settings_for
+
+DAY_NS = 86_400 * 10**9
+
+
+def _vault(root: Path) -> Path:
+    """Nine notes: `Old 0..5` edited long ago, `Hub` older still but linked by all of them,
+    `Fresh` edited last, `Zebra` the oldest and unlinked (only a question finds it)."""
+    vault = root / "vault"
+    vault.mkdir()
+    base_ns = 1_700_000_000 * 10**9
+    notes = {"Zebra": ("Zebras graze on the savanna.", 0)}
+    notes["Hub"] = ("The hub note gathers the orchard pages.", 1)
+    for i in range(6):
+        notes[f"Old {i}"] = (f"Old page {i} about pears. See [[Hub]].", 2 + i)
+    notes["Fresh"] = ("Fresh page about apples.", 20)
+    for name, (body, day) in notes.items():
+        path = vault / f"{name}.md"
+        path.write_text(f"# {name}\n\n{body}\n", encoding="utf-8")
+        os.utime(path, ns=(base_ns + day * DAY_NS, base_ns + day * DAY_NS))
+    return vault
+
+
+def _indexed_without_vectors(tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+    settings = settings_for(
+        _vault(tmp_path), tmp_path / "state", fake_ollama.url, **{"ollama.embed_batch_size": 1}
+    )
+    fake_ollama.set_fault("down")
+    report = index_vault(settings, OllamaClients(settings))
+    assert report.embed_error is not None  # the words were written, the vectors wait
+    fake_ollama.recover()
+    return settings
+
+
+@contextmanager
+def _index(settings: Settings) -> Iterator[Connection]:
+    conn = connect(settings.db_path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _embedded_titles(fake_ollama: FakeOllama) -> list[str]:
+    """The note title of each text embedded, in order (the probe left out): every chunk
+    of these notes starts with its heading, after the model's document prefix."""
+    found = (
+        re.match(r"(?:search_document: )?# (.+)", text) for text in fake_ollama.embedded_inputs
+    )
+    return [m.group(1).strip() for m in found if m]
+
+
+def _drain(
+    settings: Settings,
+    conn: Connection,
+    *,
+    foreground: ForegroundWork | None = None,
+    max_batches: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> object:
+    clients = OllamaClients(settings)
+    embedder = clients.embedder()
+    try:
+        fp = target_fingerprint(conn, embedder)
+        return drain_backlog(
+            conn,
+            embedder,
+            fp,
+            batch_size=1,
+            foreground=foreground,
+            max_batches=max_batches,
+            should_stop=should_stop,
+        )
+    finally:
+        embedder.close()
+
+
+def test_words_are_searchable_before_any_vector_exists(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    with _index(settings) as conn:
+        assert store.count_pending(conn, None) == 9
+        assert store.active_fingerprint(conn) is None  # not one vector yet
+        result = search(conn, settings, "zebras savanna", embedder=None)
+    assert [hit.chunk.path for hit in result.hits][:1] == ["Zebra.md"]
+
+
+def test_the_backlog_embeds_the_newest_and_the_most_linked_notes_first(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    with _index(settings) as conn:
+        _drain(settings, conn)
+        assert store.count_pending(conn, store.active_fingerprint(conn)) == 0
+    titles = _embedded_titles(fake_ollama)
+    # In turns: the newest, the most linked, the next newest (Old 5), ...
+    assert titles[:3] == ["Fresh", "Hub", "Old 5"]
+    assert titles[-1] == "Zebra"  # the oldest and unlinked: last
+    assert len(titles) == 9
+
+
+def test_a_waiting_questions_word_hits_jump_the_queue(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    foreground = ForegroundWork()
+    with _index(settings) as conn:
+        _drain(settings, conn, max_batches=2)  # Fresh and Hub
+        hits = word_hit_hashes(conn, "Where do zebras graze?")
+        assert len(hits) == 1
+        foreground.prefer(hits)
+        _drain(settings, conn, foreground=foreground, max_batches=1)
+    assert _embedded_titles(fake_ollama)[-3:] == ["Fresh", "Hub", "Zebra"]
+    assert foreground.take_preferred() == []  # taken once
+
+
+def test_no_batch_starts_while_a_question_is_answered(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    foreground = ForegroundWork()
+    done = threading.Event()
+    reports: list[object] = []
+
+    def drain_in_thread() -> None:
+        conn = connect(settings.db_path)
+        try:
+            reports.append(_drain(settings, conn, foreground=foreground))
+        finally:
+            conn.close()
+            done.set()
+
+    with foreground.answering():
+        worker = threading.Thread(target=drain_in_thread)
+        worker.start()
+        time.sleep(0.6)
+        embedded_while_answering = len(_embedded_titles(fake_ollama))
+        assert not done.is_set()
+    worker.join(10)
+    assert done.is_set()
+    assert embedded_while_answering == 0
+    assert len(_embedded_titles(fake_ollama)) == 9
+    assert reports[0].seconds_yielded >= 0.5  # type: ignore[attr-defined]
+
+
+def test_a_drain_held_back_by_a_question_still_stops_when_asked(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    foreground = ForegroundWork()
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    with foreground.answering(), _index(settings) as conn:
+        started = time.monotonic()
+        _drain(settings, conn, foreground=foreground, should_stop=stop.is_set)
+        assert time.monotonic() - started < 3.0
+    assert _embedded_titles(fake_ollama) == []
+
+
+def test_foreground_work_counts_nested_answers_and_hands_preferred_hashes_once() -> None:
+    foreground = ForegroundWork()
+    assert not foreground.is_answering()
+    with foreground.answering():
+        with foreground.answering():
+            assert foreground.is_answering()
+        assert foreground.is_answering()
+    assert not foreground.is_answering()
+    assert foreground.wait_while_answering(lambda: False) < 0.1
+    foreground.prefer(["a", "b"])
+    foreground.prefer([])
+    foreground.prefer(["c"])
+    assert foreground.take_preferred() == ["a", "b", "c"]
+    assert foreground.take_preferred() == []
+
+
+class _RecordingForeground(ForegroundWork):
+    """Notes whether a question was being answered when the chat model was asked."""
+
+    def __init__(self, fake: FakeOllama) -> None:
+        super().__init__()
+        self.fake = fake
+        self.chats_while_answering: list[int] = []
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        with super().answering():
+            yield
+            self.chats_while_answering.append(len(self.fake.requests_to("/api/chat")))
+
+
+def test_the_inbox_prefers_a_questions_word_hits_and_holds_the_backlog_while_answering(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    vault = inbox_vault(tmp_path / "vault")
+    settings = inbox_settings(vault, tmp_path / "state", fake_ollama.url)
+    foreground = _RecordingForeground(fake_ollama)
+    fake_ollama.chat_script = ["An embed shows another note inline [[Embeds]]."]
+    (vault / "queries/inbox/Q.md").write_text("What does an embed show?\n", encoding="utf-8")
+    with driver_starter(settings) as start:
+        driver: InboxDriver = start(foreground=foreground)
+        answer = vault / "queries/answers/Q.md"
+        driver.run_until(answer.exists)
+        driver.run_until(lambda: foreground.chats_while_answering)
+        with _index(settings) as conn:
+            expected = word_hit_hashes(conn, "What does an embed show?")
+    assert expected
+    assert foreground.take_preferred()[: len(expected)] == expected
+    assert foreground.chats_while_answering[0] >= 1  # the chat happened inside
+    assert not foreground.is_answering()
+
+
+def test_backlog_texts_count_links_from_other_notes_only(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    selfie = settings.vault_path / "Selfie.md"
+    selfie.write_text("# Selfie\n\nSee [[Selfie]] and [[Selfie#top]], [[Nowhere]].\n")
+    index_vault(settings, OllamaClients(settings), allow_empty=True)
+    with _index(settings) as conn:
+        fp = store.active_fingerprint(conn)
+        assert fp is not None
+        conn.execute("DELETE FROM embedding_cache")  # every text waits again
+        by_title = {
+            row[0]: text.inbound_links
+            for text in store.backlog_texts(conn, fp, time.time())
+            for row in conn.execute(
+                "SELECT n.title FROM chunks c JOIN notes n ON n.id = c.note_id "
+                "WHERE c.text_hash = ?",
+                (text.text_hash,),
+            )
+        }
+    assert by_title["Hub"] == 6
+    assert by_title["Selfie"] == 0
+    assert by_title["Zebra"] == 0
