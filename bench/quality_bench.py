@@ -34,6 +34,7 @@ HELP_VAULT = SHARED / "vaults" / "obsidian-help-en"
 HELP_QUESTIONS = Path(__file__).resolve().parent / "data" / "help_questions.json"
 MODES = ("words", "vector", "convex", "rrf", "rerank", "rerank-local")
 DEPTH = 100
+EMBED_BATCH = 8
 
 
 class CachedQueries:
@@ -64,6 +65,11 @@ def _settings(vault: Path, state: Path, model: str, host: str, candidates: int) 
             "ollama.embed_model": model,
             "ollama.host": host,
             "search.candidates": candidates,
+            # A slow CPU embedder (nomic-embed-text: ~3 texts/s on 2 cores) needs small
+            # batches and patient timeouts, or the first batch times out and nothing is embedded.
+            "ollama.embed_batch_size": EMBED_BATCH,
+            "ollama.timeout_s": 300.0,
+            "search.embed_timeout_s": 60.0,
         },
     )
 

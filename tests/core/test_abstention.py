@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from askvault.core.abstention import (
+    CALIBRATION_MIN,
     MEASURED_MAX_DISTANCE,
+    calibrated_cutoff,
     distance_cutoff,
     is_no_answer,
     is_refusal,
@@ -77,3 +79,27 @@ def test_too_far_only_beyond_a_known_cut_off() -> None:
     assert not too_far(0.2, 0.58)
     assert not too_far(None, 0.58)  # words-only search: no distance
     assert not too_far(0.99, None)  # no cut-off in force
+
+
+def test_calibrated_cut_off_is_the_quantile_of_the_held_out_distances() -> None:
+    held_out = [i / 100 for i in range(101)]  # 0.00 .. 1.00
+    assert calibrated_cutoff(held_out, quantile=0.95) == pytest.approx(0.95)
+    assert calibrated_cutoff(held_out, quantile=0.5) == pytest.approx(0.5)
+
+
+def test_calibrated_cut_off_interpolates_between_neighbours() -> None:
+    held_out = [0.2] * 10 + [0.6] * 11  # 21 values: position 19.5 of 20 at quantile 0.975
+    assert calibrated_cutoff(held_out, quantile=0.975) == pytest.approx(0.6)
+    assert calibrated_cutoff([0.0, 1.0] * 10 + [1.0], quantile=0.5) == pytest.approx(1.0)
+
+
+def test_calibrated_cut_off_ignores_order_and_non_finite_distances() -> None:
+    values = [0.1 * (i % 7) for i in range(CALIBRATION_MIN)]
+    shuffled = list(reversed(values)) + [float("nan"), float("inf")]
+    assert calibrated_cutoff(shuffled) == calibrated_cutoff(values)
+
+
+def test_calibrated_cut_off_needs_enough_distances() -> None:
+    assert calibrated_cutoff([0.5] * (CALIBRATION_MIN - 1)) is None
+    assert calibrated_cutoff([0.5] * (CALIBRATION_MIN - 1) + [float("nan")]) is None
+    assert calibrated_cutoff([0.5] * CALIBRATION_MIN) == pytest.approx(0.5)

@@ -9,7 +9,9 @@ sentences are refusals (or whose checked claims are all unsupported) is a no-ans
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 
 # English: "... not mentioned / not contain / no information / cannot answer / don't know".
 _EN = (
@@ -98,3 +100,27 @@ def too_far(nearest_distance: float | None, cutoff: float | None) -> bool:
     """True when the nearest chunk is farther from the question than `cutoff` allows
     (never when either is unknown: words-only search, or no measured cut-off)."""
     return nearest_distance is not None and cutoff is not None and nearest_distance > cutoff
+
+
+# Self-calibration, for a model never measured: note titles asked as queries, each held out
+# from its own note, land at the distance of "a question on the vault's topics whose own
+# page is missing". The cut-off is a high quantile of those distances: a question farther
+# from every chunk than most held-out titles are has nothing in the vault.
+CALIBRATION_SAMPLE = 120
+CALIBRATION_MIN = 20
+CALIBRATION_QUANTILE = 0.95
+
+
+def calibrated_cutoff(
+    held_out: Sequence[float], *, quantile: float = CALIBRATION_QUANTILE
+) -> float | None:
+    """The cut-off the vault calibrates by itself: the `quantile` of `held_out` (each a
+    title-as-query's cosine distance to the nearest chunk of another note), or None when
+    fewer than CALIBRATION_MIN finite distances are known."""
+    values = sorted(d for d in held_out if math.isfinite(d))
+    if len(values) < CALIBRATION_MIN:
+        return None
+    position = quantile * (len(values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
