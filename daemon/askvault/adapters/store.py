@@ -522,14 +522,19 @@ def pending_hashes(conn: Connection, fp: FingerprintRow, now: float) -> list[str
         "embedding_cache e WHERE e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash))",
         (fp.id,),
     ).fetchall()
-    waiting = {
+    waiting = _waiting_hashes(conn, fp, now)
+    return [h for (h,) in rows if h not in waiting]
+
+
+def _waiting_hashes(conn: Connection, fp: FingerprintRow, now: float) -> set[str]:
+    """The texts whose last embedding failed and whose next try is still ahead of `now`."""
+    return {
         h
         for (h,) in conn.execute(
             "SELECT text_hash FROM embed_failures WHERE fingerprint_id = ? AND next_try_at > ?",
             (fp.id, now),
         )
     }
-    return [h for (h,) in rows if h not in waiting]
 
 
 def backlog_texts(conn: Connection, fp: FingerprintRow, now: float) -> list[BacklogText]:
@@ -544,13 +549,7 @@ def backlog_texts(conn: Connection, fp: FingerprintRow, now: float) -> list[Back
         "WHERE e.fingerprint_id = ? AND e.text_key = unhex(c.text_hash)) GROUP BY c.text_hash",
         (fp.id,),
     ).fetchall()
-    waiting = {
-        h
-        for (h,) in conn.execute(
-            "SELECT text_hash FROM embed_failures WHERE fingerprint_id = ? AND next_try_at > ?",
-            (fp.id, now),
-        )
-    }
+    waiting = _waiting_hashes(conn, fp, now)
     return [BacklogText(h, int(m), int(k)) for h, m, k in rows if h not in waiting]
 
 
