@@ -47,6 +47,11 @@ def _answered(vault: Path, inbox: InboxDriver, fake_ollama: FakeOllama) -> Path:
     return answer
 
 
+def _follow_up(answer: Path, question: str) -> None:
+    """Type a `## Follow-up` with `question` under it at the end of the answer note."""
+    answer.write_bytes(answer.read_bytes() + f"\n## Follow-up\n{question}\n".encode())
+
+
 def _chats(fake_ollama: FakeOllama) -> list[str]:
     return [json.dumps(body) for body in fake_ollama.requests_to("/api/chat")]
 
@@ -84,7 +89,7 @@ def test_a_follow_up_is_answered_once_even_after_a_restart(
 ) -> None:
     inbox = start()
     answer = _answered(vault, inbox, fake_ollama)
-    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nand its alias?\n")
+    _follow_up(answer, "and its alias?")
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
     chats = len(_chats(fake_ollama))
     after = answer.read_bytes()
@@ -123,7 +128,7 @@ def test_a_save_during_the_answer_wins_and_the_follow_up_is_asked_again(
 ) -> None:
     inbox = start()
     answer = _answered(vault, inbox, fake_ollama)
-    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nand its alias?\n")
+    _follow_up(answer, "and its alias?")
     saved: list[bytes] = []
 
     def reply(messages: list[dict[str, Any]]) -> str:
@@ -144,7 +149,7 @@ def test_an_unfinished_follow_up_waits_for_the_longer_quiet(
 ) -> None:
     inbox = start(settle_rule=_real_times)
     answer = _answered(vault, inbox, fake_ollama)
-    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nand its alias\n")
+    _follow_up(answer, "and its alias")
     inbox.run_for(10.0)
     assert b"%% askvault" not in answer.read_bytes()
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes(), within_s=120)
@@ -162,9 +167,9 @@ def test_a_second_follow_up_is_turn_3_and_carries_the_first_question(
 ) -> None:
     inbox = start()
     answer = _answered(vault, inbox, fake_ollama)
-    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nand its alias?\n")
+    _follow_up(answer, "and its alias?")
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
-    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nwhat about links?\n")
+    _follow_up(answer, "what about links?")
     inbox.run_until(lambda: b"%% askvault: turn 3 %%" in answer.read_bytes())
     assert [f.answered for f in find_follow_ups(answer.read_text(encoding="utf-8"))] == [
         True,
@@ -207,7 +212,7 @@ def test_a_page_a_follow_up_cited_changing_lists_the_note_as_stale(
     inbox = start()
     answer = _answered(vault, inbox, fake_ollama)
     fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
-    answer.write_bytes(answer.read_bytes() + b"\n## Follow-up\nand what about rye?\n")
+    _follow_up(answer, "and what about rye?")
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
     assert "[[Deep Note]]" in answer.read_text(encoding="utf-8").split("turn 2")[1]
     assert meta.stale_answers_edited(inbox.conn) == []
