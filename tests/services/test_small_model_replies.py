@@ -515,6 +515,23 @@ def test_a_no_that_the_note_backs_in_other_words_is_published_with_its_quote(
     )
 
 
+def test_a_desktop_shortcut_for_a_phone_question_is_a_no_answer(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # What Qwen2.5-Coder-1.5B replied to "on android ... how do i bring up the quick
+    # switcher": the desktop chord, word for word from the page.
+    fake_ollama.chat_script = [
+        "To close the active tab, press Ctrl+W (Cmd+W on macOS) [[Tabs#Close a tab]]."
+    ]
+    result = _ask(conn, settings, "on my android phone, how do i close the tab i'm in?")
+    text = _assert_golden("desktop_key_for_a_phone", result)
+    assert result.status == "no-answer" and result.decided_by == "nothing-supported"
+    (claim,) = result.report.claims
+    assert claim.verdict == "unsupported" and "mobile" in claim.reason
+    assert "[[Tabs#Close a tab]]" not in result.note.answer
+    assert "⚠️" in text
+
+
 def _asked_twice(first: str, second: str) -> Any:
     """A scripted model: `first` to the question, `second` when asked again."""
     replies = iter([first, second])
