@@ -9,15 +9,14 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from askvault.adapters import answer_store, meta, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
-from askvault.cli.main import cli
 from askvault.cli.render import ProgressLine
 from askvault.services.index_pass import index_vault
+from support.cli_invoke import invoke
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
@@ -31,11 +30,6 @@ def vault(tmp_path: Path) -> Path:
 @pytest.fixture
 def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
     return cli_env(vault, tmp_path / "state", fake_ollama.url)
-
-
-def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def status_json(env: dict[str, str]) -> dict:

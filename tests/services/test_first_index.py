@@ -140,11 +140,23 @@ def test_a_waiting_questions_word_hits_jump_the_queue(
     assert foreground.take_preferred() == []  # taken once
 
 
+class _SeenWaiting(ForegroundWork):
+    """Tells when a drain began to wait (a thread may take a while to get there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait_while_answering(self, should_stop: Callable[[], bool]) -> float:
+        self.waiting.set()
+        return super().wait_while_answering(should_stop)
+
+
 def test_no_batch_starts_while_a_question_is_answered(
     tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     settings = _indexed_without_vectors(tmp_path, fake_ollama)
-    foreground = ForegroundWork()
+    foreground = _SeenWaiting()
     done = threading.Event()
     reports: list[object] = []
 
@@ -159,6 +171,9 @@ def test_no_batch_starts_while_a_question_is_answered(
     with foreground.answering():
         worker = threading.Thread(target=drain_in_thread)
         worker.start()
+        # Timed from the drain's first wait: the thread may be slow to start on a busy
+        # machine (the yielded time then read 0.38-0.46 s of a 0.6 s sleep).
+        assert foreground.waiting.wait(10)
         time.sleep(0.6)
         embedded_while_answering = len(_embedded_titles(fake_ollama))
         assert not done.is_set()

@@ -4,7 +4,7 @@ bytes never lost or moved; a save during the answer wins."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,28 +14,16 @@ from askvault.adapters.vault import write_atomic
 from askvault.core.followup import find_follow_ups
 from askvault.services.inbox import followups
 from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import InboxDriver, driver_starter, inbox_settings, inbox_vault
+from support.inbox_driver import InboxDriver
 
 REPLY = "An embed shows another note inline [[Embeds]]."
 FOLLOW_REPLY = "Link a block with a caret id [[Embeds]]."
 ANSWER = "queries/answers/Embeds.md"
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
-
-
-@pytest.fixture
-def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
-    with driver_starter(settings) as start:
-        yield start
+vault, settings, start = inbox_fixtures.vault, inbox_fixtures.settings, inbox_fixtures.start
 
 
 def _answered(vault: Path, inbox: InboxDriver, fake_ollama: FakeOllama) -> Path:

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from askvault.adapters.activity import (
     Activity,
@@ -27,10 +26,10 @@ from askvault.adapters.lockfile import VaultLock
 from askvault.app.activity_board import ActivityBoard
 from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon
-from askvault.cli.main import cli
 from askvault.services.doctor import run_checks
 from askvault.services.status import collect_status, embedding_rate
 from askvault.settings import Settings
+from support.cli_invoke import invoke
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
@@ -49,11 +48,6 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 @pytest.fixture
 def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
     return cli_env(vault, tmp_path / "state", fake_ollama.url)
-
-
-def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def daemon_lock(settings: Settings) -> VaultLock:
