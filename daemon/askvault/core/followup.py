@@ -8,7 +8,9 @@ hidden in reading view), so a follow-up with such a line after it is answered.
 
 A follow-up is elliptic more often than not ("and on mobile?", "can it be folded?",
 "what about Notion?"): before retrieval it is made standalone by rules, the earlier
-questions' subject terms carried into the search (`standalone_question`).
+questions' subject terms carried into the search (`standalone_question`). What the model
+reads is one of FOLLOW_UP_FORMS (`asked_follow_up`), the prompt builder's `background`
+holding the thread so far when the form has one.
 """
 
 from __future__ import annotations
@@ -204,3 +206,65 @@ def standalone_question(earlier: Sequence[str], follow_up: str) -> str:
     if not carried:
         return follow_up
     return f"{follow_up} ({' '.join(carried)})"
+
+
+# How the model reads a follow-up (each measured: bench/followup_bench.py --form):
+# "beside"      the follow-up, the first question beside it in parentheses;
+# "standalone"  the follow-up made standalone (`standalone_question`) as the only question;
+# "background"  the follow-up as the question, the first question before it as background
+#               already answered;
+# "background+answer"  the same, with the first answer's first sentence after it.
+FOLLOW_UP_FORMS = ("beside", "standalone", "background", "background+answer")
+DEFAULT_FOLLOW_UP_FORM = "beside"
+# The earlier answer's sentence shown to the model is cut at this many characters.
+EARLIER_ANSWER_MAX_CHARS = 240
+
+_LINK_TEXT = re.compile(r"!?\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_NOT_PROSE = re.compile(r"\[\^[\w-]+\]|\[\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]|⚠️|[*_`]")
+_SPACE_BEFORE_MARK = re.compile(r"\s+([.,;:!?])")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
+
+
+@dataclass(frozen=True)
+class AskedFollowUp:
+    """A follow-up as the model reads it: `question` is what it is asked (the checks read
+    it too), `background` the thread so far, shown right before it ("" for none)."""
+
+    question: str
+    background: str = ""
+
+
+def first_sentence(answer: str) -> str:
+    """The first sentence of an answer as prose, at most EARLIER_ANSWER_MAX_CHARS: a link
+    with a label becomes its label, one without (a citation) is dropped, as are footnote
+    marks, excerpt numbers, flags and emphasis marks."""
+    text = _LINK_TEXT.sub(lambda m: m.group(2) or "", answer)
+    text = _SPACE_BEFORE_MARK.sub(r"\1", " ".join(_NOT_PROSE.sub("", text).split()))
+    sentence = _SENTENCE_END.split(text, maxsplit=1)[0].strip()
+    if len(sentence) > EARLIER_ANSWER_MAX_CHARS:
+        sentence = sentence[: EARLIER_ANSWER_MAX_CHARS - 1].rstrip() + "…"
+    return sentence
+
+
+def asked_follow_up(
+    form: str, earlier: Sequence[str], follow_up: str, earlier_answer: str = ""
+) -> AskedFollowUp:
+    """`follow_up` as the model reads it in `form` (FOLLOW_UP_FORMS), given the thread's
+    earlier questions (first first) and, for "background+answer", the first answer.
+    A follow-up that stands on its own (not `is_elliptic`), or one with no earlier
+    question, is asked as written in every form."""
+    if form not in FOLLOW_UP_FORMS:
+        raise ValueError(f"unknown follow-up form {form!r}: one of {', '.join(FOLLOW_UP_FORMS)}")
+    follow_up = follow_up.strip()
+    first = earlier[0].strip() if earlier else ""
+    if not first or not is_elliptic(follow_up):
+        return AskedFollowUp(follow_up)
+    if form == "beside":
+        return AskedFollowUp(f"{follow_up}\n(A follow-up to the earlier question: {first})")
+    if form == "standalone":
+        return AskedFollowUp(standalone_question(earlier, follow_up))
+    background = f"Earlier question (already answered): {first}"
+    said = first_sentence(earlier_answer) if form == "background+answer" else ""
+    if said:
+        background += f"\nEarlier answer: {said}"
+    return AskedFollowUp(follow_up, background)

@@ -2,8 +2,9 @@
 
 The follow-up is made standalone by rules (core/followup.py) and that is what is searched,
 over the whole vault: the earlier turns' pages are not a cage (fusing them in as extra
-candidates measured no better: docs/benchmarks.md). The model reads the follow-up with
-the thread's first question beside it, so "and on mobile?" is asked about the ribbon.
+candidates measured no better: docs/benchmarks.md). The model reads the follow-up in one
+of the forms of `core.followup.asked_follow_up` (by default with the thread's first
+question beside it), so "and on mobile?" is asked about the ribbon.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from dataclasses import dataclass
 
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note
-from askvault.core.followup import find_follow_ups, is_elliptic, standalone_question
+from askvault.core.followup import (
+    DEFAULT_FOLLOW_UP_FORM,
+    asked_follow_up,
+    find_follow_ups,
+    standalone_question,
+)
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import Embedder, Generator, QuestionOptions
@@ -30,15 +36,7 @@ class FollowUpAnswer:
     result: AnswerResult
     searched: str
     asked_as: str
-
-
-def asked_as(earlier: Sequence[str], follow_up: str) -> str:
-    """The follow-up as the model reads it: with the first question beside it when it
-    leans on it, else as written."""
-    follow_up = follow_up.strip()
-    if not earlier or not earlier[0].strip() or not is_elliptic(follow_up):
-        return follow_up
-    return f"{follow_up}\n(A follow-up to the earlier question: {earlier[0].strip()})"
+    background: str = ""
 
 
 def answer_follow_up(
@@ -53,14 +51,18 @@ def answer_follow_up(
     should_stop: Callable[[], bool] = lambda: False,
     asked: str | None = None,
     on_token: TokenSink | None = None,
+    form: str = DEFAULT_FOLLOW_UP_FORM,
+    earlier_answer: str = "",
 ) -> FollowUpAnswer:
-    """Answer `follow_up`, given the thread's earlier questions (first first)."""
+    """Answer `follow_up`, given the thread's earlier questions (first first). `form` is
+    how the model reads it (core.followup.FOLLOW_UP_FORMS; `earlier_answer`, the first
+    turn's answer, is read by "background+answer" only)."""
     searched = standalone_question(earlier, follow_up)
-    question = asked_as(earlier, follow_up)
+    asked_as = asked_follow_up(form, earlier, follow_up, earlier_answer)
     result = answer_question(
         conn,
         settings,
-        question,
+        asked_as.question,
         options or QuestionOptions(),
         embedder=embedder,
         generator=generator,
@@ -68,8 +70,9 @@ def answer_follow_up(
         asked=asked,
         search_as=searched,
         on_token=on_token,
+        background=asked_as.background,
     )
-    return FollowUpAnswer(result, searched, question)
+    return FollowUpAnswer(result, searched, asked_as.question, asked_as.background)
 
 
 def thread_questions(settings: Settings, note: str) -> list[str]:
