@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from askvault.core.notes import parse_note
 from askvault.core.query import STOPWORDS, fold
+from askvault.records import PeriodScope, QuestionOptions
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+follow[- ]?up\b[ \t]*:?[ \t]*(?P<rest>.*)$", re.IGNORECASE)
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t]")
@@ -101,12 +103,14 @@ def next_follow_up(text: str) -> FollowUp | None:
 
 @dataclass(frozen=True)
 class FollowUpThread:
-    """An answer note read for its next follow-up: the thread's earlier questions and
-    the follow-up's turn number (the first answer is turn 1)."""
+    """An answer note read for its next follow-up: the thread's earlier questions, the
+    follow-up's turn number (the first answer is turn 1), and the note's properties
+    (its `ask_*` options are the follow-up's: services/question_options.py)."""
 
     earlier: list[str]
     follow_up: FollowUp
     number: int
+    properties: dict[str, Any] = field(default_factory=dict)
 
 
 # An answer note's statuses once its first answer is done: a follow-up written under an
@@ -127,8 +131,18 @@ def thread_of(rel: str, text: str) -> FollowUpThread | None:
         first = frontmatter.get("question")
         earlier = [first] if isinstance(first, str) and first.strip() else []
         earlier += [f.question for f in found[:index] if f.question]
-        return FollowUpThread(earlier, follow_up, index + 2)
+        return FollowUpThread(earlier, follow_up, index + 2, dict(frontmatter))
     return None
+
+
+def carried_options(options: QuestionOptions, period: PeriodScope | None) -> QuestionOptions:
+    """The options a question's answer note keeps for its follow-ups: `options`, with a
+    period they set (`ask_since` / `ask_until`) as the days it was read to be (`period`),
+    so that "last week" still means the week the first question searched when a
+    follow-up comes days later."""
+    if not (options.since or options.until) or period is None:
+        return options
+    return replace(options, since=period.since, until=period.until)
 
 
 def inert_follow_up_lines(text: str) -> str:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from askvault.adapters.db import Connection, connect
 from askvault.core.answer_note import render_answer_note
-from askvault.errors import AnswerCancelled, OllamaError
+from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, ModelClients, QuestionOptions
-from askvault.services.answer import AnswerResult, answer_follow_up, answer_question
+from askvault.services.answer import (
+    AnswerResult,
+    ThreadNote,
+    answer_follow_up,
+    answer_question,
+)
 from askvault.services.inbox.files import AnswerFiles
-from askvault.services.question_options import question_summary
+from askvault.services.question_options import follow_up_options, question_summary
 from askvault.settings import Settings
 
 
@@ -39,7 +44,7 @@ def ask_question(
     embedder: Embedder | None = None,
     generator: Generator | None = None,
     should_stop: Callable[[], bool] = lambda: False,
-    earlier: Sequence[str] = (),
+    thread: ThreadNote | None = None,
 ) -> AskOutcome:
     """The inbox pipeline for one question from the terminal (`askvault ask`) or an agent.
 
@@ -47,8 +52,10 @@ def ask_question(
     are then left open; otherwise they are made here from `clients` and closed. `save`
     writes the answer note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
     question to the log note. Raises AnswerCancelled when `should_stop()` turns true before
-    anything was written. With `earlier` (a thread's questions, first first: `askvault
-    ask --follow-up`), `question` is answered as a follow-up to them (core/followup.py)."""
+    anything was written. With `thread` (an answer note read by `read_thread`: `askvault
+    ask --follow-up`), `question` is answered as a follow-up to its questions, with the
+    options the note keeps (`options` overriding them); the note is not changed.
+    Raises AskvaultError when the note's options are invalid."""
     files = AnswerFiles(settings)
     own_conn = conn is None
     conn = conn if conn is not None else connect(settings.db_path)
@@ -61,15 +68,15 @@ def ask_question(
                 embedder = clients.embedder()
                 made.append(embedder)
         try:
-            if earlier:
+            if thread is not None:
                 result = answer_follow_up(
                     conn,
                     settings,
                     question,
-                    earlier,
+                    thread.questions,
                     embedder=embedder,
                     generator=generator,
-                    options=options,
+                    options=_thread_options(settings, thread, question, options),
                     on_token=on_token,
                     should_stop=should_stop,
                 ).result
@@ -108,6 +115,20 @@ def ask_question(
     finally:
         if own_conn:
             conn.close()
+
+
+def _thread_options(
+    settings: Settings, thread: ThreadNote, question: str, given: QuestionOptions | None
+) -> QuestionOptions:
+    """The options a follow-up to `thread` is answered with (`follow_up_options`), or
+    AskvaultError naming the note whose `ask_*` properties are invalid."""
+    reading = follow_up_options(thread.properties, question, settings.vault_path, given=given)
+    if reading.errors:
+        raise AskvaultError(
+            f"invalid question options in {thread.rel}: " + "; ".join(reading.errors),
+            "fix the answer note's `ask_*` properties",
+        )
+    return reading.options
 
 
 def _safe_stem(question: str) -> str:

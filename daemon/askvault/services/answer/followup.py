@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note
@@ -75,26 +76,41 @@ def answer_follow_up(
     return FollowUpAnswer(result, searched, asked_as.question, asked_as.background)
 
 
-def thread_questions(settings: Settings, note: str) -> list[str]:
-    """The questions of the answer note `note` (a name in the answers folder, else a
-    vault-relative path; `.md` optional), first first: its `question:` and its follow-ups.
-    Raises AskvaultError when it is no answer note of askvault's."""
+@dataclass(frozen=True)
+class ThreadNote:
+    """An answer note read for a follow-up: where it is, its text and the hash of its
+    bytes, its questions (first first: its `question:` and its follow-ups) and its
+    properties (the `ask_*` options its follow-ups are answered with)."""
+
+    rel: str
+    text: str
+    content_hash: str
+    questions: list[str]
+    properties: dict[str, Any]
+
+
+def read_thread(settings: Settings, note: str) -> ThreadNote:
+    """The answer note `note` (a name in the answers folder, else a vault-relative path;
+    `.md` optional) with its thread. Raises AskvaultError when it is no answer note of
+    askvault's (no `question:` property) or there is none."""
     q = settings.queries
     rel = note.strip().replace("\\", "/")
     tried = [f"{q.folder}/{q.answers}/{rel}", rel]  # a name in the answers folder first
     tried += [t + ".md" for t in tried if not t.lower().endswith(".md")]
     for candidate in tried:
         try:
-            text = read_note(settings.vault_path, candidate, settings.index.max_note_bytes).text
+            read = read_note(settings.vault_path, candidate, settings.index.max_note_bytes)
         except AskvaultError:
             continue
-        first = parse_note(candidate, text).frontmatter.get("question")
+        properties = parse_note(candidate, read.text).frontmatter
+        first = properties.get("question")
         if not isinstance(first, str) or not first.strip():
             raise AskvaultError(
                 f"{candidate} has no `question:` property: it is not an answer note",
                 "give an answer note from the answers folder (queries/answers/)",
             )
-        return [first.strip()] + [f.question for f in find_follow_ups(text) if f.question]
+        questions = [first.strip()] + [f.question for f in find_follow_ups(read.text) if f.question]
+        return ThreadNote(candidate, read.text, read.content_hash, questions, dict(properties))
     raise AskvaultError(
         f"no answer note {note!r} in the vault",
         f"give its path in the vault, e.g. {q.folder}/{q.answers}/<name>.md",

@@ -25,6 +25,7 @@ from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
+from askvault.core.followup import carried_options
 from askvault.core.prompt import PromptPlan, build_messages, reordered, split_quoted_reply
 from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
@@ -92,6 +93,7 @@ def answer_question(
     searched = strip_controls(search_as).strip() if search_as else question
     found = retrieve(conn, settings, searched, options, embedder=embedder, notes=notes, now=now)
     period = found.pack.period
+    base = dataclasses.replace(base, asked_with=carried_options(options, period))
     if period is not None:
         base = dataclasses.replace(base, period=period_line(period))
     plan = build_messages(
