@@ -13,6 +13,7 @@ still holds exactly the bytes read (a save of the user's meanwhile wins).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from askvault.adapters import answer_store, store
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.vault import write_atomic
 from askvault.core.answer_note import AnswerNote, render_answer_body
+from askvault.core.controls import strip_controls
 from askvault.core.followup import FollowUp, FollowUpThread, render_turn
 from askvault.records import AnswerOutcome, Embedder, Generator, QuestionOptions
 from askvault.services.answer import AnswerResult, answer_follow_up
@@ -28,6 +30,10 @@ from askvault.services.answer.generation import TokenSink
 from askvault.services.answer.pipeline import iso_now
 from askvault.services.question_options import describe_options, follow_up_options
 from askvault.settings import Settings
+
+FOLLOW_UP_HEADING = "## Follow-up"
+# A line that starts like these would not be read as the follow-up's question.
+_NOT_A_QUESTION_LINE = re.compile(r"^(#|%%|```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,19 @@ def with_turn(data: bytes, follow_up: FollowUp, turn: str) -> bytes:
     if head and not head.endswith(("\n", "\r")):
         head += "\n"
     return (head + "\n" + turn + ("\n" + tail if tail else "")).encode("utf-8")
+
+
+def with_follow_up(data: bytes, question: str) -> bytes:
+    """`data` with a `## Follow-up` heading and `question` under it at the end, as the
+    user would type them: every byte of `data` kept. The question is one line, without
+    control characters (a line of its own could read as a heading and end it), and a
+    start that would read as a heading, a fence or an Obsidian comment (a turn mark) is
+    escaped with a backslash, as Obsidian shows it: the question stays the question."""
+    line = " ".join(strip_controls(question).split())
+    if _NOT_A_QUESTION_LINE.match(line):
+        line = "\\" + line
+    sep = b"" if not data or data.endswith((b"\n", b"\r")) else b"\n"
+    return data + sep + f"\n{FOLLOW_UP_HEADING}\n{line}\n".encode()
 
 
 def write_turn(
