@@ -945,3 +945,16 @@ def test_the_agents_guide_and_the_reference_name_every_argument_of_every_tool(
         if arguments:
             section = reference.split(f"### {tool.name}\n", 1)[1].split("\n#", 1)[0]
             assert all(f"| `{a}` |" in section for a in arguments), tool.name
+
+
+def test_a_follow_up_to_a_note_that_is_not_utf8_is_refused_and_the_note_kept(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    note = _saved_answer(session, vault, fake_ollama)
+    broken = note.read_bytes() + b"caf\xe9\n"  # Latin-1 typed in by another editor
+    note.write_bytes(broken)
+    text = tool_error(
+        session, "ask", {"question": "and its alias?", "follow_up": note.name, "save": True}
+    )
+    assert "is not valid UTF-8" in text
+    assert note.read_bytes() == broken

@@ -181,7 +181,13 @@ def ask_follow_up(
     if hashlib.sha256(data).hexdigest() != thread_note.content_hash:
         raise AskvaultError(f"{rel} changed while it was read", "ask again")
     typed = with_follow_up(data, question)
-    thread = thread_of(rel, typed.decode("utf-8"))
+    try:
+        thread = thread_of(rel, typed.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise AskvaultError(
+            f"{rel} is not valid UTF-8: a turn cannot be added to it without changing its bytes",
+            "save the note as UTF-8 in Obsidian, then ask again",
+        ) from None
     if thread is None:  # the question was only spaces or control characters
         raise AskvaultError("the follow-up question is empty", "give the question's text")
     _thread_options(settings, thread_note, thread.follow_up.question, options)

@@ -46,7 +46,6 @@ class Turn:
     reason: str
     result: AnswerResult
     text: str
-    searched: str = ""
 
 
 def answer_turn(
@@ -106,7 +105,7 @@ def answer_turn(
         ),
     )
     text = render_turn(thread.number, render_answer_body(note))
-    return Turn(result.status, result.reason, result, text, answered.searched)
+    return Turn(result.status, result.reason, result, text)
 
 
 def with_turn(data: bytes, follow_up: FollowUp, turn: str) -> bytes:
