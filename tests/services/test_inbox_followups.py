@@ -12,7 +12,7 @@ import pytest
 
 from askvault.adapters.vault import write_atomic
 from askvault.core.followup import find_follow_ups
-from askvault.services.inbox import followups
+from askvault.services import follow_up_turns
 from askvault.settings import Settings
 from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
@@ -101,11 +101,11 @@ def test_a_kill_before_the_rename_leaves_the_note_whole_and_the_restart_answers_
     def killed(*_: Any, **__: Any) -> bool:
         raise SystemExit("killed before the rename")
 
-    monkeypatch.setattr(followups, "write_atomic", killed)
+    monkeypatch.setattr(follow_up_turns, "write_atomic", killed)
     with pytest.raises(SystemExit):
         inbox.run_until(lambda: False, within_s=5.0)
     assert answer.read_bytes() == typed
-    monkeypatch.setattr(followups, "write_atomic", write_atomic)
+    monkeypatch.setattr(follow_up_turns, "write_atomic", write_atomic)
     inbox.restart()
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
     assert answer.read_bytes().count(b"%% askvault: turn 2 %%") == 1

@@ -22,7 +22,7 @@ from askvault.core.citations import (
 )
 from askvault.core.followup import inert_follow_up_lines
 from askvault.core.inert import inert_line, neutralise
-from askvault.records import AnswerStatus
+from askvault.records import AnswerStatus, QuestionOptions
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
 UNAVAILABLE = "Answer citations: unavailable"
@@ -90,6 +90,9 @@ class AnswerNote:
     options: tuple[str, ...] = ()
     # The period the question was read to ask about, its days and notes ('' if none).
     period: str = ""
+    # The options the question was asked with, kept as its `ask_*` properties: what its
+    # follow-ups are answered with (core/followup.py: carried_options).
+    asked_with: QuestionOptions = field(default_factory=QuestionOptions)
 
 
 def render_answer_note(note: AnswerNote) -> str:
@@ -196,9 +199,31 @@ def render_frontmatter(note: AnswerNote) -> str:
         f"citations_unsupported: {unsupported}",
         f"index_as_of: {_q(note.index_as_of) if note.index_as_of else 'null'}",
     ]
+    lines += option_properties(note.asked_with)
     lines += [f"{k}: {_q(v)}" for k, v in note.extra_frontmatter.items()]
     lines.append("---")
     return "\n".join(lines)
+
+
+def option_properties(options: QuestionOptions) -> list[str]:
+    """The `ask_*` frontmatter lines of the options that are set, as a question note
+    writes them (services/question_options.py reads them back)."""
+    lines: list[str] = []
+    for key, values in (("ask_folders", options.folders), ("ask_tags", options.tags)):
+        if values:
+            lines.append(f"{key}:")
+            lines += [f"  - {_q(v)}" for v in values]
+    if options.max_sources:
+        lines.append(f"ask_max_sources: {options.max_sources}")
+    for key, value in (
+        ("ask_model", options.model),
+        ("ask_language", options.language),
+        ("ask_since", options.since),
+        ("ask_until", options.until),
+    ):
+        if value:
+            lines.append(f"{key}: {_q(value)}")
+    return lines
 
 
 def render_question_callout(question: str) -> str:

@@ -25,6 +25,7 @@ from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
+from askvault.core.followup import carried_options
 from askvault.core.prompt import PromptPlan, build_messages, reordered, split_quoted_reply
 from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
@@ -61,11 +62,13 @@ def answer_question(
     read_note: ReadNote | None = None,
     now: datetime | None = None,
     search_as: str | None = None,
+    background: str = "",
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
     `search_as` is what is searched instead of the question (a follow-up made standalone:
-    core/followup.py); the model and the checks still read `question`.
+    core/followup.py); the model and the checks still read `question`. `background` is
+    what the model reads right before the question (a follow-up's thread so far).
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     `now` anchors the question's period words ("last week"; None: the clock's time).
@@ -90,6 +93,7 @@ def answer_question(
     searched = strip_controls(search_as).strip() if search_as else question
     found = retrieve(conn, settings, searched, options, embedder=embedder, notes=notes, now=now)
     period = found.pack.period
+    base = dataclasses.replace(base, asked_with=carried_options(options, period))
     if period is not None:
         base = dataclasses.replace(base, period=period_line(period))
     plan = build_messages(
@@ -99,6 +103,7 @@ def answer_question(
         language=options.language,
         excerpt_tokens=settings.queries.excerpt_tokens,
         form=settings.queries.prompt,
+        background=background,
     )
     timings["retrieval_s"] = time.monotonic() - started
     try:
@@ -154,6 +159,7 @@ def answer_question(
             options,
             base.model,
             should_stop,
+            background,
         )
         timings["verify_s"] = time.monotonic() - started
     cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
@@ -189,10 +195,17 @@ def _asked_again(
     options: QuestionOptions,
     model: str,
     should_stop: Callable[[], bool],
+    background: str = "",
 ) -> bool | None:
     """Whether a second reply, to the excerpts in reverse order, rests on some sentence the
     first rests on (`queries.verify = again`); None when it could not be asked."""
-    again = reordered(plan, question, language=options.language, form=settings.queries.prompt)
+    again = reordered(
+        plan,
+        question,
+        language=options.language,
+        form=settings.queries.prompt,
+        background=background,
+    )
     try:
         second = generate(
             generator,

@@ -99,12 +99,22 @@ class AnswerDocument:
         "The period the question was read to ask about; absent when it names none.",
         omitted=True,
     )
+    turn: int | None = prop(
+        "The turn written into the answer note `saved` (2 for its first follow-up); absent "
+        "unless a follow-up was written.",
+        omitted=True,
+    )
 
 
 def answer_document(
-    result: AnswerResult, *, saved: str | None = None, logged: str | None = None
+    result: AnswerResult,
+    *,
+    saved: str | None = None,
+    logged: str | None = None,
+    turn: int | None = None,
 ) -> AnswerDocument:
-    """The document of an answer; `saved` is the note written, `logged` the log line."""
+    """The document of an answer; `saved` is the note written, `logged` the log line,
+    `turn` the follow-up's turn written into `saved`."""
     report = result.report
     return AnswerDocument(
         question=result.question,
@@ -123,6 +133,7 @@ def answer_document(
         saved=saved,
         logged=logged,
         period=period_document(result.period),
+        turn=turn,
     )
 
 
