@@ -20,6 +20,7 @@ from askvault.app.db_tuning import connect_for_daemon
 from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
 from askvault.records import Embedder, ModelClients
+from askvault.services.calibration import calibrate_cutoff
 from askvault.services.embedding import (
     drain_backlog,
     embed_waiting_reason,
@@ -111,18 +112,7 @@ class EmbedLoop:
         texts = batches = 0
         last_log = started
         try:
-            if self._fresh_client and self._embedder is not None:
-                self._embedder.close()
-                self._embedder = None
-            self._fresh_client = False
-            embedder = self._embedder
-            if embedder is None:
-                embedder = self._embedder = self.clients.embedder()
-            # A local: forget_fingerprint() (the indexing thread) may clear self._fp
-            # at any moment, and a drain must not see it turn None half-way.
-            fp = self._fp
-            if fp is None:
-                fp = self._fp = target_fingerprint(conn, embedder)
+            embedder, fp = self._client_and_fingerprint(conn)
 
             def on_stored(count: int) -> None:
                 nonlocal texts, last_log
@@ -150,6 +140,17 @@ class EmbedLoop:
             texts, batches = report.texts_embedded, report.batches
             if report.promoted:
                 self._fp = None  # the next drain asks for the new active row
+            if not stop.is_set():
+                # A model never measured gets its distance cut-off from the vault once its
+                # vectors are complete (a few cheap queries when there is nothing to do);
+                # an Ollama failure here waits and retries as a failed drain does.
+                calibrate_cutoff(
+                    conn,
+                    self.settings,
+                    embedder,
+                    should_stop=stop.is_set,
+                    foreground=self.foreground,
+                )
         except OllamaError as exc:
             return self._failed(conn, exc, texts)
         except IndexBusy as exc:
@@ -183,6 +184,22 @@ class EmbedLoop:
                 self._pending(conn),
             )
         return None
+
+    def _client_and_fingerprint(self, conn: Connection) -> tuple[Embedder, store.FingerprintRow]:
+        """The embedder (a new one after forget_fingerprint) and the fingerprint to drain."""
+        if self._fresh_client and self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
+        self._fresh_client = False
+        embedder = self._embedder
+        if embedder is None:
+            embedder = self._embedder = self.clients.embedder()
+        # A local: forget_fingerprint() (the indexing thread) may clear self._fp at any
+        # moment, and a drain must not see it turn None half-way.
+        fp = self._fp
+        if fp is None:
+            fp = self._fp = target_fingerprint(conn, embedder)
+        return embedder, fp
 
     def _failed(self, conn: Connection, exc: OllamaError, texts: int) -> float:
         delay = self.backoff.failed()

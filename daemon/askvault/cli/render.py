@@ -188,6 +188,7 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
         )
     if embedding.get("waiting"):
         out.append(f"embedding    waiting: {embedding['waiting']}")
+    out.extend(_cutoff_lines(doc.get("distance_cutoff")))
     out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
     if ollama.get("refused"):
         out.append(f"ollama       REFUSED: {ollama['error']}")
@@ -227,6 +228,15 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     if len(doc["skipped"]) > 20:
         out.append(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
     return out
+
+
+def _cutoff_lines(cutoff: dict[str, Any] | None) -> list[str]:
+    """`cut-off      0.58 (measured for all-minilm)`, or why there is none."""
+    if not cutoff:
+        return []
+    if cutoff["value"] is None:
+        return [f"cut-off      {cutoff['detail']}"]
+    return [f"cut-off      {cutoff['value']:g} ({cutoff['detail']})"]
 
 
 def _config_lines(config: dict[str, Any] | None) -> list[str]:
