@@ -93,6 +93,20 @@ def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllam
     assert doc["sentences"][0]["quote"] == "An embed shows another note inline: ![[Welcome]]."
 
 
+def test_ask_json_says_the_distance_cut_off_in_force_and_where_it_comes_from(
+    env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    question = ["ask", "What does an embed show?", "--json"]
+    doc = json.loads(CliRunner().invoke(cli, question, env=env).stdout)
+    assert doc["nearest_distance"] is not None
+    # The suite's model is never measured and this vault has too few notes to calibrate.
+    assert (doc["distance_cutoff"], doc["distance_cutoff_source"]) == (None, "none")
+    env = {**env, "ASKVAULT_QUERIES__MAX_DISTANCE": "0.95"}
+    doc = json.loads(CliRunner().invoke(cli, question, env=env).stdout)
+    assert (doc["distance_cutoff"], doc["distance_cutoff_source"]) == (0.95, "setting")
+
+
 def test_ask_save_writes_the_answer_note(
     env: dict[str, str], vault: Path, fake_ollama: FakeOllama
 ) -> None:

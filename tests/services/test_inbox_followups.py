@@ -200,7 +200,7 @@ def test_a_page_a_follow_up_cited_changing_lists_the_note_as_stale(
     inbox = start()
     answer = _answered(vault, inbox, fake_ollama)
     fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
-    _follow_up(answer, "and what about rye?")
+    _follow_up(answer, "and what about the fermentation of rye?")
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
     assert "[[Deep Note]]" in answer.read_text(encoding="utf-8").split("turn 2")[1]
     assert meta.stale_answers_edited(inbox.conn) == []

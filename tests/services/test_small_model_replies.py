@@ -265,7 +265,7 @@ def test_reply_about_a_subject_no_note_mentions_is_not_published(
         "The Excalidraw plugin keeps its drawings like snapshots. "
         "Snapshots are kept for 7 days [[Snapshots]]."
     ]
-    result = _ask(conn, settings, "how long does the excalidraw plugin keep my drawings?")
+    result = _ask(conn, settings, "how long does the excalidraw plugin keep snapshots of drawings?")
     text = _assert_golden("unknown_subject", result)
     assert result.report.supported_claims == 1  # the copied sentence is in the notes
     assert result.status == "no-answer"

@@ -38,7 +38,11 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-DEFAULT_MODELS = ("nomic-embed-text", "all-minilm", "llama3.2")
+# The suite's embedding model: a name of its own, so that no cut-off measured for a real
+# model (core/abstention.MEASURED_MAX_DISTANCE) ever applies to the fake's vectors, whose
+# distances are on another scale (~0.7). Tests of a real model's rules name that model.
+FAKE_EMBED_MODEL = "fake-embed"
+DEFAULT_MODELS = (FAKE_EMBED_MODEL, "nomic-embed-text", "all-minilm", "llama3.2")
 DEFAULT_DIMENSION = 64
 FAKE_CHARS_PER_TOKEN = 4
 FAULT_KINDS = ("down", "slow", "404", "500", "die_midstream", "endless")
@@ -48,6 +52,7 @@ MODIFIED_AT = "2025-01-01T00:00:00Z"
 
 # (family, context length in tokens, capabilities) per model base name, as Ollama reports them.
 MODEL_TRAITS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    FAKE_EMBED_MODEL: ("fake", 2048, ("embedding",)),
     "nomic-embed-text": ("nomic-bert", 2048, ("embedding",)),
     "all-minilm": ("bert", 512, ("embedding",)),
     "mxbai-embed-large": ("bert", 512, ("embedding",)),

@@ -13,6 +13,7 @@ from askvault.adapters.ollama import OllamaEmbedder
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings, load_settings
+from support.fake_ollama import FAKE_EMBED_MODEL
 
 FIXTURE_VAULT = Path(__file__).resolve().parents[1] / "fixtures" / "retrieval_vault"
 
@@ -32,7 +33,7 @@ def retrieval_settings(tmp_path: Path, host: str, **flags: object) -> Settings:
             "vault": str(tmp_path / "vault"),
             "state_dir": str(tmp_path / "state"),
             "ollama.host": host,
-            "ollama.embed_model": "nomic-embed-text",
+            "ollama.embed_model": FAKE_EMBED_MODEL,
             **flags,
         },
     )

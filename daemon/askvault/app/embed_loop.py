@@ -21,6 +21,7 @@ from askvault.app.db_tuning import connect_for_daemon
 from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
 from askvault.records import Embedder, ModelClients
+from askvault.services.calibration import calibrate_cutoff
 from askvault.services.embedding import (
     EmbedReport,
     drain_backlog,
@@ -144,6 +145,17 @@ class EmbedLoop:
             )
             if report.promoted:
                 self._fp = None  # the next drain asks for the new active row
+            if not stop.is_set():
+                # A model never measured gets its distance cut-off from the vault once its
+                # vectors are complete (a few cheap queries when there is nothing to do);
+                # an Ollama failure here waits and retries as a failed drain does.
+                calibrate_cutoff(
+                    conn,
+                    self.settings,
+                    embedder,
+                    should_stop=stop.is_set,
+                    foreground=self.foreground,
+                )
         except OllamaError as exc:
             return self._failed(conn, exc, progress.texts)
         except IndexBusy as exc:

@@ -136,6 +136,7 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     out.append(f"index        {doc['index']}")
     out.extend(_config_lines(doc.get("config")))
     out.extend(_index_lines(doc))
+    out.extend(_cutoff_lines(doc.get("distance_cutoff")))
     out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
     out.extend(_ollama_lines(doc["ollama"]))
     out.extend(_question_lines(doc["questions"]) + _follow_up_lines(doc.get("follow_ups", [])))
@@ -263,6 +264,15 @@ def _skipped_lines(skipped: list[dict[str, Any]]) -> list[str]:
     if len(skipped) > 20:
         out.append(f"skipped      … and {len(skipped) - 20} more (see --json)")
     return out
+
+
+def _cutoff_lines(cutoff: dict[str, Any] | None) -> list[str]:
+    """`cut-off      0.58 (measured for all-minilm)`, or why there is none."""
+    if not cutoff:
+        return []
+    if cutoff["value"] is None:
+        return [f"cut-off      {cutoff['detail']}"]
+    return [f"cut-off      {cutoff['value']:g} ({cutoff['detail']})"]
 
 
 def _config_lines(config: dict[str, Any] | None) -> list[str]:

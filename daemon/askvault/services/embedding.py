@@ -65,6 +65,11 @@ class EmbedReport:
     promoted: bool = False
 
 
+def same_model(a: str, b: str) -> bool:
+    """`nomic-embed-text` is `nomic-embed-text:latest`."""
+    return a.removesuffix(":latest") == b.removesuffix(":latest")
+
+
 def vector_problem(vector: Sequence[float], dimension: int) -> str | None:
     """Why `vector` cannot be stored for a model of `dimension`, or None if it can.
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from askvault.adapters import meta, search_store
 from askvault.adapters.db import Connection
 from askvault.core import answer_parts
-from askvault.core.abstention import distance_cutoff
+from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
@@ -38,6 +38,7 @@ from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
 from askvault.services.answer.verification import Verification, verify
+from askvault.services.calibration import cutoff_for
 from askvault.services.note_reads import NoteReads, ReadNote
 from askvault.services.periods import empty_period_reason, period_line
 from askvault.settings import Settings
@@ -92,6 +93,7 @@ def answer_question(
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
     searched = strip_controls(search_as).strip() if search_as else question
     found = retrieve(conn, settings, searched, options, embedder=embedder, notes=notes, now=now)
+    cutoff = cutoff_for(conn, settings)
     period = found.pack.period
     base = dataclasses.replace(base, asked_with=carried_options(options, period))
     if period is not None:
@@ -124,7 +126,7 @@ def answer_question(
             )
         )
     except OllamaError as exc:
-        return _waiting(base, found, plan, timings, exc)
+        return _waiting(base, found, plan, timings, exc, cutoff)
     if settings.queries.prompt == "quote-first":
         generation = dataclasses.replace(
             generation, reply=split_quoted_reply(generation.reply).answer
@@ -162,12 +164,12 @@ def answer_question(
             background,
         )
         timings["verify_s"] = time.monotonic() - started
-    cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     decision = decide(
         safe.text,
         checked.report,
         nearest_distance=found.nearest_distance,
-        cutoff=cutoff,
+        cutoff=cutoff.value,
+        cutoff_from=cutoff.reason_words,
         unknown_subjects=checked.unknown_subjects,
         judged=verification.judged.verdict if verification.judged else None,
         steady=steady,
@@ -179,7 +181,7 @@ def answer_question(
         settings,
         notes,
         base,
-        _Steps(found, plan, generation, safe, checked, verification, decision),
+        _Steps(found, plan, generation, safe, checked, verification, decision, cutoff),
         timings,
     )
 
@@ -235,6 +237,7 @@ class _Steps:
     checked: Checked
     verification: Verification
     decision: Decision
+    cutoff: Cutoff
 
     @property
     def warnings(self) -> list[str]:
@@ -281,7 +284,9 @@ def _compose(
         ),
         ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
         passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
-        trace=answer_parts.trace_lines(pack, steps.plan, timings, steps.generation.counted_tokens),
+        trace=answer_parts.trace_lines(
+            pack, steps.plan, timings, steps.generation.counted_tokens, cutoff=steps.cutoff
+        ),
     )
     return AnswerResult(
         base.question,
@@ -298,6 +303,7 @@ def _compose(
         prompt_tokens=steps.plan.prompt_tokens,
         reason=decision.reason,
         nearest_distance=steps.found.nearest_distance,
+        cutoff=steps.cutoff,
         verification=steps.verification,
         decided_by=decision.decided_by,
         period=pack.period,
@@ -310,6 +316,7 @@ def _waiting(
     plan: PromptPlan,
     timings: dict[str, float],
     exc: OllamaError,
+    cutoff: Cutoff,
 ) -> AnswerResult:
     """The note of a question that waits for Ollama: why, and the best passages found."""
     reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
@@ -318,7 +325,7 @@ def _waiting(
         status="waiting",
         reason=reason,
         passages=answer_parts.passages(found.pack),
-        trace=answer_parts.trace_lines(found.pack, plan, timings),
+        trace=answer_parts.trace_lines(found.pack, plan, timings, cutoff=cutoff),
     )
     return AnswerResult(
         base.question,
@@ -331,4 +338,5 @@ def _waiting(
         excerpts=plan.excerpts,
         prompt_tokens=plan.prompt_tokens,
         period=found.pack.period,
+        cutoff=cutoff,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from askvault.core.abstention import CutoffSource
 from askvault.core.decision import DecisionReason
 from askvault.core.schema import document, prop
 from askvault.records import AnswerOutcome, CitationState, SupportVerdict
@@ -91,6 +92,13 @@ class AnswerDocument:
     nearest_distance: float | None = prop(
         "Distance of the question to the nearest chunk (vectors only)."
     )
+    distance_cutoff: float | None = prop(
+        "The cut-off beyond which no answer is published; null when none is in force."
+    )
+    distance_cutoff_source: CutoffSource | None = prop(
+        "Where the cut-off comes from: setting (queries.max_distance), measured (for the"
+        " embedding model), calibrated (from the vault's note titles) or none."
+    )
     warnings: tuple[str, ...] = prop("Pages that could not be read, options ignored, ...")
     timings: dict[str, float] = prop("Seconds per step.")
     saved: str | None = prop("The answer note written (with save), vault-relative.")
@@ -128,6 +136,8 @@ def answer_document(
         sources=tuple(SourceEntry(e.wikilink, e.raw_paths) for e in result.note.ledger),
         grounding=tuple(result.grounding),
         nearest_distance=result.nearest_distance,
+        distance_cutoff=result.cutoff.value if result.cutoff else None,
+        distance_cutoff_source=result.cutoff.source if result.cutoff else None,
         warnings=tuple(result.warnings),
         timings={k: round(v, 3) for k, v in result.timings.items()},
         saved=saved,
