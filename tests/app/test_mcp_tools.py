@@ -463,7 +463,7 @@ def test_a_follow_up_with_save_is_added_to_the_note_as_the_inbox_adds_one(
     assert "caret id" in turn and "### Sources" in turn and "### Citation report" in turn
     assert "> follow-up searched as: and how do I link a block of it? (embed show)" in turn
     prompt = json.dumps(fake_ollama.requests_to("/api/chat")[-1])
-    assert "A follow-up to the earlier question: What does an embed show?" in prompt
+    assert "Question: and how do I link a block of it? (embed show)" in prompt
     # Answered once: the inbox finds nothing left to answer in it.
     assert [f.answered for f in find_follow_ups(after.decode())] == [True]
     assert thread_of(rel, after.decode()) is None
@@ -854,7 +854,7 @@ def check_ask_follow_up(session: WarmSession, vault: Path, fake: FakeOllama) -> 
     follow = structured(session, "ask", {"question": "and its alias?", "follow_up": note["saved"]})
     prompts = [json.dumps(r) for r in fake.requests_to("/api/chat")[-2:]]
     assert "earlier question" not in prompts[0] and alone["question"] == "and its alias?"
-    assert "A follow-up to the earlier question: What does an embed show?" in prompts[1]
+    assert "Question: and its alias? (embed show)" in prompts[1]
     assert follow["saved"] is None and (vault / note["saved"]).read_bytes() == before
 
 

@@ -153,7 +153,7 @@ def test_ask_follow_up_carries_the_notes_questions_and_leaves_the_note_alone(
     assert result.exit_code == 0, result.output
     assert "caret id" in result.stdout
     (chat,) = fake_ollama.requests_to("/api/chat")
-    assert "A follow-up to the earlier question: What does an embed show?" in json.dumps(chat)
+    assert "Question: and how do I link a block of it? (embed show)" in json.dumps(chat)
     assert note.read_bytes() == data
 
 

@@ -66,10 +66,8 @@ def test_a_follow_up_is_answered_below_it_and_every_user_byte_is_kept(
     assert "> follow-up searched as: and how do I link a block of it? (embed show)" in rest
     (follow_up,) = find_follow_ups(text)
     assert follow_up.answered
-    # The model read the follow-up beside the first question.
-    assert (
-        "A follow-up to the earlier question: What does an embed show?" in _chats(fake_ollama)[-1]
-    )
+    # The model read the follow-up made standalone (the default form).
+    assert "Question: and how do I link a block of it? (embed show)" in _chats(fake_ollama)[-1]
 
 
 def test_a_follow_up_is_answered_once_even_after_a_restart(
