@@ -382,6 +382,12 @@ def search_lines(doc: dict[str, Any], explain: bool) -> list[str]:
     """`askvault search` as text: the period (if any), then score, link, place and snippet
     per hit."""
     out = period_lines(doc)
+    share, weight = doc.get("vector_share"), doc.get("vector_weight")
+    if explain and share is not None and weight is not None and share < 1:
+        out.append(
+            f"vectors for {share * 100:.1f}% of the chunks so far: the vector channel at "
+            f"{weight:.2f} of its weight"
+        )
     for hit in doc["hits"]:
         out.append(
             f"{hit['score']:.4f}  {hit['wikilink']}  {hit['file']}:{hit['lines'][0]}-"

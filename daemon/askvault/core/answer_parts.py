@@ -164,6 +164,12 @@ def trace_lines(
                 else f"; no cut-off ({cutoff.detail})"
             )
         lines.append(f"nearest passage at cosine distance {nearest:.3f}{gate}")
+    share, weight = pack.trace.get("vector_share"), pack.trace.get("vector_weight")
+    if share is not None and weight is not None and share < 1.0:
+        lines.append(
+            f"vectors for {share * 100:.1f}% of the chunks so far: the vector channel at "
+            f"{weight:.2f} of its weight"
+        )
     for i, page in enumerate(pack.pages, 1):
         channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)
         sent = "" if page.path in plan.grounding else " (not sent)"
