@@ -87,14 +87,16 @@ def raw_seconds(host: str, model: str, texts: list[str], batch: int) -> float:
     return time.perf_counter() - started
 
 
-def help_quality(conn, settings, embedder) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def help_quality(conn, settings, embedder, weight: float | None = None) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Page Recall@5 and MRR@10 of the Help questions (`weight`: the vector side's weight,
+    None for the product's own)."""
     questions = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
     recall5 = mrr = 0.0
     for q in questions:
-        paths = [
-            h.note_path
-            for h in search(conn, settings, q["question"], limit=20, embedder=embedder).hits
-        ]
+        found = search(
+            conn, settings, q["question"], limit=20, embedder=embedder, vector_weight=weight
+        )
+        paths = [h.note_path for h in found.hits]
         recall5 += q["path"] in paths[:5]
         mrr += next((1 / (i + 1) for i, p in enumerate(paths[:10]) if p == q["path"]), 0.0)
     return {

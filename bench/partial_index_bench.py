@@ -39,8 +39,7 @@ from askvault.app.clients import OllamaClients  # noqa: E402
 from askvault.core.fusion import coverage_weight  # noqa: E402
 from askvault.services.embedding import drain_backlog, target_fingerprint  # noqa: E402
 from askvault.services.index_pass import index_vault  # noqa: E402
-from askvault.services.search import search  # noqa: E402
-from first_index_bench import DEAD_HOST, HELP_QUESTIONS, salted_copy, settings_for  # noqa: E402
+from first_index_bench import DEAD_HOST, help_quality, salted_copy, settings_for  # noqa: E402
 from quality_bench import CachedQueries  # noqa: E402
 
 # The vector side's weight as a function of the share of chunks with vectors.
@@ -61,19 +60,7 @@ CURVES: dict[str, Callable[[float], float]] = {
 def quality(conn, settings, embedder, weight: float | None) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Page Recall@5 and MRR@10 of the Help questions at one vector weight (None with no
     embedder: words only)."""
-    questions = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
-    recall5 = mrr = 0.0
-    for q in questions:
-        found = search(
-            conn, settings, q["question"], limit=20, embedder=embedder, vector_weight=weight
-        )
-        paths = [h.note_path for h in found.hits]
-        recall5 += q["path"] in paths[:5]
-        mrr += next((1 / (i + 1) for i, p in enumerate(paths[:10]) if p == q["path"]), 0.0)
-    return {
-        "page_recall@5": round(recall5 / len(questions), 3),
-        "mrr@10": round(mrr / len(questions), 3),
-    }
+    return help_quality(conn, settings, embedder, weight)
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:

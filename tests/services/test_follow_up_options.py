@@ -5,20 +5,18 @@ names itself, or an option given with the follow-up overrides them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-
-import pytest
 
 from askvault.core.answer_note import AnswerNote, render_frontmatter
 from askvault.core.followup import carried_options
 from askvault.core.notes import parse_note
 from askvault.records import PeriodScope, QuestionOptions
 from askvault.services.question_options import follow_up_options
-from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import InboxDriver, driver_starter, inbox_settings, inbox_vault
+from support.inbox_driver import InboxDriver
 
 REPLY = "An embed shows another note inline [[Embeds]]."
 DEEP = "The second section explains fermentation of rye [[Deep Note]]."
@@ -26,20 +24,7 @@ ANSWER = "queries/answers/Embeds.md"
 NOW = datetime(2026, 12, 2, 12, 0)
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
-
-
-@pytest.fixture
-def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
-    with driver_starter(settings) as start:
-        yield start
+vault, settings, start = inbox_fixtures.vault, inbox_fixtures.settings, inbox_fixtures.start
 
 
 def _answered(vault: Path, inbox: InboxDriver, question_note: str) -> Path:
