@@ -216,7 +216,7 @@ def main() -> None:
     )
     parser.add_argument("--sample", type=int, default=300)
     parser.add_argument("--round-texts", type=int, default=128, help="texts per paired round")
-    parser.add_argument("--questions", action="store_true", help="Help questions at 10/50/100%")
+    parser.add_argument("--questions", action="store_true", help="Help questions at 10/50/100%%")
     parser.add_argument("--no-raw", action="store_true", help="no paired raw rounds")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
