@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import connect
+from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import VaultLock
 from askvault.errors import OllamaError, RemoteHostRefused
 from askvault.records import Embedder, ModelClients
@@ -141,7 +141,9 @@ def _index_vault(
         conn.close()
 
 
-def _finish(conn: Any, report: PassReport, started: float, embed_started: float) -> PassReport:
+def _finish(
+    conn: Connection, report: PassReport, started: float, embed_started: float
+) -> PassReport:
     report.embed_wall_seconds = time.monotonic() - embed_started
     live = store.live_fingerprints(conn)
     building = next((fp for fp in live if fp.state == "building"), None)
