@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import connect
+from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import VaultLock
 from askvault.errors import OllamaError, RemoteHostRefused
 from askvault.records import Embedder, ModelClients
@@ -149,7 +149,7 @@ def _index_vault(
         conn.close()
 
 
-def _calibrate(conn: Any, settings: Settings, embedder: Embedder) -> None:
+def _calibrate(conn: Connection, settings: Settings, embedder: Embedder) -> None:
     """The distance cut-off of a model never measured, once its vectors are complete
     (services/calibration.py); Ollama failing meanwhile leaves it to the next pass or the
     daemon, the pass's report unchanged."""
@@ -159,7 +159,9 @@ def _calibrate(conn: Any, settings: Settings, embedder: Embedder) -> None:
         log.warning("the distance cut-off is calibrated later: %s", exc.message)
 
 
-def _finish(conn: Any, report: PassReport, started: float, embed_started: float) -> PassReport:
+def _finish(
+    conn: Connection, report: PassReport, started: float, embed_started: float
+) -> PassReport:
     report.embed_wall_seconds = time.monotonic() - embed_started
     live = store.live_fingerprints(conn)
     building = next((fp for fp in live if fp.state == "building"), None)
