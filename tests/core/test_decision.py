@@ -134,3 +134,57 @@ def test_a_question_far_from_every_note_is_told_where_the_cut_off_comes_from() -
         "cosine distance 0.41, beyond the 0.35 measured for nomic-embed-text "
         "(`queries.max_distance` sets another), so the reply is not published" in measured.reason
     )
+
+
+# -- the claim that answers ------------------------------------------------------------------
+
+UNSUPPORTED = ClaimCheck("The plus sign embeds a whole vault.", "unsupported", 0.2)
+ECHO = ClaimCheck("Yes, there is a student discount on Sync.", "weak", 0.4, echo=True)
+BACKED = ClaimCheck("Students get 40% off Sync.", "supported", 1.0)
+
+
+def test_a_reply_whose_answering_claim_is_not_backed_is_a_no_answer_naming_it() -> None:
+    """The first claim answers ("100 GB"), a later one only adds to it: the later one being
+    backed does not make the answer right."""
+    lead = ClaimCheck("The storage limit for one Publish site is 100 GB.", "unsupported", 0.3)
+    report = CitationReport(
+        claims=(lead, ClaimCheck("This includes version history.", "supported", 1.0))
+    )
+    decision = decide("The storage limit for one Publish site is 100 GB. This ...", report)
+    assert (decision.status, decision.decided_by) == ("no-answer", "answer-unsupported")
+    assert "“The storage limit for one Publish site is 100 GB.”" in decision.reason
+    assert not decision.keeps_links
+
+
+def test_a_restating_yes_is_passed_over_and_the_claim_after_it_answers() -> None:
+    report = CitationReport(claims=(ECHO, BACKED))
+    assert report.lead is BACKED
+    assert decide("Yes, ... Students get 40% off Sync.", report).decided_by == "supported"
+    unsupported_after = CitationReport(claims=(ECHO, UNSUPPORTED, BACKED))
+    assert decide("Yes, ...", unsupported_after).decided_by == "answer-unsupported"
+
+
+def test_a_weak_answering_claim_is_published_with_its_marker() -> None:
+    """Its words partly found (a paraphrase of the note: "the built-in web browser blocks
+    ads" for "Web viewer blocks ads"): read blind, such leads were right more often than
+    wrong, so only an unsupported one withholds the reply."""
+    report = CitationReport(claims=(WEAK, SUPPORTED))
+    assert decide("x", report).decided_by == "supported"
+
+
+def test_a_reply_that_only_says_the_question_again_is_a_no_answer() -> None:
+    echo_backed = ClaimCheck("Search only in file names.", "supported", 1.0, echo=True)
+    report = CitationReport(claims=(echo_backed,))
+    assert report.lead is None
+    decision = decide("Yes, search only in file names.", report)
+    assert (decision.status, decision.decided_by) == ("no-answer", "answer-unsupported")
+    assert "only says the question again" in decision.reason
+
+
+def test_the_more_telling_reasons_come_before_the_answering_claim() -> None:
+    """Far from every note, or about a subject no note mentions: those say more to the user
+    than "the first claim is not backed", so they decide first."""
+    report = CitationReport(claims=(UNSUPPORTED, SUPPORTED))
+    assert decide("x", report, nearest_distance=0.9, cutoff=0.5).decided_by == "too-far"
+    assert decide("x", report, unknown_subjects=("Excalidraw",)).decided_by == "unknown-subject"
+    assert decide("x", report).decided_by == "answer-unsupported"

@@ -160,3 +160,18 @@ def test_a_yes_is_never_backed_by_a_sentence_that_only_shares_the_questions_word
     answer = "Yes, tags are case-insensitive in every language."
     report = _check(answer, question)
     assert report.claims[0].verdict != "supported"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Obsidian does not yet support nested properties in the editor.",
+        "Obsidian doesn't currently support nested properties in the editor.",
+        "Obsidian doesn’t support nested properties in the editor.",
+    ],
+)
+def test_a_not_yet_or_not_currently_support_is_a_refusal(sentence: str) -> None:
+    evidence = prepare_evidence([sentence], simple_tokens)
+    (words,) = content_tokens(["Can I use nested properties in the editor?"], simple_tokens)
+    stance = note_stance(words, evidence)
+    assert stance is not None and stance.refuses and not stance.says_yes

@@ -230,3 +230,48 @@ def test_a_name_of_the_question_no_excerpt_mentions_is_an_unknown_subject() -> N
         ["Obsidian runs on an Apple iPhone."],
     ) == ("Watch",)
     assert unknown_subjects([], question, texts) == ()
+
+
+# -- a restatement of the question, and the question's own numbers ---------------------------
+
+
+def _restates(sentence: str, question: str) -> bool:
+    from askvault.core.support import claim_contents, restates
+
+    ((content, echo),) = claim_contents([sentence], simple_tokens, given=question)
+    (asked,) = simple_tokens([question])
+    return echo and restates(sentence, content, asked, question)
+
+
+def test_a_yes_or_no_that_says_the_question_again_restates_it() -> None:
+    assert _restates(
+        "Yes, there is a student discount on Sync.", "is there a student discount on sync?"
+    )
+    assert _restates("No, you are not doing something wrong.", "am i doing something wrong?")
+    assert _restates("Yes, search only in file names.", "search only in file names")
+
+
+def test_one_word_more_or_a_value_is_an_answer_not_a_restatement() -> None:
+    assert not _restates("Compost heaps need air.", "what do compost heaps need?")
+    assert not _restates("The key is `Ctrl+P`.", "what is the key?")
+    assert not _restates("Keep 7 versions.", "how many versions can i keep?")
+    # the question's own number is not a value the reply adds
+    assert _restates("Yes, you can open 10 tabs.", "can i open 10 tabs?")
+
+
+def test_a_number_of_the_question_is_not_required_in_the_note() -> None:
+    """ "like 10 lines" comes from the question: the note's sentence without the 10 still
+    backs the claim; a number the question does not hold still must be found."""
+    note = "To edit consecutive lines, hold `Shift+Alt` while dragging."
+    question = "how do i type the same thing at the start of 10 lines in a row?"
+    claim = "To type at the start of 10 lines in a row, hold `Shift+Alt` while dragging."
+    assert _judge(claim, note, question)[0] == "supported"
+    assert _judge(claim, note, "how do i type the same thing at the start of lines?")[0] == (
+        "unsupported"
+    )
+
+
+def test_a_number_of_the_question_found_in_the_note_still_counts() -> None:
+    note = "Tags cannot be only numbers: #1984 is not a valid tag, use #y1984."
+    question = "why does my tag #1984 not work"
+    assert _judge("Because #1984 is only numbers.", note, question)[0] == "supported"

@@ -43,6 +43,7 @@ from askvault.core.support import (
     content_tokens,
     is_claim,
     prepare_evidence,
+    restates,
     said_items,
     simple_tokens,
 )
@@ -142,6 +143,9 @@ class ClaimCheck:
     # whose page supports it (a link is published where it backs its claim).
     link_starts: tuple[int, ...] = ()
     backed_by: tuple[int, ...] = ()
+    # It only says the question again, with a yes or no at most ("Yes, there is a student
+    # discount on Sync."): it is not what answers the question (see CitationReport.lead).
+    echo: bool = False
 
     @property
     def flagged(self) -> bool:
@@ -186,6 +190,13 @@ class CitationReport:
     def flagged_claims(self) -> tuple[ClaimCheck, ...]:
         """Claims published with a marker."""
         return tuple(c for c in self.claims if c.flagged)
+
+    @property
+    def lead(self) -> ClaimCheck | None:
+        """The claim that answers the question: the reply's first claim that does more than
+        say the question again (None when every claim only echoes it). What follows it
+        explains or adds to it; a reply is an answer only when this claim is backed."""
+        return next((c for c in self.claims if not c.echo), None)
 
 
 def link_target_text(link: Link) -> str:
@@ -263,6 +274,7 @@ def check_citations(
     said: set[str] = set()
     shape = set(SHAPE_WORDS) | set(tokenize([" ".join(sorted(SHAPE_WORDS))])[0])
     repeated: dict[int, list[bool]] = {}  # sentence start -> whether each claim repeats
+    (asked,) = tokenize([question])
     for claim, (content, echo), size in zip(claims, judged, sizes):
         if is_refusal(claim.sentence):
             refusals += 1
@@ -277,6 +289,7 @@ def check_citations(
         check = _judge_claim(
             claim, content, not echo, question, resolved, link_evidence, supports, shown, evidence
         )
+        check = replace(check, echo=echo and restates(claim.judged, content, asked, question))
         if stance is not None and not checks:  # the reply's first claim: its yes or no
             check, reversed_by = _with_stance(check, claim, stance, shown)
         if check.added:
@@ -367,6 +380,7 @@ def _with_stance(
         span=stance.sentence,
         quote=stance.sentence,
         reason="" if cites else _added_reason(check.cited),
+        echo=False,  # the no the notes say in so many words: it is the answer
     )
     return promoted, None
 

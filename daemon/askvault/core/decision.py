@@ -17,7 +17,9 @@ asked (the first that holds decides):
   answer the question as asked;
 - asked again with the excerpts reversed (`queries.verify = again`), the second reply
   rests on none of the sentences the first does;
-- the reply names what the question asks about, and no note mentions it.
+- the reply names what the question asks about, and no note mentions it;
+- the claim that answers (its first that does more than say the question again) is
+  unsupported (not merely weak), only what follows it is backed; or it has no such claim.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ DecisionReason = Literal[
     "unchecked",  # answered: the report could not be computed
     "refusal",  # no-answer: the reply says the notes lack it
     "nothing-supported",  # no-answer: no claim is supported by the excerpts
+    "answer-unsupported",  # no-answer: the claim that answers is unsupported, only others are
     "too-far",  # no-answer: the question is far from every note
     "unknown-subject",  # no-answer: the reply is about what no note mentions
     "judged-wrong",  # no-answer: the passages do not answer the question as asked
@@ -131,5 +134,21 @@ def decide(
             "unknown-subject",
             f"Your notes do not cover what the question asks about: no note mentions "
             f"{named}, so the reply is not published as an answer.",
+        )
+    lead = report.lead
+    if lead is None:
+        return Decision(
+            "no-answer",
+            "answer-unsupported",
+            "The reply only says the question again: none of its sentences answers it, so "
+            "it is not published as an answer.",
+        )
+    if lead.verdict == "unsupported":  # a weak lead, its words partly found, is published
+        return Decision(
+            "no-answer",
+            "answer-unsupported",
+            f"What the reply answers, “{inert_line(lead.sentence.strip(), QUOTED_MAX_CHARS)}”, "
+            "is not found in the passages of your notes the model saw (only what follows "
+            "it is), so the reply is not published as an answer.",
         )
     return Decision("answered", "supported")

@@ -42,8 +42,7 @@ _REFUSES = re.compile(
     r"\b(?:not\s+(?:currently\s+|yet\s+)?(?:supported|possible|able|available|allowed)|"
     r"(?:isn't|aren't|is\s+not|are\s+not)\s+(?:currently\s+|yet\s+)?"
     r"(?:supported|possible|available|allowed)|can't|cannot|can\s+not|unable\s+to|"
-    r"no\s+way\s+to|doesn't\s+support|don't\s+support|does\s+not\s+support|"
-    r"do\s+not\s+support)\b",
+    r"no\s+way\s+to|(?:doesn't|don't|does\s+not|do\s+not)\s+(?:currently\s+|yet\s+)?support)\b",
     re.IGNORECASE,
 )
 

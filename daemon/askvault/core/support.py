@@ -165,11 +165,37 @@ def claim_contents(
     for sentence, tokens in zip(sentences, rest):
         content = list(dict.fromkeys(t for t in tokens if t not in stop and not t.isdigit()))
         new = [t for t in content if t not in asked]
-        if len(new) + len(_exact_items(sentence)) >= 2:  # a number is news: "kept 7 days"
+        if (
+            len(new) + len(asked_items_only(sentence, given)) >= 2
+        ):  # a number is news: "kept 7 days"
             out.append((new, False))
         else:
             out.append((content, bool(asked & set(content))))
     return out
+
+
+# A yes or no, and the pieces of a negation as tokens come out ("can't": "can", "t"): the
+# stance a restatement of a yes/no question takes, not words it adds.
+_STANCE_TOKENS = frozenset(
+    "yes no not never cannot t don doesn isn aren won didn wasn weren hasn haven couldn "
+    "shouldn wouldn".split()
+)
+
+
+def restates(sentence: str, content: Sequence[str], asked: Collection[str], question: str) -> bool:
+    """Whether a sentence (with its content tokens) only says the question again: besides
+    a yes, a no or a negation, every content word is one of the question's `asked` tokens,
+    and it holds no number or code the question does not ("Yes, there is a student
+    discount on Sync." or "No, you are not doing something wrong." to the question they
+    answer). One word more is an answer ("Compost heaps need air."), and so is a value."""
+    return not asked_items_only(sentence, question) and set(content) - _STANCE_TOKENS <= set(asked)
+
+
+def asked_items_only(sentence: str, question: str) -> tuple[str, ...]:
+    """The sentence's numbers and code spans that the question does not hold: those it
+    must find in the notes ("like 10 lines" taken from the question is no claim)."""
+    given = set(_exact_items(question)) if question else set()
+    return tuple(i for i in _exact_items(sentence) if i not in given)
 
 
 def judge(
@@ -193,6 +219,9 @@ def judge(
     window's.
     """
     exact = _exact_items(sentence)
+    # A number or code the question holds ("like 10 lines") counts where a window has it,
+    # and is not required where one does not: saying it again claims nothing.
+    given = frozenset(exact) - frozenset(asked_items_only(sentence, question))
     if not content and not exact:
         return Support(sentence, "unsupported", 0.0)
     missing_names = tuple(
@@ -203,8 +232,9 @@ def judge(
     check_polarity = not _negated(question)
     best: Support | None = None
     for window in evidence.windows:
+        needed = tuple(x for x in exact if x not in given or _exact_found(x, window))
         support = _judge_window(
-            sentence, content, exact, missing_names, window, lenient, check_polarity
+            sentence, content, needed, missing_names, window, lenient, check_polarity
         )
         if best is None or (_RANK[support.verdict], support.coverage) > (
             _RANK[best.verdict],
