@@ -87,14 +87,16 @@ def raw_seconds(host: str, model: str, texts: list[str], batch: int) -> float:
     return time.perf_counter() - started
 
 
-def help_quality(conn, settings, embedder) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def help_quality(conn, settings, embedder, weight: float | None = None) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Page Recall@5 and MRR@10 of the Help questions (`weight`: the vector side's weight,
+    None for the product's own)."""
     questions = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
     recall5 = mrr = 0.0
     for q in questions:
-        paths = [
-            h.note_path
-            for h in search(conn, settings, q["question"], limit=20, embedder=embedder).hits
-        ]
+        found = search(
+            conn, settings, q["question"], limit=20, embedder=embedder, vector_weight=weight
+        )
+        paths = [h.note_path for h in found.hits]
         recall5 += q["path"] in paths[:5]
         mrr += next((1 / (i + 1) for i, p in enumerate(paths[:10]) if p == q["path"]), 0.0)
     return {
@@ -214,7 +216,7 @@ def main() -> None:
     )
     parser.add_argument("--sample", type=int, default=300)
     parser.add_argument("--round-texts", type=int, default=128, help="texts per paired round")
-    parser.add_argument("--questions", action="store_true", help="Help questions at 10/50/100%")
+    parser.add_argument("--questions", action="store_true", help="Help questions at 10/50/100%%")
     parser.add_argument("--no-raw", action="store_true", help="no paired raw rounds")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

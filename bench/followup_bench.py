@@ -18,13 +18,29 @@ answered through the real pipeline (first turns by `answer_question`, follow-ups
 `answer_follow_up`, as the inbox does; embeddings still from --ollama), and each turn's
 status, answer, cited pages and seconds are written to --out for the answer-quality
 reading, with a summary per kind of turn (answered share, share citing an expected
-note, median seconds).
+note, median seconds, and the share of follow-up replies that mostly repeat the first
+turn's reply: a lexical sign of answering the earlier question).
+
+`--form` is how the model reads a follow-up (core.followup.FOLLOW_UP_FORMS: `beside`, the
+product's; `standalone`; `background`; `background+answer`, given the first turn's
+published answer). Replies are cached by prompt (`--cache`, answer_bench's cache), so the
+first turns, the same prompt in every form, are asked once; a replayed turn reports the
+model's own seconds. Correctness is read, as in answer_bench.py: labels by reply
+(`--labels`, keyed by the hash of `<thread>/<turn>` and the reply's words), and
+`--export-unlabelled FILE` appends the replies no label covers, in key order, each with its
+thread's earlier questions, for a reader who does not see the form.
+
+    nice -n 10 .venv/bin/python bench/followup_bench.py --ollama http://127.0.0.1:11435 \
+        --host http://127.0.0.1:11436 --chat-model qwen2.5-coder:1.5b --work /tmp/fu/wd \
+        --form background --out /tmp/fu/background.json \
+        --export-unlabelled /tmp/fu/background-unl.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -33,9 +49,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, require_shared  # noqa: E402
+from answer_bench import (  # noqa: E402
+    DEFAULT_CACHE,
+    LABELS,
+    CachingGenerator,
+    Score,
+    correctness,
+    load_labels,
+    reply_key,
+    reply_words,
+)
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients  # noqa: E402
-from askvault.core.followup import standalone_question, subject_terms  # noqa: E402
+from askvault.core.followup import (  # noqa: E402
+    DEFAULT_FOLLOW_UP_FORM,
+    FOLLOW_UP_FORMS,
+    standalone_question,
+    subject_terms,
+)
+from askvault.core.query import STOPWORDS  # noqa: E402
 from askvault.services.index_pass import index_vault  # noqa: E402
 from askvault.services.search import search  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
@@ -45,6 +77,8 @@ THREADS = Path(__file__).resolve().parent / "data" / "followup_threads.json"
 CITED = 3  # an earlier turn's top pages taken as what its answer cites
 CITED_WEIGHT = 0.5
 RRF_K = 60
+# A follow-up reply with this share of its words in the first turn's reply repeats it.
+REPEATS_FIRST_SHARE = 0.7
 
 
 def _settings(vault: Path, state: Path, ollama: str, chat: str | None) -> Settings:
@@ -82,6 +116,20 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/askvault-followup-bench"))
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--show", action="store_true", help="print each follow-up's queries")
+    parser.add_argument(
+        "--form",
+        choices=FOLLOW_UP_FORMS,
+        default=DEFAULT_FOLLOW_UP_FORM,
+        help="how the model reads a follow-up (with --host)",
+    )
+    parser.add_argument("--limit", type=int, help="the first N threads only")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="replies by prompt")
+    parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
+    parser.add_argument(
+        "--export-unlabelled",
+        type=Path,
+        help="append the replies no label covers (JSON lines) for the reader",
+    )
     args = parser.parse_args()
     require_shared(HELP_VAULT)
     vault = args.work / "vault"
@@ -89,7 +137,7 @@ def main() -> None:
         shutil.copytree(HELP_VAULT, vault)
     settings = _settings(vault, args.work / "state", args.ollama, None)
     index_vault(settings, OllamaClients(settings))
-    threads = json.loads(THREADS.read_text(encoding="utf-8"))
+    threads = json.loads(THREADS.read_text(encoding="utf-8"))[: args.limit]
     conn = connect(settings.db_path)
     clients = OllamaClients(settings)
     embedder = clients.embedder()
@@ -142,18 +190,30 @@ def main() -> None:
         "subject_terms_example": subject_terms(threads[0]["turns"][0]["question"]),
     }
     if args.host:
-        rows = answer_threads(args, vault, threads)
+        rows = answer_threads(args, vault, threads, load_labels(args.labels))
+        out["form"] = args.form
         out["answers_summary"] = summary(rows)
         out["answers"] = rows
+        if args.export_unlabelled:
+            added = export_unlabelled(args.export_unlabelled, rows)
+            print(
+                f"{added} unlabelled replies appended to {args.export_unlabelled}", file=sys.stderr
+            )
     text = json.dumps(out, indent=2)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
 
 
-def answer_threads(args: argparse.Namespace, vault: Path, threads: list[dict]) -> list[dict]:
+def answer_threads(
+    args: argparse.Namespace,
+    vault: Path,
+    threads: list[dict],
+    labels: dict[str, dict[str, str]],
+) -> list[dict]:
     """Every turn answered through the real pipeline with the chat model at --host (first
-    turns by `answer_question`, follow-ups by `answer_follow_up`, as the inbox does)."""
+    turns by `answer_question`, follow-ups by `answer_follow_up` in --form, as the inbox
+    does), each reply with its label if the reader gave it one."""
     from askvault.records import QuestionOptions
     from askvault.services.answer import answer_follow_up, answer_question
 
@@ -169,14 +229,17 @@ def answer_threads(args: argparse.Namespace, vault: Path, threads: list[dict]) -
         },
     )
     embedder = OllamaClients(settings).embedder()
-    generator = OllamaClients(chat).generator()
+    generator = CachingGenerator(OllamaClients(chat).generator(), args.cache)
     conn = connect(settings.db_path)
     rows: list[dict] = []
     try:
         for thread in threads:
             earlier: list[str] = []
+            first_answer = first_reply = ""
             for number, turn in enumerate(thread["turns"]):
                 started = time.perf_counter()
+                generator.calls.clear()
+                asked_as, background = turn["question"], ""
                 if number == 0:
                     result = answer_question(
                         conn,
@@ -187,6 +250,8 @@ def answer_threads(args: argparse.Namespace, vault: Path, threads: list[dict]) -
                         generator=generator,
                     )
                     searched = turn["question"]
+                    first_answer = result.answer if result.status == "answered" else ""
+                    first_reply = result.reply
                 else:
                     answered = answer_follow_up(
                         conn,
@@ -195,24 +260,40 @@ def answer_threads(args: argparse.Namespace, vault: Path, threads: list[dict]) -
                         earlier,
                         embedder=embedder,
                         generator=generator,
+                        form=args.form,
+                        earlier_answer=first_answer,
                     )
                     result, searched = answered.result, answered.searched
-                took = time.perf_counter() - started
+                    asked_as, background = answered.asked_as, answered.background
+                took = _model_seconds(
+                    generator.calls, result.timings, time.perf_counter() - started
+                )
+                qid = f"{thread['id']}/{number + 1}"
+                key = reply_key(qid, result.reply)
                 rows.append(
                     {
                         "thread": thread["id"],
                         "turn": number + 1,
                         "question": turn["question"],
+                        "earlier": list(earlier),
                         "searched": searched,
+                        "asked_as": asked_as,
+                        "background": background,
                         "expected": turn["expected"],
                         "status": result.status,
                         "answer": result.answer,
+                        "reply": result.reply,
+                        "key": key,
+                        "label": labels.get(key, {}).get("label"),
                         "cited": list(result.cited_paths),
                         "cited_expected": bool(set(result.cited_paths) & set(turn["expected"])),
+                        "repeats_first": number > 0 and repeats(result.reply, first_reply),
                         "seconds": round(took, 2),
+                        "cached": bool(generator.calls)
+                        and all(c.get("cached") for c in generator.calls),
                     }
                 )
-                print(f"{thread['id']} {number + 1}: {result.status} {took:.1f}s", file=sys.stderr)
+                print(f"{qid}: {result.status} {took:.1f}s", file=sys.stderr, flush=True)
                 earlier.append(turn["question"])
     finally:
         embedder.close()
@@ -221,21 +302,78 @@ def answer_threads(args: argparse.Namespace, vault: Path, threads: list[dict]) -
     return rows
 
 
-def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
+def _model_seconds(calls: list[dict], timings: dict[str, float], wall: float) -> float:
+    """A turn's seconds: the wall time, or for a reply replayed from the cache the model's
+    own recorded time plus this run's retrieval and checks (as answer_bench.py counts)."""
+    if not calls or not all(c.get("cached") for c in calls):
+        return wall
+    model = sum(c["prompt_eval_s"] + c["generation_s"] for c in calls)
+    return model + timings.get("retrieval_s", 0.0) + timings.get("checks_s", 0.0)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", reply_words(text).casefold()) if w not in STOPWORDS}
+
+
+def repeats(reply: str, first: str) -> bool:
+    """Does `reply` (a follow-up's) mostly repeat `first` (the first turn's reply): at least
+    REPEATS_FIRST_SHARE of its content words are in it. An empty reply repeats nothing."""
+    words = _content_words(reply)
+    if not words:
+        return False
+    return len(words & _content_words(first)) / len(words) >= REPEATS_FIRST_SHARE
+
+
+def export_unlabelled(path: Path, rows: list[dict]) -> int:
+    """Append the replies no label covers to `path` (JSON lines, in key order, so neither
+    the form nor the status shows); returns how many were new."""
+    known: set[str] = set()
+    if path.exists():
+        known = {json.loads(line)["key"] for line in path.read_text().splitlines() if line}
+    out = []
+    for row in sorted(rows, key=lambda r: r["key"]):
+        if row["label"] is not None or row["key"] in known:
+            continue
+        known.add(row["key"])
+        out.append(
+            {
+                "key": row["key"],
+                "thread": row["thread"],
+                "turn": row["turn"],
+                "earlier_questions": row["earlier"],
+                "question": row["question"],
+                "notes": row["expected"],
+                "reply": reply_words(row["reply"]),
+            }
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        for item in out:
+            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+    return len(out)
+
+
+def summary(rows: list[dict]) -> dict[str, dict[str, float | int | None]]:
     """Per kind of turn (first, follow-up): answered share, share citing an expected
-    note, median seconds."""
-    out: dict[str, dict[str, float]] = {}
+    note, share of replies repeating the first turn's (follow-ups), median seconds, and
+    the reader's figures (answer_bench.correctness; every turn is answerable)."""
+    out: dict[str, dict[str, float | int | None]] = {}
     for kind, picked in (
         ("first", [r for r in rows if r["turn"] == 1]),
         ("follow-up", [r for r in rows if r["turn"] > 1]),
     ):
-        if picked:
-            out[kind] = {
-                "turns": len(picked),
-                "answered": round(sum(r["status"] == "answered" for r in picked) / len(picked), 4),
-                "cited_expected": round(sum(r["cited_expected"] for r in picked) / len(picked), 4),
-                "median_s": round(statistics.median(r["seconds"] for r in picked), 2),
-            }
+        if not picked:
+            continue
+        n = len(picked)
+        scores = [Score(r["key"], True, r["status"], label=r["label"]) for r in picked]
+        out[kind] = {
+            "turns": n,
+            "answered": round(sum(r["status"] == "answered" for r in picked) / n, 4),
+            "cited_expected": round(sum(r["cited_expected"] for r in picked) / n, 4),
+            "repeats_first": round(sum(r["repeats_first"] for r in picked) / n, 4),
+            "median_s": round(statistics.median(r["seconds"] for r in picked), 2),
+            **correctness(scores),
+        }
     return out
 
 

@@ -214,14 +214,7 @@ def bench_size(
     vault = folder / "vault"
     vault.mkdir(parents=True, exist_ok=True)
     settings = load_settings(None, flags={"vault": str(vault), "state_dir": str(folder / "state")})
-    build_s = None
-    if not (folder / "built").exists():
-        if settings.db_path.exists():
-            settings.db_path.unlink()
-        started = time.time()
-        build(settings, size, dim, vector_source(size, dim, real))
-        build_s = round(time.time() - started, 1)
-        (folder / "built").write_text(str(build_s))
+    build_s = build_once(folder, settings, size, dim, real)
     if args.build_only:
         return {"chunks": size, "build_s": build_s}
     conn = connect(settings.db_path)
@@ -275,22 +268,54 @@ def bench_size(
             continue
         out[name] = timed(fn, args.queries, args.runs)
         print(size, name, out[name], flush=True)
-    if args.skip_exact:
-        out["load_after"] = os.getloadavg()
-        conn.close()
-        return out
-    r10, r100 = [], []
-    for i in range(args.queries):
-        exact = [cid for cid, _ in channel(False)(i)]
-        got = [cid for cid, _ in channel(True)(i)]
-        r10.append(len(set(got[:10]) & set(exact[:10])) / 10)
-        r100.append(len(set(got) & set(exact)) / len(exact))
-    out["quantized_recall@10_vs_exact"] = round(statistics.mean(r10), 3)
-    out["quantized_recall@100_vs_exact"] = round(statistics.mean(r100), 3)
+    if not args.skip_exact:
+        out.update(quantized_recall(channel(False), channel(True), args.queries))
     out["load_after"] = os.getloadavg()
-    print(size, {k: out[k] for k in out if "recall" in k}, "load", out["load_after"], flush=True)
+    if not args.skip_exact:
+        print(
+            size, {k: out[k] for k in out if "recall" in k}, "load", out["load_after"], flush=True
+        )
     conn.close()
     return out
+
+
+def build_once(
+    folder: Path,
+    settings: Settings,
+    size: int,
+    dim: int,
+    real: tuple[np.ndarray, np.ndarray] | None,
+) -> float | None:
+    """Build the index of `folder` unless a run before built it; the seconds it took, None
+    when it was built before."""
+    if (folder / "built").exists():
+        return None
+    if settings.db_path.exists():
+        settings.db_path.unlink()
+    started = time.time()
+    build(settings, size, dim, vector_source(size, dim, real))
+    build_s = round(time.time() - started, 1)
+    (folder / "built").write_text(str(build_s))
+    return build_s
+
+
+def quantized_recall(
+    exact: Callable[[int], list[tuple[int, float]]],
+    quantized: Callable[[int], list[tuple[int, float]]],
+    queries: int,
+) -> dict[str, float]:
+    """How many of the exact scan's chunks the quantized scan finds, in its first 10 and in
+    all it returns, averaged over the queries."""
+    r10, r100 = [], []
+    for i in range(queries):
+        want = [cid for cid, _ in exact(i)]
+        got = [cid for cid, _ in quantized(i)]
+        r10.append(len(set(got[:10]) & set(want[:10])) / 10)
+        r100.append(len(set(got) & set(want)) / len(want))
+    return {
+        "quantized_recall@10_vs_exact": round(statistics.mean(r10), 3),
+        "quantized_recall@100_vs_exact": round(statistics.mean(r100), 3),
+    }
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,9 @@ from typing import Any
 import pytest
 
 from askvault.adapters.db import Connection, connect
-from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama  # tests/ is on sys.path (rootdir conftest)
+from support.index_templates import index_copy
 from support.leaks import LeakTracker
 from support.settings_factory import settings_for
 
@@ -105,13 +105,18 @@ def fake_ollama() -> Iterator[FakeOllama]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def _runtime_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("run")
+
+
 @pytest.fixture(autouse=True)
-def _private_runtime_dir(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _private_runtime_dir(_runtime_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's vault locks live in its own runtime dir (inherited by the subprocesses
-    it starts), never in the user's $XDG_RUNTIME_DIR/askvault."""
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+    it starts), never in the user's $XDG_RUNTIME_DIR/askvault. A folder made in one folder
+    of the session: pytest numbers a `mktemp` folder by listing every folder of its base
+    first, which cost 3-15 ms a test once a worker's base held a thousand."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", tempfile.mkdtemp(dir=_runtime_dirs))
 
 
 @pytest.fixture(scope="session")
@@ -143,9 +148,10 @@ def leak_check(_leak_tracker_installed: LeakTracker) -> Iterator[None]:
 
 @pytest.fixture
 def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    """Settings over the module's `vault`, indexed (words and vectors) by the fake Ollama."""
+    """Settings over the module's `vault`, indexed (words and vectors) by the fake Ollama
+    (from a template index of the same vault, support/index_templates.py)."""
     s = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(s, OllamaClients(s))
+    index_copy(s)
     return s
 
 

@@ -25,7 +25,7 @@ from askvault.adapters.migrations import MIGRATIONS, m036_embedding_cache
 from askvault.adapters.ollama import PROBE_TEXT
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -266,7 +266,7 @@ def test_switching_back_to_an_earlier_model_after_a_restart_embeds_nothing(
     active = store.active_fingerprint(conn)
     missing = store.count_missing_vectors(conn, active) if active else -1
     conn.close()
-    assert active is not None and active.fingerprint.model == "nomic-embed-text"
+    assert active is not None and active.fingerprint.model == FAKE_EMBED_MODEL
     assert missing == 0
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from askvault.adapters import meta
 from askvault.adapters.db import connect, write_transaction
+from askvault.core.abstention import Calibration
 
 
 @pytest.fixture
@@ -54,3 +55,29 @@ def test_meta_clearing_a_refusal_or_a_waiting_reason_reads_as_none(conn: Any) ->
         meta.set_embed_waiting(conn, "host model", None)
     assert meta.vault_refusal(conn) is None
     assert meta.embed_waiting(conn) == (None, "")
+
+
+def test_meta_keeps_a_distance_calibration_per_embedding_fingerprint(conn: Any) -> None:
+    first = Calibration("fake-embed:sha:64", 0.7312, 120, notes=173, chunking="v5")
+    other = Calibration("mxbai:sha:1024", None, 7, notes=7, chunking="v5")
+    assert meta.distance_calibration(conn, first.fingerprint) is None
+    with write_transaction(conn):
+        meta.set_distance_calibration(conn, first)
+        meta.set_distance_calibration(conn, other)
+    assert meta.distance_calibration(conn, first.fingerprint) == first
+    assert meta.distance_calibration(conn, other.fingerprint) == other
+    again = Calibration("fake-embed:sha:64", 0.7, 118, notes=230, chunking="v5")
+    with write_transaction(conn):
+        meta.set_distance_calibration(conn, again)  # replaces that model's entry only
+    assert meta.distance_calibration(conn, first.fingerprint) == again
+    assert meta.distance_calibration(conn, other.fingerprint) == other
+
+
+@pytest.mark.parametrize(
+    "stored",
+    ["not json", "[1, 2]", '{"m:sha:64": "text"}', '{"m:sha:64": {"cutoff": 0.5}}'],
+)
+def test_meta_reads_an_unreadable_calibration_as_none(conn: Any, stored: str) -> None:
+    with write_transaction(conn):
+        meta.set_value(conn, meta.DISTANCE_CALIBRATIONS, stored)
+    assert meta.distance_calibration(conn, "m:sha:64") is None

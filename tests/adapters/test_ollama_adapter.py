@@ -428,3 +428,16 @@ def test_model_present_handles_latest_tags() -> None:
     assert model_present(status, "qwen3:8b")
     assert not model_present(status, "qwen3")
     assert not model_present(status, "llama3.2:1b")
+
+
+def test_the_clients_share_one_tls_context_which_still_verifies_hosts() -> None:
+    """Made once per process (reading the certificates cost 10-40 ms a client), as httpx
+    would make it: certificates required, host names checked."""
+    import ssl
+
+    from askvault.adapters.ollama import _tls_context
+
+    context = _tls_context()
+    assert _tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0, "no certificate loaded"

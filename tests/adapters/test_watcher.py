@@ -146,7 +146,9 @@ def test_a_vault_folder_that_comes_back_is_watched_again_and_reconciled(
     root.mkdir()
     (root / "a.md").write_text("a")
     collector = Collector()
-    watcher = VaultWatcher(root, collector, debounce_s=0.05, mode=mode, poll_interval_s=0.1)
+    watcher = VaultWatcher(
+        root, collector, debounce_s=0.05, mode=mode, poll_interval_s=0.1, root_check_s=0.2
+    )
     watcher.start()
     try:
         if how == "replaced_by_another_folder":
@@ -171,7 +173,7 @@ def test_a_vault_found_away_is_watched_again_even_when_it_returns_with_its_old_i
     # the same device and inode, and an unmount reports no event: the daemon, which saw
     # the vault away, asks for a new watch.
     collector = Collector()
-    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05)
+    watcher = VaultWatcher(tmp_path, collector, debounce_s=0.05, root_check_s=0.2)
     watcher.start()
     try:
         watcher.watch_again()

@@ -10,7 +10,7 @@ from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.app.daemon import Daemon, default_workers
 from askvault.settings import Settings
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
 
 
@@ -166,10 +166,10 @@ def test_a_running_daemon_builds_a_re_pulled_models_vectors_at_its_next_reconcil
     daemon.start()
     try:
         _wait(
-            lambda: _active_digest(settings) == fake_ollama.digest("nomic-embed-text"), timeout_s=30
+            lambda: _active_digest(settings) == fake_ollama.digest(FAKE_EMBED_MODEL), timeout_s=30
         )
-        fake_ollama.digests["nomic-embed-text:latest"] = "sha256:" + "e" * 64
-        fake_ollama.dimensions["nomic-embed-text"] = 32
+        fake_ollama.digests[f"{FAKE_EMBED_MODEL}:latest"] = "sha256:" + "e" * 64
+        fake_ollama.dimensions[FAKE_EMBED_MODEL] = 32
         daemon.request_reconcile("periodic")
         _wait(lambda: _active_digest(settings) == "sha256:" + "e" * 64, timeout_s=30)
     finally:

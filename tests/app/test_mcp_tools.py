@@ -427,6 +427,176 @@ def test_an_ask_cancelled_before_its_reply_starts_never_reaches_the_model(
     assert fake_ollama.requests_to("/api/chat") == []
 
 
+# -- ask with follow_up ------------------------------------------------------------------
+
+FOLLOW_REPLY = "Link a block with a caret id [[Embeds]]."
+
+
+def _saved_answer(session: WarmSession, vault: Path, fake: FakeOllama, **args: Any) -> Path:
+    """A first question asked with save; its answer note."""
+    fake.chat_script = [REPLY]
+    doc = structured(session, "ask", {"question": "What does an embed show?", "save": True, **args})
+    assert doc["status"] in ("answered", "no-answer")  # finished: follow-ups may come
+    return vault / doc["saved"]
+
+
+def test_a_follow_up_with_save_is_added_to_the_note_as_the_inbox_adds_one(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    from askvault.core.followup import find_follow_ups, thread_of
+
+    note = _saved_answer(session, vault, fake_ollama)
+    before = note.read_bytes()
+    rel = str(note.relative_to(vault))
+    fake_ollama.chat_script = [FOLLOW_REPLY]
+    doc = structured(
+        session,
+        "ask",
+        {"question": "and how do I link a block of it?", "follow_up": rel, "save": True},
+    )
+    assert (doc["saved"], doc["turn"], doc["status"]) == (rel, 2, "answered")
+    after = note.read_bytes()
+    typed = before + b"\n## Follow-up\nand how do I link a block of it?\n"
+    # The user's bytes first, untouched, then the question as typed, then the turn.
+    assert after.startswith(typed + b"\n%% askvault: turn 2 %%\n\n")
+    turn = after[len(typed) :].decode()
+    assert "caret id" in turn and "### Sources" in turn and "### Citation report" in turn
+    assert "> follow-up searched as: and how do I link a block of it? (embed show)" in turn
+    prompt = json.dumps(fake_ollama.requests_to("/api/chat")[-1])
+    assert "Question: and how do I link a block of it? (embed show)" in prompt
+    # Answered once: the inbox finds nothing left to answer in it.
+    assert [f.answered for f in find_follow_ups(after.decode())] == [True]
+    assert thread_of(rel, after.decode()) is None
+    fake_ollama.chat_script = [FOLLOW_REPLY]
+    third = structured(
+        session, "ask", {"question": "what about an alias?", "follow_up": rel, "save": True}
+    )
+    assert third["turn"] == 3 and note.read_bytes().startswith(after)
+
+
+def test_a_follow_up_through_mcp_keeps_the_first_questions_folders_unless_given(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    note = _saved_answer(session, vault, fake_ollama, folders=["folder"])
+    assert 'ask_folders:\n  - "folder"' in note.read_text(encoding="utf-8")
+    rel = str(note.relative_to(vault))
+    fake_ollama.chat_script = [FOLLOW_REPLY, FOLLOW_REPLY]
+    kept = structured(session, "ask", {"question": "and embeds?", "follow_up": rel})
+    given = structured(
+        session, "ask", {"question": "and embeds?", "follow_up": rel, "folders": ["attachments"]}
+    )
+    assert kept["grounding"] and all(p.startswith("folder/") for p in kept["grounding"])
+    assert given["grounding"] == []  # a folder with no note: the given folders, not the kept
+
+
+def test_a_follow_up_is_refused_before_asking_unless_the_note_is_askvaults_and_answered(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    mine = answers / "Mine.md"
+    mine.write_bytes(b'---\nquestion: "q?"\nstatus: answered\n---\nMine.\n')
+    note = _saved_answer(session, vault, fake_ollama)
+    rel = str(note.relative_to(vault))
+    chats = len(fake_ollama.requests_to("/api/chat"))
+    before = vault_files(vault)
+    ask = {"question": "and its alias?", "save": True}
+    text = tool_error(session, "ask", {**ask, "follow_up": "queries/answers/Mine.md"})
+    assert "is no answer note askvault wrote" in text
+    assert "no answer note 'Nowhere'" in tool_error(session, "ask", {**ask, "follow_up": "Nowhere"})
+    pending = note.read_bytes() + b"\n## Follow-up\nand on mobile?\n"
+    note.write_bytes(pending)
+    assert "has a follow-up the daemon has not answered yet" in tool_error(
+        session, "ask", {**ask, "follow_up": rel}
+    )
+    waiting = pending.replace(b"status: answered", b"status: waiting")
+    note.write_bytes(waiting)
+    assert "is not answered yet (status: waiting)" in tool_error(
+        session, "ask", {**ask, "follow_up": rel}
+    )
+    assert len(fake_ollama.requests_to("/api/chat")) == chats
+    assert vault_files(vault) == {**before, rel: waiting}
+
+
+def test_a_follow_up_is_not_written_when_the_user_saved_the_note_meanwhile(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    note = _saved_answer(session, vault, fake_ollama)
+    rel = str(note.relative_to(vault))
+    saved: list[bytes] = []
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        saved.append(note.read_bytes() + b"my own line\n")  # the user saves meanwhile
+        note.write_bytes(saved[0])
+        return FOLLOW_REPLY
+
+    fake_ollama.chat_script = reply
+    doc = structured(session, "ask", {"question": "and its alias?", "follow_up": rel, "save": True})
+    assert note.read_bytes() == saved[0]
+    assert doc["saved"] is None and "turn" not in doc
+    assert any(f"the turn was not written: {rel} changed" in w for w in doc["warnings"])
+
+
+def test_a_follow_up_while_ollama_is_away_waits_and_writes_nothing(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    note = _saved_answer(session, vault, fake_ollama)
+    before = note.read_bytes()
+    fake_ollama.set_fault("down")
+    doc = structured(
+        session,
+        "ask",
+        {"question": "and its alias?", "follow_up": str(note.relative_to(vault)), "save": True},
+    )
+    assert (doc["status"], doc["saved"]) == ("waiting", None)
+    assert note.read_bytes() == before
+
+
+def test_a_follow_up_cancelled_before_its_write_writes_nothing(
+    settings_pair: tuple[Settings, Path], session: WarmSession, fake_ollama: FakeOllama
+) -> None:
+    from askvault.adapters.db import connect
+    from askvault.services.ask import ask_follow_up
+
+    settings, vault = settings_pair
+    note = _saved_answer(session, vault, fake_ollama)
+    before = note.read_bytes()
+    fake_ollama.chat_script = [FOLLOW_REPLY]
+    clients = OllamaClients(settings)
+    conn, generator = connect(settings.db_path), clients.generator()
+    try:
+        with pytest.raises(AnswerCancelled):
+            ask_follow_up(
+                settings,
+                str(note.relative_to(vault)),
+                "and its alias?",
+                conn=conn,
+                embedder=None,
+                generator=generator,
+                should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")[1:]),
+            )
+    finally:
+        generator.close()
+        conn.close()
+    assert note.read_bytes() == before
+
+
+def test_a_follow_up_question_that_reads_as_a_heading_stays_the_question(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    note = _saved_answer(session, vault, fake_ollama)
+    fake_ollama.chat_script = [FOLLOW_REPLY]
+    doc = structured(
+        session,
+        "ask",
+        {"question": "# and\nits\x07 alias?", "follow_up": note.name, "save": True},
+    )
+    assert doc["turn"] == 2
+    assert "\n## Follow-up\n\\# and its alias?\n\n%% askvault: turn 2 %%" in note.read_text(
+        encoding="utf-8"
+    )
+
+
 @pytest.fixture
 def settings_pair(
     env: dict[str, str], vault: Path, tmp_path: Path, fake_ollama: FakeOllama
@@ -676,6 +846,18 @@ def check_ask_folders(session: WarmSession, vault: Path, fake: FakeOllama) -> No
     assert "../x" in tool_error(session, "ask", {"question": "x?", "folders": ["../x"]})
 
 
+def check_ask_follow_up(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
+    fake.chat_script = [REPLY, FOLLOW_REPLY, FOLLOW_REPLY]
+    note = structured(session, "ask", {"question": "What does an embed show?", "save": True})
+    before = (vault / note["saved"]).read_bytes()
+    alone = structured(session, "ask", {"question": "and its alias?"})
+    follow = structured(session, "ask", {"question": "and its alias?", "follow_up": note["saved"]})
+    prompts = [json.dumps(r) for r in fake.requests_to("/api/chat")[-2:]]
+    assert "earlier question" not in prompts[0] and alone["question"] == "and its alias?"
+    assert "Question: and its alias? (embed show)" in prompts[1]
+    assert follow["saved"] is None and (vault / note["saved"]).read_bytes() == before
+
+
 def check_ask_save(session: WarmSession, vault: Path, fake: FakeOllama) -> None:
     fake.chat_script = [REPLY, REPLY]
     assert structured(session, "ask", {"question": "What does an embed show?"})["saved"] is None
@@ -705,7 +887,12 @@ INPUT_CHECKS: dict[str, dict[str, Check]] = {
         "start_line": check_read_start_line,
         "end_line": check_read_end_line,
     },
-    "ask": {"question": check_ask_question, "folders": check_ask_folders, "save": check_ask_save},
+    "ask": {
+        "question": check_ask_question,
+        "folders": check_ask_folders,
+        "save": check_ask_save,
+        "follow_up": check_ask_follow_up,
+    },
     "status": {},
 }
 
@@ -758,3 +945,16 @@ def test_the_agents_guide_and_the_reference_name_every_argument_of_every_tool(
         if arguments:
             section = reference.split(f"### {tool.name}\n", 1)[1].split("\n#", 1)[0]
             assert all(f"| `{a}` |" in section for a in arguments), tool.name
+
+
+def test_a_follow_up_to_a_note_that_is_not_utf8_is_refused_and_the_note_kept(
+    session: WarmSession, vault: Path, fake_ollama: FakeOllama
+) -> None:
+    note = _saved_answer(session, vault, fake_ollama)
+    broken = note.read_bytes() + b"caf\xe9\n"  # Latin-1 typed in by another editor
+    note.write_bytes(broken)
+    text = tool_error(
+        session, "ask", {"question": "and its alias?", "follow_up": note.name, "save": True}
+    )
+    assert "is not valid UTF-8" in text
+    assert note.read_bytes() == broken

@@ -28,6 +28,7 @@ from askvault.services.index_pass import index_vault
 from askvault.services.search import open_search, search
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
+from support.index_templates import index_copy
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -46,7 +47,7 @@ def short_dir() -> Iterator[Path]:
 def indexed(short_dir: Path, fake_ollama: FakeOllama) -> Settings:
     vault = make_fixture_vault(short_dir / "vault")
     settings = settings_for(vault, short_dir / "state", fake_ollama.url)
-    index_vault(settings, OllamaClients(settings))
+    index_copy(settings)
     return settings
 
 

@@ -93,6 +93,20 @@ def test_ask_json_gives_one_document(env: dict[str, str], fake_ollama: FakeOllam
     assert doc["sentences"][0]["quote"] == "An embed shows another note inline: ![[Welcome]]."
 
 
+def test_ask_json_says_the_distance_cut_off_in_force_and_where_it_comes_from(
+    env: dict[str, str], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    question = ["ask", "What does an embed show?", "--json"]
+    doc = json.loads(CliRunner().invoke(cli, question, env=env).stdout)
+    assert doc["nearest_distance"] is not None
+    # The suite's model is never measured and this vault has too few notes to calibrate.
+    assert (doc["distance_cutoff"], doc["distance_cutoff_source"]) == (None, "none")
+    env = {**env, "ASKVAULT_QUERIES__MAX_DISTANCE": "0.95"}
+    doc = json.loads(CliRunner().invoke(cli, question, env=env).stdout)
+    assert (doc["distance_cutoff"], doc["distance_cutoff_source"]) == (0.95, "setting")
+
+
 def test_ask_save_writes_the_answer_note(
     env: dict[str, str], vault: Path, fake_ollama: FakeOllama
 ) -> None:
@@ -139,8 +153,44 @@ def test_ask_follow_up_carries_the_notes_questions_and_leaves_the_note_alone(
     assert result.exit_code == 0, result.output
     assert "caret id" in result.stdout
     (chat,) = fake_ollama.requests_to("/api/chat")
-    assert "A follow-up to the earlier question: What does an embed show?" in json.dumps(chat)
+    assert "Question: and how do I link a block of it? (embed show)" in json.dumps(chat)
     assert note.read_bytes() == data
+
+
+def test_ask_follow_up_keeps_the_notes_options_and_since_overrides_its_period(
+    env: dict[str, str], vault: Path, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Rye ferments [[Deep Note]].", "Rye ferments [[Deep Note]]."]
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    (answers / "Rye.md").write_bytes(
+        b'---\nquestion: "What is about rye?"\nstatus: answered\nask_folders:\n  - "folder"\n'
+        b'ask_since: "1999-01-01"\nask_until: "1999-12-31"\n---\nRye.\n'
+    )
+    kept = CliRunner().invoke(cli, ["ask", "--follow-up", "Rye", "and embeds?", "--json"], env=env)
+    doc = json.loads(kept.stdout)
+    assert doc["period"]["since"] == "1999-01-01" and doc["status"] == "no-answer"
+    overridden = CliRunner().invoke(
+        cli, ["ask", "--follow-up", "Rye", "and embeds?", "--since", "2000", "--json"], env=env
+    )
+    doc = json.loads(overridden.stdout)
+    assert doc["period"]["since"] == "2000-01-01" and doc["period"]["until"] is None
+    assert doc["grounding"] and all(p.startswith("folder/") for p in doc["grounding"])
+
+
+def test_ask_follow_up_with_an_invalid_option_in_the_note_names_it(
+    env: dict[str, str], vault: Path
+) -> None:
+    answers = vault / "queries/answers"
+    answers.mkdir(parents=True)
+    (answers / "Rye.md").write_bytes(
+        b'---\nquestion: "What is about rye?"\nask_folders: ["gone"]\n---\nRye.\n'
+    )
+    result = CliRunner().invoke(cli, ["ask", "--follow-up", "Rye", "and?"], env=env)
+    assert result.exit_code == 1
+    assert "invalid question options in queries/answers/Rye.md: ask_folders: 'gone'" in (
+        result.stderr
+    )
 
 
 def test_ask_follow_up_of_a_note_that_is_no_answer_note_says_so(

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from askvault.cli.main import cli
+from support.cli_invoke import invoke
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env
 from support.vault_factory import INDEXED_NOTES, make_fixture_vault
@@ -32,11 +31,6 @@ STATUS_KEYS = {
 def env(tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
     vault = make_fixture_vault(tmp_path / "vault")
     return cli_env(vault, tmp_path / "state", fake_ollama.url)
-
-
-def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_index_json_then_status_json_report_every_chunk_embedded(env: dict[str, str]) -> None:

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from askvault.cli.main import cli
+from support.cli_invoke import invoke
 from support.settings_factory import cli_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,11 +42,6 @@ def env(vault: Path, tmp_path: Path) -> dict[str, str]:
         "HOME": str(home),
         "ASKVAULT_SERVICE_DIR": str(tmp_path / "units"),
     }
-
-
-def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def unit_of(env: dict[str, str]) -> Path:

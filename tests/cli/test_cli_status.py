@@ -9,16 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from askvault.adapters import answer_store, meta, store
 from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
-from askvault.cli.main import cli
 from askvault.cli.render import ProgressLine
 from askvault.services.index_pass import index_vault
-from support.fake_ollama import FakeOllama
+from support.cli_invoke import invoke
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -33,15 +32,40 @@ def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
     return cli_env(vault, tmp_path / "state", fake_ollama.url)
 
 
-def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
 def status_json(env: dict[str, str]) -> dict:
     code, out, _ = invoke(["status", "--json"], env)
     assert code == 0
     return json.loads(out)
+
+
+# -- the distance cut-off in force -----------------------------------------------------------
+
+
+def test_status_shows_the_distance_cut_off_in_force_and_where_it_comes_from(
+    env: dict[str, str],
+) -> None:
+    doc = status_json(env)  # no index yet
+    assert doc["distance_cutoff"] == {
+        "value": None,
+        "source": "none",
+        "detail": "none: no vectors yet (a search by words has no distance)",
+    }
+    assert invoke(["index"], env)[0] == 0
+    doc = status_json(env)  # the suite's model: never measured, too few notes to calibrate
+    assert doc["distance_cutoff"]["source"] == "none"
+    assert doc["distance_cutoff"]["detail"].startswith("none: ")
+    assert "are needed" in doc["distance_cutoff"]["detail"]
+    measured = {**env, "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
+    assert status_json(measured)["distance_cutoff"] == {
+        "value": 0.35,
+        "source": "measured",
+        "detail": "measured for nomic-embed-text",
+    }
+    lines = invoke(["status"], measured)[1].splitlines()
+    assert "cut-off      0.35 (measured for nomic-embed-text)" in lines
+    setting = {**env, "ASKVAULT_QUERIES__MAX_DISTANCE": "0.5"}
+    lines = invoke(["status"], setting)[1].splitlines()
+    assert "cut-off      0.5 (set by queries.max_distance)" in lines
 
 
 # -- embeddings: only the current settings' state ------------------------------------------
@@ -75,7 +99,7 @@ def test_pending_embeddings_count_the_configured_model_not_another(env: dict[str
     other = {**env, "ASKVAULT_EMBED_MODEL": "mxbai-embed-large"}
     doc = status_json(other)
     assert doc["pending_embeddings"] == doc["chunks"] > 0
-    assert doc["embedding"]["index_model"] == "nomic-embed-text"
+    assert doc["embedding"]["index_model"] == FAKE_EMBED_MODEL
     code, out, _ = invoke(["status"], other)
     assert "mxbai-embed-large has none yet" in out
 

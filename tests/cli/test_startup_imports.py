@@ -15,7 +15,7 @@ import pytest
 
 from askvault.app.clients import OllamaClients
 from askvault.services.index_pass import index_vault
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -124,7 +124,7 @@ def test_a_search_with_ollama_down_or_the_model_missing_imports_nothing_heavy(
     if fault == "down":
         fake_ollama.set_fault("down")  # connection refused on its port
     else:
-        fake_ollama.models.remove("nomic-embed-text:latest")
+        fake_ollama.models.remove(f"{FAKE_EMBED_MODEL}:latest")
     modules, out = _imported_by(
         ["search", "embeds", "--json"], cli_env(vault, tmp_path / "state", fake_ollama.url)
     )
@@ -134,8 +134,8 @@ def test_a_search_with_ollama_down_or_the_model_missing_imports_nothing_heavy(
         f"semantic search unavailable: Ollama is not reachable at {fake_ollama.url}"
         " (connection refused) (is `ollama serve` running? Try `askvault doctor`)"
         if fault == "down"
-        else "semantic search unavailable: model 'nomic-embed-text' is not available on"
-        f" Ollama at {fake_ollama.url} (run `ollama pull nomic-embed-text`)"
+        else f"semantic search unavailable: model '{FAKE_EMBED_MODEL}' is not available on"
+        f" Ollama at {fake_ollama.url} (run `ollama pull {FAKE_EMBED_MODEL}`)"
     )
     assert doc["degraded"] == expected
 
@@ -165,7 +165,7 @@ def test_a_model_pulled_again_with_a_new_digest_is_embedded_again(
     vault = make_fixture_vault(tmp_path / "vault")
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     first = index_vault(settings, OllamaClients(settings))
-    fake_ollama.digests["nomic-embed-text:latest"] = "sha256-" + "1" * 64
+    fake_ollama.digests[f"{FAKE_EMBED_MODEL}:latest"] = "sha256-" + "1" * 64
     # The skip check sees the new digest: full pass.
     again = index_vault(settings, OllamaClients(settings))
     assert again.embed.texts_embedded == first.embed.texts_embedded > 0

@@ -6,8 +6,14 @@ import pytest
 
 from askvault.core.abstention import (
     CALIBRATION_MIN,
+    CALIBRATION_SAMPLE,
     MEASURED_MAX_DISTANCE,
+    Calibration,
+    Cutoff,
     calibrated_cutoff,
+    calibration_due,
+    calibration_sample,
+    cutoff_in_force,
     distance_cutoff,
     is_no_answer,
     is_refusal,
@@ -69,8 +75,88 @@ def test_distance_cut_off_defaults_to_the_measured_value_of_the_model_any_tag() 
     assert distance_cutoff(0.0, "All-MiniLM:l6-v2") == MEASURED_MAX_DISTANCE["all-minilm"]
 
 
-def test_no_distance_cut_off_for_a_model_never_measured() -> None:
-    assert distance_cutoff(0.0, "nomic-embed-text") is None
+def test_nomic_embed_text_has_its_measured_cut_off_under_any_tag() -> None:
+    # Its self-calibrated 0.352 on the Help vault, rounded (docs/benchmarks.md).
+    assert MEASURED_MAX_DISTANCE["nomic-embed-text"] == 0.35
+    for name in ("nomic-embed-text", "nomic-embed-text:latest", "Nomic-Embed-Text:v1.5"):
+        assert distance_cutoff(0.0, name) == 0.35
+        assert cutoff_in_force(0.0, name) == Cutoff(
+            0.35, "measured", "measured for nomic-embed-text"
+        )
+
+
+def test_no_distance_cut_off_for_a_model_never_measured_nor_calibrated() -> None:
+    assert distance_cutoff(0.0, "fake-embed") is None
+    cutoff = cutoff_in_force(0.0, "mxbai-embed-large")
+    assert (cutoff.value, cutoff.source) == (None, "none")
+    assert cutoff.detail.startswith("none yet")
+
+
+def _calibration(cutoff: float | None, titles: int = 120) -> Calibration:
+    return Calibration("m:sha:384", cutoff, titles, notes=173, chunking="v5")
+
+
+def test_a_calibrated_cut_off_applies_to_a_model_never_measured() -> None:
+    assert cutoff_in_force(0.0, "mxbai-embed-large", _calibration(0.4123)) == Cutoff(
+        0.4123, "calibrated", "calibrated from 120 note titles"
+    )
+
+
+def test_a_calibration_that_found_too_few_titles_is_no_cut_off_and_says_why() -> None:
+    cutoff = cutoff_in_force(0.0, "mxbai-embed-large", _calibration(None, titles=7))
+    assert (cutoff.value, cutoff.source) == (None, "none")
+    assert f"7 note titles to calibrate from, {CALIBRATION_MIN} are needed" in cutoff.detail
+
+
+def test_the_setting_wins_over_the_measured_value_and_the_measured_over_a_calibration() -> None:
+    assert cutoff_in_force(0.42, "all-minilm", _calibration(0.9)).source == "setting"
+    assert cutoff_in_force(0.42, "mxbai-embed-large", _calibration(0.9)).value == 0.42
+    measured = cutoff_in_force(0.0, "all-minilm", _calibration(0.9))
+    assert (measured.value, measured.source) == (0.58, "measured")
+
+
+def test_a_withheld_answer_names_where_its_cut_off_comes_from() -> None:
+    assert cutoff_in_force(0.3, "x").reason_words == "of `queries.max_distance`"
+    assert cutoff_in_force(0.0, "all-minilm").reason_words == (
+        "measured for all-minilm (`queries.max_distance` sets another)"
+    )
+    assert cutoff_in_force(0.0, "x", _calibration(0.5)).reason_words == (
+        "calibrated from 120 note titles (`queries.max_distance` sets another)"
+    )
+
+
+def test_the_calibration_sample_is_the_same_for_the_same_notes_in_any_order() -> None:
+    paths = [f"n{i:03}.md" for i in range(200)]
+    sample = calibration_sample(paths)
+    assert len(sample) == CALIBRATION_SAMPLE == len(set(sample))
+    assert set(sample) <= set(paths)
+    assert calibration_sample(list(reversed(paths)) + paths[:5]) == sample  # order, repeats
+    assert sample != sorted(sample)  # drawn, not the first in order
+    assert calibration_sample(paths, seed=23) != sample
+
+
+def test_a_small_vault_s_sample_is_every_note() -> None:
+    assert sorted(calibration_sample(["b.md", "a.md", "c.md"])) == ["a.md", "b.md", "c.md"]
+    assert calibration_sample([]) == []
+
+
+def test_a_calibration_is_due_when_missing_or_made_for_other_vectors_or_chunks() -> None:
+    stored = _calibration(0.5)
+    assert calibration_due(None, fingerprint="m:sha:384", chunking="v5", notes=173)
+    assert calibration_due(stored, fingerprint="m:other:384", chunking="v5", notes=173)
+    assert calibration_due(stored, fingerprint="m:sha:384", chunking="v6", notes=173)
+    assert not calibration_due(stored, fingerprint="m:sha:384", chunking="v5", notes=173)
+
+
+def test_a_calibration_is_not_due_on_every_edit_only_when_the_notes_grow_or_shrink_a_lot() -> None:
+    stored = _calibration(0.5)  # made with 173 notes: a quarter is 43.25
+    for notes in (173, 174, 130, 216):
+        assert not calibration_due(stored, fingerprint="m:sha:384", chunking="v5", notes=notes)
+    for notes in (129, 217, 0):
+        assert calibration_due(stored, fingerprint="m:sha:384", chunking="v5", notes=notes)
+    tiny = Calibration("m:sha:384", None, 3, notes=3, chunking="v5")
+    assert calibration_due(tiny, fingerprint="m:sha:384", chunking="v5", notes=4)
+    assert not calibration_due(tiny, fingerprint="m:sha:384", chunking="v5", notes=3)
 
 
 def test_too_far_only_beyond_a_known_cut_off() -> None:

@@ -19,6 +19,7 @@ from askvault.core.answer_note import (
     Passage,
     SupportingPage,
     mark_stale,
+    render_answer_body,
     render_answer_note,
     render_sources,
     stale_pages_of,
@@ -247,3 +248,60 @@ def test_a_sources_entry_without_raw_files_names_the_page_alone() -> None:
     )
     assert text.splitlines()[2:] == ["1. [[Embeds]] — `raw/embeds.pdf`", "2. [[Links]]"]
     assert "resolved" not in text
+
+
+def _body(**fields: object) -> str:
+    """The body (below the question) of a note with `fields`."""
+    base: dict[str, object] = {"question": "Q?", "status": "answered", "asked": "2025-01-02"}
+    return render_answer_body(AnswerNote(**{**base, **fields}))  # type: ignore[arg-type]
+
+
+def test_the_notices_come_first_stale_options_period_whatever_the_status() -> None:
+    notices = {
+        "stale_pages": ("[[Embeds]]",),
+        "options": ("ask_folders: Garden",),
+        "period": "Searched the notes of last week.",
+    }
+    for status in ("answering", "answered", "no-answer", "waiting", "failed"):
+        body = _body(status=status, reason="why", **notices)
+        marks = ["> [!warning] Stale answer", "> [!note] Question options", "> [!note] Period"]
+        at = [body.index(mark) for mark in marks]
+        assert at == sorted(at) and at[0] == 0, status
+    assert not _body(status="answered").startswith(">"), "no notice, no callout"
+
+
+def test_an_answering_note_says_so_and_shows_no_report() -> None:
+    body = _body(status="answering")
+    assert body.startswith("> [!info] Answering\n")
+    assert "## Citation report" not in body and "## Sources" not in body
+
+
+def test_an_empty_reply_is_said_to_be_empty_and_not_left_blank() -> None:
+    body = _body(status="answered", answer="  \n")
+    assert body.startswith("(the model returned an empty answer)\n\n## Sources")
+
+
+def test_a_no_answer_with_a_reason_and_no_reply_says_why_then_the_closest_passages() -> None:
+    passage = Passage("[[Embeds]]", None, "An embed shows another note inline.")
+    body = _body(status="no-answer", reason="no note is close enough", passages=(passage,))
+    assert body.startswith("> [!failure] No answer in your notes\n> no note is close enough")
+    assert "unverified reply" not in body
+    assert body.index("Closest passages found (not an answer)") < body.index("## Sources")
+
+
+def test_a_no_answer_reply_nothing_checked_is_shown_as_the_model_wrote_it() -> None:
+    """A refusal in the model's words (no claim to check, no reason of askvault's)."""
+    body = _body(status="no-answer", answer="The notes do not say.")
+    assert body.startswith("The notes do not say.\n\n## Sources")
+
+
+def test_quote_footnotes_are_added_only_to_an_answered_note() -> None:
+    note = _note_for(REPLIES["resolved"])
+    quoted = annotate_answer(REPLIES["resolved"], note.report, quotes=True)  # type: ignore[arg-type]
+    assert "[^1]" in quoted
+    answered = render_answer_body(AnswerNote(**{**note.__dict__, "answer": quoted}))
+    assert "\n[^1]: “An embed shows another note inline.” — [[Embeds]]" in answered
+    no_answer = render_answer_body(
+        AnswerNote(**{**note.__dict__, "answer": quoted, "status": "no-answer", "report": None})
+    )
+    assert "\n[^1]: “" not in no_answer

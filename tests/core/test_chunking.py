@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import math
 import random
@@ -181,8 +182,10 @@ def test_chunk_note_splits_an_overlong_word_by_characters() -> None:
     assert all((c.start_line, c.end_line) == (1, 1) for c in chunks)
 
 
+@functools.cache
 def _long_lines() -> list[tuple[str, str]]:
-    """50 kB lines without spaces (or nearly), as pasted images and hashes are."""
+    """50 kB lines without spaces (or nearly), as pasted images and hashes are (made once:
+    150,000 random choices, each test took them again)."""
     rng = random.Random(15)
     return [
         (

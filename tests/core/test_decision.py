@@ -117,3 +117,20 @@ def test_an_answer_the_model_gives_from_other_sentences_when_asked_again_is_with
     # A judge's "no" is asked first, a reply nothing supports before either.
     assert decide("x", ONE_SUPPORTED, judged="no", steady=False).decided_by == "judged-wrong"
     assert decide("x", NONE_SUPPORTED, steady=False).decided_by == "nothing-supported"
+
+
+def test_a_question_far_from_every_note_is_told_where_the_cut_off_comes_from() -> None:
+    default = decide("x y z.", ONE_SUPPORTED, nearest_distance=0.7, cutoff=0.58)
+    assert "beyond the 0.58 of `queries.max_distance`, so" in default.reason
+    measured = decide(
+        "x y z.",
+        ONE_SUPPORTED,
+        nearest_distance=0.41,
+        cutoff=0.35,
+        cutoff_from="measured for nomic-embed-text (`queries.max_distance` sets another)",
+    )
+    assert measured.decided_by == "too-far"
+    assert (
+        "cosine distance 0.41, beyond the 0.35 measured for nomic-embed-text "
+        "(`queries.max_distance` sets another), so the reply is not published" in measured.reason
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from askvault.core.fusion import (
     BM25_WEIGHT,
     VECTOR_SHARE,
@@ -10,6 +12,7 @@ from askvault.core.fusion import (
     collapse_pages,
     context_order_key,
     corpus_idf,
+    coverage_weight,
     fuse_rankings,
     fuse_scores,
     min_max,
@@ -292,3 +295,77 @@ def test_context_order_puts_a_title_hit_first_among_equal_scores() -> None:
         context_order_key(1.0, True, "Z", "z.md", 2),
     ]
     assert sorted(keys)[0][3] == "z.md"
+
+
+# -- a partly embedded index: the vector side scaled by the share of chunks with vectors ----
+
+
+def _partial() -> list[Candidate]:
+    """A strong word hit without a vector, and a weak word hit whose chunk has one (the
+    only vector candidate: min-max gives it the channel's full points)."""
+    return [
+        _scored(1, words=-12.0, title="Strong"),
+        _scored(2, words=-1.0, vector=0.8, title="Weak"),
+    ]
+
+
+def test_fuse_scores_at_full_vector_weight_is_the_fusion_unchanged() -> None:
+    cands = _partial()
+    assert fuse_scores(cands, [], vector_weight=1.0) == fuse_scores(cands, [])
+    ranked = fuse_scores(cands, [])
+    assert [s.candidate.chunk_id for s in ranked] == [2, 1]  # the weak embedded chunk leads
+
+
+def test_fuse_scores_scales_only_the_vector_points_by_the_weight() -> None:
+    full = {s.candidate.chunk_id: dict(s.matched) for s in fuse_scores(_partial(), [])}
+    scaled = fuse_scores(_partial(), [], vector_weight=0.25)
+    by_id = {s.candidate.chunk_id: dict(s.matched) for s in scaled}
+    assert by_id[2]["vector"] == round(full[2]["vector"] * 0.25, 4)
+    assert by_id[1]["words"] == full[1]["words"]  # the words keep their points
+    assert [s.candidate.chunk_id for s in scaled] == [1, 2]  # the strong word hit leads
+    for s in scaled:
+        assert round(sum(p for _, p in s.matched), 4) == s.score
+
+
+def test_fuse_scores_with_no_vector_weight_ranks_by_words_and_names_alone() -> None:
+    cands = _partial()
+    without = fuse_scores(cands, ["weak"], vector_weight=0.0)
+    assert all("vector" not in dict(s.matched) for s in without)
+    no_vectors = [Candidate(c.chunk, words_rank=c.words_rank, words_raw=c.words_raw) for c in cands]
+    assert [(s.candidate.chunk_id, s.score) for s in without] == [
+        (s.candidate.chunk_id, s.score) for s in fuse_scores(no_vectors, ["weak"])
+    ]
+
+
+def test_rank_fusion_and_rerank_scale_the_vector_points_too() -> None:
+    cands = [_cand(1, "a.md", "A", words=1), _cand(2, "b.md", "B", words=2, vector=1)]
+    full = {s.candidate.chunk_id: dict(s.matched) for s in fuse_rankings(cands, [])}
+    half = {
+        s.candidate.chunk_id: dict(s.matched) for s in fuse_rankings(cands, [], vector_weight=0.5)
+    }
+    assert half[2]["vector"] == round(full[2]["vector"] / 2, 4)
+    assert half[2]["words"] == full[2]["words"]
+    assert fuse_rankings(cands, [], vector_weight=1.0) == fuse_rankings(cands, [])
+    docs = [
+        _cand(1, "a.md", "A", "blossom rot", words=1),
+        _cand(2, "b.md", "B", "leaf curl", vector=1),
+        _cand(3, "c.md", "C", "aphids", vector=2),
+    ]
+    reranked = {
+        s.candidate.chunk_id: dict(s.matched)
+        for s in rerank_candidates(docs, ["rot"], vector_weight=0.0)
+    }
+    assert reranked[2] == {} and "bm25" in reranked[1]
+    assert rerank_candidates(docs, ["rot"], vector_weight=1.0) == rerank_candidates(docs, ["rot"])
+    assert "vector" in dict(rerank_candidates(docs, ["rot"])[1].matched)
+
+
+def test_the_vector_weight_is_the_square_of_the_share_of_chunks_with_vectors() -> None:
+    assert coverage_weight(0.0) == 0.0  # none embedded: words only
+    assert coverage_weight(1.0) == 1.0  # all embedded: the fusion exactly as before
+    assert coverage_weight(0.5) == 0.25
+    assert coverage_weight(0.1) == pytest.approx(0.01)
+    weights = [coverage_weight(i / 20) for i in range(21)]
+    assert weights == sorted(weights)  # more vectors never weigh less
+    assert coverage_weight(-0.2) == 0.0 and coverage_weight(1.3) == 1.0  # clamped
+    assert coverage_weight(float("nan")) == 0.0

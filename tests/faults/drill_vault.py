@@ -7,7 +7,8 @@ from pathlib import Path
 
 from askvault.adapters.db import connect
 
-DOCUMENT_PREFIX = "search_document: "  # nomic-embed-text's, as the Ollama adapter sends it
+# nomic-embed-text's, as the Ollama adapter sends it (the suite's own model has none).
+DOCUMENT_PREFIX = "search_document: "
 
 
 def write_notes(

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +36,7 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
     seed = int(os.environ.get("ASKVAULT_DRILL_SEED", str(int(time.time()))))
     rng = random.Random(seed)
     print(f"kill drill seed {seed} (ASKVAULT_DRILL_SEED replays it)")
-    write_notes(world.vault, NOTES, paragraphs=4)
+    titles = {Path(path).stem for path in write_notes(world.vault, NOTES, paragraphs=4)}
     world.freeze()
     fake_ollama.set_fault("slow", delay_s=EMBED_DELAY_S, paths=("/api/embed",))
     moments = []
@@ -56,9 +57,14 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
     check_invariants(world, alive=lambda: final.proc.poll() is None, fake=fake_ollama)
     again = [t for t in fake_ollama.embedded_inputs[seen:] if input_hash(t) in stored]
     assert not again, f"seed {seed}: the final run re-embedded stored texts"
-    # The probes (the adapter's dimension probe, doctor's real embedding) are never stored.
+    # The probes (the adapter's dimension probe, doctor's real embedding) and the titles the
+    # distance cut-off is calibrated from (queries: services/calibration.py) are never stored.
     probes = (PROBE_TEXT, embedding.PROBE_TEXT)
-    texts = {input_hash(t) for t in fake_ollama.embedded_inputs if not any(p in t for p in probes)}
+    texts = {
+        input_hash(t)
+        for t in fake_ollama.embedded_inputs
+        if not any(p in t for p in probes) and t not in titles
+    }
     assert texts == stored_text_hashes(world.db_path)  # every text embedded is kept
     final.signal(signal.SIGTERM)
     assert final.wait(5) == 0

@@ -6,10 +6,27 @@ Checked on the source with `ast`, so a wrong import fails here before it tangles
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "daemon" / "askvault"
+
+
+def nodes_of(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of `path`'s syntax tree, in `ast.walk`'s order (the module first). A file
+    of the package is parsed once per process, for every check: they only read the trees,
+    and a parse of the package costs about a second (three under load) that each check
+    paid again. A test's own module (a check's check) is parsed each time."""
+    if path.is_relative_to(PACKAGE):
+        return _package_nodes(path)
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+@functools.cache
+def _package_nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
 
 # What each layer may import from askvault (besides itself).
 ALLOWED: dict[str, set[str]] = {
@@ -32,9 +49,8 @@ def layer_of(module: str) -> str:
 
 
 def imports_of(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
-    for node in ast.walk(tree):
+    for node in nodes_of(path):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append(node.module)
         elif isinstance(node, ast.Import):
@@ -72,8 +88,7 @@ def test_core_touches_no_outside_system() -> None:
     }
     violations = []
     for path in sorted((PACKAGE / "core").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in nodes_of(path):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name.split(".")[0] for a in node.names]
@@ -110,17 +125,17 @@ SQL_ALLOWED_OUTSIDE_ADAPTERS: set[str] = set()
 def sql_in(path: Path) -> list[str]:
     """Where a module runs SQL: a call of `.execute(` and kin, or a string literal (an
     f-string's literal parts included) that reads as an SQL statement; docstrings aside."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = nodes_of(path)
     docstrings = {
         id(node.body[0].value)
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
         and node.body
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -189,12 +204,12 @@ def test_only_the_composition_root_builds_ollama_clients() -> None:
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         if module in (COMPOSITION_ROOT, CLIENT_MODULE, HTTP_CLIENT_MODULE):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        nodes = nodes_of(path)
+        names = {n.id for n in nodes if isinstance(n, ast.Name)}
+        names |= {n.attr for n in nodes if isinstance(n, ast.Attribute)}
         from_adapters = [
             a.name
-            for n in ast.walk(tree)
+            for n in nodes
             if isinstance(n, ast.ImportFrom) and n.module == "askvault.adapters"
             for a in n.names
         ]
@@ -225,8 +240,7 @@ def test_core_backoff_is_the_one_backoff_formula() -> None:
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.relative_to(PACKAGE).as_posix() == "core/backoff.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in nodes_of(path):
             capped = (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
@@ -254,8 +268,7 @@ def test_only_core_decision_decides_whether_a_reply_is_published() -> None:
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.relative_to(PACKAGE).as_posix() in owners:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in nodes_of(path):
             name = (
                 node.id
                 if isinstance(node, ast.Name)
@@ -277,7 +290,7 @@ def hand_written_schemas(path: Path) -> list[str]:
     """Dict literals that read as JSON Schema: a `type` naming a JSON type (or a list of
     them), or a schema keyword (`properties`, `items`, ...) beside a `type`."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path):
         if not isinstance(node, ast.Dict):
             continue
         keys = {
@@ -328,10 +341,10 @@ def test_the_schema_check_sees_a_schema_and_not_other_dicts(tmp_path: Path) -> N
 def _services_bases(path: Path, module: str) -> list[str]:
     """`Class(Base)` in `path` where Base is a class of another module of services/ (by
     name or through its module): an inheritance chain spread over files."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     names: dict[str, str] = {}  # a class name bound by an import -> its services module
     modules: set[str] = set()  # names bound to a services module
-    for node in ast.walk(tree):
+    nodes = nodes_of(path)
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "askvault.services":
                 modules |= {alias.asname or alias.name for alias in node.names}
@@ -344,7 +357,7 @@ def _services_bases(path: Path, module: str) -> list[str]:
                 if alias.asname and alias.name.startswith("askvault.services.")
             }
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.ClassDef):
             continue
         for base in node.bases:
@@ -396,9 +409,8 @@ def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: P
 def _private_calls(path: Path) -> list[str]:
     """Calls of another object's private method (`x._name(...)` where x is not `self` or
     `cls`): a private method called from outside its class."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
-    for node in ast.walk(tree):
+    for node in nodes_of(path):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         name, owner = node.func.attr, node.func.value
@@ -448,9 +460,8 @@ THREAD_STARTERS = {"Thread", "Timer", "ThreadPoolExecutor", "start_new_thread", 
 def threads_started_in(path: Path) -> list[str]:
     """Where a module starts a thread: `Thread(`, `Timer(`, `ThreadPoolExecutor(`,
     `_thread.start_new_thread(`, `anyio.to_thread`, by name or as an attribute."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
+    for node in nodes_of(path):
         name = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             name = node.func.id

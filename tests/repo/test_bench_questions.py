@@ -14,6 +14,7 @@ SETS = [
         "answer_questions.json",
         "answer_questions_holdout.json",
         "answer_questions_fresh.json",
+        "answer_questions_fresh2.json",
     )
 ]
 REQUIRED = {"id", "question", "answerable", "expected", "facts"}
@@ -37,7 +38,7 @@ def test_question_set_is_well_formed(path: Path) -> None:
 
 
 def test_the_held_out_set_shares_no_question_or_note_with_the_main_set() -> None:
-    main, held, _ = (json.loads(p.read_text(encoding="utf-8")) for p in SETS)
+    main, held, *_ = (json.loads(p.read_text(encoding="utf-8")) for p in SETS)
     assert not {q["question"] for q in main} & {q["question"] for q in held}
     assert not {p for q in main for p in q["expected"]} & {p for q in held for p in q["expected"]}
 
@@ -67,3 +68,14 @@ def test_every_quote_of_the_fresh_set_is_verbatim_in_its_notes() -> None:
         ]
         for quote in q.get("quote", []):
             assert any(" ".join(quote.split()) in t for t in texts), (q["id"], quote)
+
+
+def test_the_second_fresh_set_shares_no_question_with_the_earlier_sets() -> None:
+    earlier = {q["question"].casefold() for p in SETS[:3] for q in json.loads(p.read_text())}
+    fresh2 = json.loads(SETS[3].read_text(encoding="utf-8"))
+    assert not {q["question"].casefold() for q in fresh2} & earlier
+    assert sum(q["answerable"] for q in fresh2) >= 30
+    assert sum(not q["answerable"] for q in fresh2) >= 10
+    assert not {q["id"] for q in fresh2} & {
+        q["id"] for p in SETS[:3] for q in json.loads(p.read_text())
+    }

@@ -99,7 +99,12 @@ def test_tags_show_and_version_parse_with_the_client(fake_ollama: FakeOllama) ->
     with _client(fake_ollama) as client:
         names = [m.model for m in client.list().models]
         shown = client.show(EMBED)
-    assert names == ["nomic-embed-text:latest", "all-minilm:latest", "llama3.2:latest"]
+    assert names == [
+        "fake-embed:latest",
+        "nomic-embed-text:latest",
+        "all-minilm:latest",
+        "llama3.2:latest",
+    ]
     assert shown.modelinfo is not None
     assert shown.modelinfo["nomic-bert.embedding_length"] == 64
     assert shown.details is not None and shown.details.family == "nomic-bert"

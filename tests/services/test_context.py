@@ -17,7 +17,7 @@ from askvault.services.context import build_context
 from askvault.services.context_graph import best_window, clean_target
 from askvault.services.documents.context import context_document
 from askvault.services.index_pass import index_vault
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.retrieval_vault import Indexed, indexed_vault
 
 QUESTION = "why do my tomatoes get dark patches at the bottom"
@@ -176,7 +176,7 @@ def test_context_json_envelope_is_versioned_and_stable(
     env = {
         "OLLAMA_HOST": fake_ollama.url,
         "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+        "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
     }
     args = ["context", QUESTION, "--json", "--budget", "300", "--vault", str(indexed.vault)]
     runner = CliRunner()
@@ -207,7 +207,7 @@ def test_context_text_mode_prints_the_evidence_text_under_each_citation(
     env = {
         "OLLAMA_HOST": fake_ollama.url,
         "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+        "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
     }
     args = ["context", QUESTION, "--budget", "300", "--vault", str(indexed.vault)]
     text = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)

@@ -23,11 +23,11 @@ from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.services.doctor import Check, run_checks
 from askvault.settings import Settings
-from support.fake_ollama import FakeOllama, full_name
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama, full_name
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
 
-EMBED = "nomic-embed-text"
+EMBED = FAKE_EMBED_MODEL
 CHAT = "llama3.2"
 
 
@@ -168,3 +168,24 @@ def test_every_doctor_hint_is_a_command_that_fixes_its_check(
     for command in commands:
         machine.run(command)
     assert machine.failed() == [], f"after {commands}"
+
+
+def test_doctor_names_the_distance_cut_off_in_force(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    machine = Machine(tmp_path, fake_ollama)
+    assert machine.askvault("index") == 0
+
+    def cut_off(settings: Settings) -> Check:
+        checks = run_checks(settings, OllamaClients(settings))
+        return next(c for c in checks if c.name == "distance cut-off")
+
+    none = cut_off(machine.settings)  # never measured, too few notes to calibrate: no gate
+    assert none.ok and none.detail.startswith("none: ") and "are needed" in none.detail
+    nomic = settings_for(
+        machine.vault,
+        tmp_path / "state",
+        fake_ollama.url,
+        **{"ollama.embed_model": "nomic-embed-text:latest"},
+    )
+    assert cut_off(nomic) == Check("distance cut-off", True, "0.35 (measured for nomic-embed-text)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,43 +17,16 @@ from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import (
-    InboxDriver,
-    driver_starter,
-    inbox_settings,
-    inbox_vault,
-)
+from support.inbox_driver import InboxDriver
+from support.inbox_fixtures import note_status
 
 QUESTION = "What does an embed show?\n"
 REPLY = "An embed shows another note inline [[Embeds]]."
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
-
-
-@pytest.fixture
-def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
-    with driver_starter(settings) as start:
-        yield start
-
-
-def _status(path: Path) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("status: "):
-            return line.split(": ", 1)[1]
-    return None
+vault, settings, start = inbox_fixtures.vault, inbox_fixtures.settings, inbox_fixtures.start
 
 
 def test_question_is_answered_archived_byte_for_byte_and_logged(
@@ -65,7 +38,7 @@ def test_question_is_answered_archived_byte_for_byte_and_logged(
     question.write_bytes(data)
     inbox = start()
     answer = vault / "queries/answers/How do embeds work.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     archived = vault / "queries/archive/How do embeds work.md"
     inbox.run_until(archived.exists)
     assert archived.read_bytes() == data
@@ -98,7 +71,7 @@ def test_draft_is_left_alone_until_the_key_is_removed(
         (vault / "queries/answers").iterdir()
     )
     question.write_text(QUESTION, encoding="utf-8")
-    inbox.run_until(lambda: _status(vault / "queries/answers/Q.md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q.md") == "answered")
 
 
 def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
@@ -111,14 +84,14 @@ def test_invalid_options_fail_with_a_clear_reason_and_a_fix_is_answered(
     )
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "failed")
+    inbox.run_until(lambda: note_status(answer) == "failed")
     text = answer.read_text(encoding="utf-8")
     assert "'../outside' is outside the vault" in text and "max_sources" in text
     assert question.exists(), "a failed question stays in the inbox to be fixed"
     question.write_text(
         "---\nfolders: [folder]\n---\nWhat does the second section explain?\n", encoding="utf-8"
     )
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
@@ -144,13 +117,13 @@ def test_ollama_down_then_back_answers_by_itself(
     question.write_text("embed another note inline\n", encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     text = answer.read_text(encoding="utf-8")
     assert "Waiting for Ollama" in text and "extractive, not an answer" in text
     assert question.exists()
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
     inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
 
@@ -162,11 +135,11 @@ def test_user_edited_answer_is_never_overwritten(
     (vault / "queries/inbox/Q.md").write_text("embed another note inline\n", encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     answer.write_text("my own notes here\n", encoding="utf-8")
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q (2).md") == "answered")
     assert answer.read_text(encoding="utf-8") == "my own notes here\n"
 
 
@@ -186,7 +159,7 @@ def test_question_edited_mid_answer_is_answered_again_with_the_edit(
     question.write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert "exactly?" in answer.read_text(encoding="utf-8")
     assert len(calls) == 2
     # The answer note lands before the question is archived: wait for the archive too.
@@ -228,7 +201,7 @@ def test_re_asking_gives_a_new_answer_and_keeps_the_first(
     first = (vault / "queries/answers/Q.md").read_bytes()
     question.write_text(QUESTION, encoding="utf-8")
     inbox.run_until(lambda: (vault / "queries/archive/Q (2).md").exists())
-    assert _status(vault / "queries/answers/Q (2).md") == "answered"
+    assert note_status(vault / "queries/answers/Q (2).md") == "answered"
     assert (vault / "queries/answers/Q.md").read_bytes() == first
     # The log line is appended after the archive: wait for it rather than read at once.
     inbox.run_until(
@@ -270,10 +243,10 @@ def test_cited_note_change_marks_the_answer_stale(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     _edit_and_index(settings, vault / "Embeds.md")
     inbox.on_notes_changed(["Embeds.md"], [])
-    inbox.run_until(lambda: _status(answer) == "stale")
+    inbox.run_until(lambda: note_status(answer) == "stale")
     text = answer.read_text(encoding="utf-8")
     assert "> [!warning] Stale answer" in text and "[[Embeds]]" in text
     inbox.on_notes_changed(["Links.md"], [])  # not cited: nothing happens
@@ -301,13 +274,13 @@ def test_a_change_report_of_a_note_the_answer_already_saw_does_not_mark_it_stale
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     inbox.on_notes_changed(["Embeds.md"], [])
     inbox.run_for(5.0)
-    assert _status(answer) == "answered"
+    assert note_status(answer) == "answered"
     _edit_and_index(settings, vault / "Embeds.md")
     inbox.on_notes_changed(["Embeds.md"], [])
-    inbox.run_until(lambda: _status(answer) == "stale")
+    inbox.run_until(lambda: note_status(answer) == "stale")
 
 
 def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(
@@ -317,7 +290,7 @@ def test_stale_answer_edited_by_the_user_is_listed_not_rewritten(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     answer.write_text(answer.read_text(encoding="utf-8") + "\nmy note\n", encoding="utf-8")
     edited = answer.read_bytes()
     inbox.on_notes_changed([], ["Embeds.md"])
@@ -340,11 +313,11 @@ def test_a_waiting_question_survives_a_restart(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
     inbox.restart()
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
@@ -404,7 +377,7 @@ def test_a_crash_right_after_the_answering_note_is_written_resumes_that_note(
     fake_ollama.chat_script = [REPLY]
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 
@@ -482,7 +455,7 @@ def test_a_crash_around_the_rename_of_a_rewrite_keeps_the_note_askvaults_own(
     fake_ollama.chat_script = [REPLY]
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert not (vault / "queries/answers/Q (2).md").exists()
 
 

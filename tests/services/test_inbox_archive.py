@@ -19,13 +19,10 @@ from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.inbox.files import AnswerFiles, log_line_for
 from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import (
-    InboxDriver,
-    driver_starter,
-    inbox_settings,
-    inbox_vault,
-)
+from support.inbox_driver import InboxDriver, driver_starter
+from support.inbox_fixtures import note_status
 
 QUESTION = "What does an embed show?\n"
 REPLY = "An embed shows another note inline [[Embeds]]."
@@ -33,18 +30,12 @@ Q_REL = "queries/inbox/Q.md"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
+vault, settings = inbox_fixtures.vault, inbox_fixtures.settings
 
 
 @pytest.fixture
 def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
+    """A short backoff cap: the tests below count retries."""
     with driver_starter(settings, backoff_max_s=0.8) as start:
         yield start
 
@@ -62,13 +53,6 @@ def read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError:
         return ""
-
-
-def status_of(path: Path) -> str | None:
-    for line in read(path).splitlines():
-        if line.startswith("status: "):
-            return line.split(": ", 1)[1]
-    return None
 
 
 def names(folder: Path) -> list[str]:
@@ -135,7 +119,7 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
         inbox.run_until(lambda: logged(caplog, "is answered but cannot be archived") >= RETRIES)
         assert chats(fake_ollama) == 1, "answered more than once"
         assert names(vault / "queries/answers") == ["Q.md"]
-        assert status_of(answer) == "answered"
+        assert note_status(answer) == "answered"
         assert log_lines(vault) == [], "logged before it was archived"
         assert question.read_text(encoding="utf-8") == QUESTION
         if how == "inbox unlink fails":
@@ -153,7 +137,7 @@ def test_question_that_cannot_be_archived_is_answered_once_then_waits_with_a_rea
     inbox.run_for(5.0)
     assert log_lines(vault) == [log_line_for(QUESTION, "queries/answers/Q.md").rstrip("\n")]
     assert chats(fake_ollama) == 1
-    assert names(vault / "queries/answers") == ["Q.md"] and status_of(answer) == "answered"
+    assert names(vault / "queries/answers") == ["Q.md"] and note_status(answer) == "answered"
 
 
 # ---- defect 12: crash points of the archive step
@@ -255,7 +239,7 @@ def test_an_answered_question_edited_before_its_archive_is_logged_and_asked_anew
     question.write_text("How do embeds show notes?\n", encoding="utf-8")  # not the answered text
     _answered_state(settings)
     inbox = start()
-    inbox.run_until(lambda: status_of(vault / "queries/answers/Q (2).md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q (2).md") == "answered")
     inbox.run_until(lambda: len(log_lines(vault)) == 2)
     assert chats(fake_ollama) == 1
 
@@ -303,7 +287,7 @@ def test_crash_without_hard_links_leaves_no_empty_note_in_answers_or_archive(
     assert names(vault / "queries/answers") == ["Q.md", "R.md", "Users own empty note.md"]
     assert names(vault / "queries/archive") == ["Q.md", "R.md"]
     assert (vault / "queries/archive/R.md").read_text(encoding="utf-8") == QUESTION
-    assert status_of(vault / "queries/answers/Q.md") == "answered"
+    assert note_status(vault / "queries/answers/Q.md") == "answered"
     assert (vault / "queries/answers/Users own empty note.md").read_bytes() == b""
 
 
@@ -354,7 +338,7 @@ def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: status_of(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     first = answer.stat()
     waits = logged(caplog, "question queries/inbox/Q.md waits")
     seen = set()
@@ -368,7 +352,7 @@ def test_waiting_note_is_not_rewritten_by_retries_that_say_the_same(
     assert seen == {(first.st_ino, first.st_mtime_ns)}, "the waiting note was rewritten"
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
-    inbox.run_until(lambda: status_of(answer) == "answered")
+    inbox.run_until(lambda: note_status(answer) == "answered")
     assert names(vault / "queries/answers") == ["Q.md"]
 
 
@@ -390,7 +374,7 @@ def test_questions_waiting_for_one_reason_log_one_warning_not_one_per_retry(
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     fake_ollama.chat_script = [REPLY, REPLY]
     fake_ollama.recover()
-    inbox.run_until(lambda: status_of(vault / "queries/answers/Q.md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q.md") == "answered")
     # a later outage is a new one: warned about again
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Third.md").write_text("What is moss?\n", encoding="utf-8")
@@ -413,11 +397,11 @@ def test_waiting_note_is_rewritten_when_its_reason_changes(
     (vault / Q_REL).write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: status_of(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     before = read(answer)
     fake_ollama.set_fault("500")
     inbox.run_until(lambda: read(answer) != before)
-    assert status_of(answer) == "waiting"
+    assert note_status(answer) == "waiting"
 
 
 # ---- defect 7: a user's save landing during askvault's rewrite is kept

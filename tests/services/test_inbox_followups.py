@@ -4,7 +4,7 @@ bytes never lost or moved; a save during the answer wins."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,30 +12,18 @@ import pytest
 
 from askvault.adapters.vault import write_atomic
 from askvault.core.followup import find_follow_ups
-from askvault.services.inbox import followups
+from askvault.services import follow_up_turns
 from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import InboxDriver, driver_starter, inbox_settings, inbox_vault
+from support.inbox_driver import InboxDriver
 
 REPLY = "An embed shows another note inline [[Embeds]]."
 FOLLOW_REPLY = "Link a block with a caret id [[Embeds]]."
 ANSWER = "queries/answers/Embeds.md"
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
-
-
-@pytest.fixture
-def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
-    with driver_starter(settings) as start:
-        yield start
+vault, settings, start = inbox_fixtures.vault, inbox_fixtures.settings, inbox_fixtures.start
 
 
 def _answered(vault: Path, inbox: InboxDriver, fake_ollama: FakeOllama) -> Path:
@@ -78,10 +66,8 @@ def test_a_follow_up_is_answered_below_it_and_every_user_byte_is_kept(
     assert "> follow-up searched as: and how do I link a block of it? (embed show)" in rest
     (follow_up,) = find_follow_ups(text)
     assert follow_up.answered
-    # The model read the follow-up beside the first question.
-    assert (
-        "A follow-up to the earlier question: What does an embed show?" in _chats(fake_ollama)[-1]
-    )
+    # The model read the follow-up made standalone (the default form).
+    assert "Question: and how do I link a block of it? (embed show)" in _chats(fake_ollama)[-1]
 
 
 def test_a_follow_up_is_answered_once_even_after_a_restart(
@@ -113,11 +99,11 @@ def test_a_kill_before_the_rename_leaves_the_note_whole_and_the_restart_answers_
     def killed(*_: Any, **__: Any) -> bool:
         raise SystemExit("killed before the rename")
 
-    monkeypatch.setattr(followups, "write_atomic", killed)
+    monkeypatch.setattr(follow_up_turns, "write_atomic", killed)
     with pytest.raises(SystemExit):
         inbox.run_until(lambda: False, within_s=5.0)
     assert answer.read_bytes() == typed
-    monkeypatch.setattr(followups, "write_atomic", write_atomic)
+    monkeypatch.setattr(follow_up_turns, "write_atomic", write_atomic)
     inbox.restart()
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
     assert answer.read_bytes().count(b"%% askvault: turn 2 %%") == 1
@@ -212,7 +198,7 @@ def test_a_page_a_follow_up_cited_changing_lists_the_note_as_stale(
     inbox = start()
     answer = _answered(vault, inbox, fake_ollama)
     fake_ollama.chat_script = ["The second section explains fermentation of rye [[Deep Note]]."]
-    _follow_up(answer, "and what about rye?")
+    _follow_up(answer, "and what about the fermentation of rye?")
     inbox.run_until(lambda: b"%% askvault: turn 2 %%" in answer.read_bytes())
     assert "[[Deep Note]]" in answer.read_text(encoding="utf-8").split("turn 2")[1]
     assert meta.stale_answers_edited(inbox.conn) == []

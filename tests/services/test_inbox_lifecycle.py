@@ -5,7 +5,7 @@ new-note flow. An Inbox stepped with a clock moved by hand, a temp vault, the fa
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,43 +18,16 @@ from askvault.services.inbox.files import AnswerFiles
 from askvault.services.inbox.presence import VaultPresence
 from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import (
-    InboxDriver,
-    driver_starter,
-    inbox_settings,
-    inbox_vault,
-)
+from support.inbox_driver import InboxDriver
+from support.inbox_fixtures import note_status
 
 QUESTION = "What does an embed show?\n"
 REPLY = "An embed shows another note inline [[Embeds]]."
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
-
-
-@pytest.fixture
-def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
-    with driver_starter(settings) as start:
-        yield start
-
-
-def _status(path: Path) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("status: "):
-            return line.split(": ", 1)[1]
-    return None
+vault, settings, start = inbox_fixtures.vault, inbox_fixtures.settings, inbox_fixtures.start
 
 
 def _delete_index(settings: Settings, *, rebuild: bool) -> None:
@@ -88,7 +61,7 @@ def test_a_waiting_question_is_finished_in_place_after_the_index_is_deleted(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     inbox.close()
     assert 'askvault: "v1:' in answer.read_text(encoding="utf-8")
     _delete_index(settings, rebuild=rebuild)
@@ -96,7 +69,7 @@ def test_a_waiting_question_is_finished_in_place_after_the_index_is_deleted(
     fake_ollama.recover()
     inbox = start()
     inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
-    assert _status(answer) in ("answered", "no-answer")
+    assert note_status(answer) in ("answered", "no-answer")
     assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
 
 
@@ -107,7 +80,7 @@ def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
     answer = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(answer) == "waiting")
+    inbox.run_until(lambda: note_status(answer) == "waiting")
     inbox.close()
     # An edit that keeps the marker line: the marker no longer matches the text.
     edited = answer.read_text(encoding="utf-8").replace("Waiting for Ollama", "My own words")
@@ -116,7 +89,7 @@ def test_an_edited_answer_stays_the_users_after_the_index_is_deleted(
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
     inbox = start()
-    inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q (2).md") == "answered")
     assert answer.read_text(encoding="utf-8") == edited
     assert "queries/answers/Q.md" not in _answer_rows(settings)
 
@@ -151,7 +124,7 @@ def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
-    inbox.run_until(lambda: _status(answers / "Q (2).md") == "answered")
+    inbox.run_until(lambda: note_status(answers / "Q (2).md") == "answered")
     assert target.read_text(encoding="utf-8") == text
 
 
@@ -183,7 +156,7 @@ def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
     finally:
         conn.close()
     inbox.on_notes_changed(["Embeds.md"], [])
-    inbox.run_until(lambda: _status(answer) == "stale")
+    inbox.run_until(lambda: note_status(answer) == "stale")
     conn = connect(settings.db_path)
     try:
         row = answer_store.get_answer(conn, "queries/answers/Q.md")
@@ -274,7 +247,7 @@ def test_an_unfinished_note_whose_rows_were_lost_is_finished_in_place(
     inbox = start()
     answer = vault / "queries/answers/Q.md"
     inbox.run_until(lambda: (vault / "queries/archive/Q.md").exists())
-    assert _status(answer) == "answered"
+    assert note_status(answer) == "answered"
     assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Q.md"]
 
 
@@ -313,7 +286,7 @@ def test_answers_that_cannot_be_written_show_a_problem_note_removed_once_they_ca
     assert question.read_bytes() == QUESTION.encode("utf-8"), "the question is never touched"
     assert list((tmp_path / "elsewhere").iterdir() if fault != "answers_is_a_file" else []) == []
     answers.unlink()
-    inbox.run_until(lambda: _status(vault / "queries/answers/Q.md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q.md") == "answered")
     inbox.run_until(lambda: not problem.exists())
 
 
@@ -379,13 +352,13 @@ def test_a_failed_note_is_removed_when_its_question_leaves_the_inbox(
     question.write_text(BAD, encoding="utf-8")
     inbox = start()
     failed = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(failed) == "failed")
+    inbox.run_until(lambda: note_status(failed) == "failed")
     if how == "renamed_and_fixed":
         renamed = vault / "queries/inbox/R.md"
         question.rename(renamed)
         renamed.write_text(QUESTION, encoding="utf-8")
         inbox.run_until(lambda: (vault / "queries/archive/R.md").exists())
-        assert _status(vault / "queries/answers/R.md") == "answered"
+        assert note_status(vault / "queries/answers/R.md") == "answered"
     elif how == "deleted":
         question.unlink()
     else:
@@ -400,7 +373,7 @@ def test_a_failed_note_edited_by_the_user_is_kept_when_its_question_goes(
     question.write_text(BAD, encoding="utf-8")
     inbox = start()
     failed = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(failed) == "failed")
+    inbox.run_until(lambda: note_status(failed) == "failed")
     failed.write_text(failed.read_text(encoding="utf-8") + "\nmy remark\n", encoding="utf-8")
     mine = failed.read_bytes()
     question.unlink()
@@ -421,7 +394,7 @@ def test_a_waiting_note_whose_question_was_deleted_while_stopped_is_removed_at_s
     question.write_text(QUESTION, encoding="utf-8")
     inbox = start()
     waiting = vault / "queries/answers/Q.md"
-    inbox.run_until(lambda: _status(waiting) == "waiting")
+    inbox.run_until(lambda: note_status(waiting) == "waiting")
     inbox.close()
     question.unlink()
     if index_lost:
@@ -468,8 +441,8 @@ def test_a_waiting_or_failed_question_gets_its_log_line_only_once_answered(
     fake_ollama.set_fault("down")
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
     inbox = start()
-    inbox.run_until(lambda: _status(vault / "queries/answers/Q.md") == "waiting")
-    inbox.run_until(lambda: _status(vault / "queries/answers/Bad.md") == "failed")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q.md") == "waiting")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Bad.md") == "failed")
     inbox.run_for(5.0)
     assert not log.exists()
     fake_ollama.chat_script = [REPLY]
@@ -513,7 +486,7 @@ def _stale_answer(vault: Path, settings: Settings, inbox: InboxDriver, question:
     finally:
         conn.close()
     inbox.on_notes_changed(["Embeds.md"], [])
-    inbox.run_until(lambda: _status(answer) == "stale")
+    inbox.run_until(lambda: note_status(answer) == "stale")
     return answer
 
 
@@ -536,9 +509,9 @@ def test_refresh_on_a_stale_answer_asks_again_beside_it_and_keeps_the_old(
     inbox.notice(["queries/answers/Q.md"])
     fresh = vault / "queries/answers/Q (2).md"
     inbox.run_until(lambda: (vault / "queries/archive/Q (2).md").exists())
-    assert _status(fresh) == "answered"
+    assert note_status(fresh) == "answered"
     old = answer.read_text(encoding="utf-8")
-    assert _status(answer) == "stale" and "refresh:" not in old
+    assert note_status(answer) == "stale" and "refresh:" not in old
     assert (vault / "queries/archive/Q (2).md").read_bytes() == question, "asked as it was"
     assert len(fake_ollama.requests_to("/api/chat")) == 2
     inbox.run_for(5.0)
@@ -571,7 +544,7 @@ def test_refresh_set_while_the_daemon_was_stopped_is_acted_on_at_start(
     answer = _stale_answer(vault, settings, inbox, QUESTION.encode("utf-8"))
     _set_refresh(answer)
     inbox.restart()
-    inbox.run_until(lambda: _status(vault / "queries/answers/Q (2).md") == "answered")
+    inbox.run_until(lambda: note_status(vault / "queries/answers/Q (2).md") == "answered")
     assert "refresh:" not in answer.read_text(encoding="utf-8")
 
 
@@ -597,7 +570,7 @@ def test_a_question_whose_file_name_is_not_utf8_is_answered_and_archived_under_a
     assert archived.read_bytes() == data, "archived byte for byte"
     assert os.listdir(inbox_dir) == []
     answer = vault / "queries/answers/Ferry \ufffd.md"
-    assert _status(answer) == "answered"
+    assert note_status(answer) == "answered"
     assert "> What does an embed show?" in answer.read_text(encoding="utf-8")
     log = (vault / "queries/log.md").read_text(encoding="utf-8")
     assert "[[queries/answers/Ferry \ufffd|What does an embed show?]]" in log
@@ -614,7 +587,7 @@ def test_a_waiting_question_whose_file_name_is_not_utf8_keeps_its_note_until_ans
         fh.write(QUESTION.encode("utf-8"))
     inbox = start()
     waiting = vault / "queries/answers/Ferry \ufffd.md"
-    inbox.run_until(lambda: _status(waiting) == "waiting")
+    inbox.run_until(lambda: note_status(waiting) == "waiting")
     first = waiting.stat()
     inbox.run_for(5.0)
     inbox.restart()
@@ -624,5 +597,5 @@ def test_a_waiting_question_whose_file_name_is_not_utf8_keeps_its_note_until_ans
     fake_ollama.chat_script = [REPLY]
     fake_ollama.recover()
     inbox.run_until(lambda: (vault / "queries/archive/Ferry \ufffd.md").exists())
-    assert _status(waiting) == "answered"
+    assert note_status(waiting) == "answered"
     assert sorted(p.name for p in (vault / "queries/answers").iterdir()) == ["Ferry \ufffd.md"]

@@ -18,7 +18,7 @@ from askvault.services.index_pass import index_vault
 from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.services.status import collect_status
 from askvault.settings import Settings
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
 from support.vault_factory import INDEXED_NOTES, LONG_PARAGRAPHS, make_fixture_vault
 
@@ -223,10 +223,10 @@ def test_changing_the_embedding_model_builds_new_vectors_then_switches(
     fp = target_fingerprint(conn, embedder)
     assert fp.state == "building"
     active = store.active_fingerprint(conn)
-    assert active is not None and active.fingerprint.model == "nomic-embed-text"
+    assert active is not None and active.fingerprint.model == FAKE_EMBED_MODEL
     drain_backlog(conn, embedder, fp, batch_size=2, max_batches=1)
     still = store.active_fingerprint(conn)
-    assert still is not None and still.fingerprint.model == "nomic-embed-text"
+    assert still is not None and still.fingerprint.model == FAKE_EMBED_MODEL
     report = drain_backlog(conn, embedder, fp, batch_size=50)
     assert report.promoted
     now_active = store.active_fingerprint(conn)

@@ -5,7 +5,7 @@ answer note, and the options in force are shown in the note and its trace."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -14,33 +14,15 @@ import pytest
 
 from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.question_options import read_question_options
-from askvault.settings import Settings
+from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
-from support.inbox_driver import (
-    InboxDriver,
-    driver_starter,
-    inbox_settings,
-    inbox_vault,
-)
+from support.inbox_driver import InboxDriver
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 REPLY = "An embed shows another note inline [[Embeds]]."
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return inbox_vault(tmp_path / "vault")
-
-
-@pytest.fixture
-def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
-    return inbox_settings(vault, tmp_path / "state", fake_ollama.url)
-
-
-@pytest.fixture
-def start(settings: Settings) -> Iterator[Callable[..., InboxDriver]]:
-    with driver_starter(settings) as start:
-        yield start
+vault, settings, start = inbox_fixtures.vault, inbox_fixtures.settings, inbox_fixtures.start
 
 
 def _answered(inbox: InboxDriver, vault: Path, stem: str) -> str:

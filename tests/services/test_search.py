@@ -20,7 +20,7 @@ from askvault.records import SearchFilters
 from askvault.services.documents.search import search_document
 from askvault.services.index_pass import index_vault
 from askvault.services.search import search
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.retrieval_vault import (
     FIXTURE_VAULT,
     Indexed,
@@ -211,7 +211,7 @@ def test_search_command_json_is_byte_identical_across_runs(
     env = {
         "OLLAMA_HOST": fake_ollama.url,
         "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+        "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
     }
     args = ["search", "how do I water tomatoes", "--json", "--vault", str(indexed.vault)]
     first = _run(args, env)
@@ -228,7 +228,7 @@ def test_search_command_warns_on_the_terminal_when_degraded(
     env = {
         "OLLAMA_HOST": fake_ollama.url,
         "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+        "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
     }
     code, out, err = _run(
         ["search", "sourdough starter", "--json", "--vault", str(indexed.vault)], env
@@ -244,7 +244,7 @@ def test_search_command_explain_prints_each_channel(
     env = {
         "OLLAMA_HOST": fake_ollama.url,
         "ASKVAULT_STATE_DIR": indexed.settings.state_dir,
-        "ASKVAULT_EMBED_MODEL": "nomic-embed-text",
+        "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
     }
     code, out, _ = _run(
         ["search", "espresso grind", "--explain", "--limit", "2", "--vault", str(indexed.vault)],
@@ -310,7 +310,7 @@ def test_search_degrades_when_the_index_has_no_vectors(
 def test_search_degrades_when_the_query_vector_has_another_dimension(
     indexed: Indexed, fake_ollama: FakeOllama
 ) -> None:
-    fake_ollama.dimensions["nomic-embed-text"] = 32
+    fake_ollama.dimensions[FAKE_EMBED_MODEL] = 32
     result = search(indexed.conn, indexed.settings, "sourdough", embedder=indexed.embedder)
     assert result.degraded and "dimensions" in result.degraded
     assert result.hits[0].note_path == "kitchen/Sourdough.md"

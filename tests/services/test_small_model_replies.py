@@ -265,7 +265,7 @@ def test_reply_about_a_subject_no_note_mentions_is_not_published(
         "The Excalidraw plugin keeps its drawings like snapshots. "
         "Snapshots are kept for 7 days [[Snapshots]]."
     ]
-    result = _ask(conn, settings, "how long does the excalidraw plugin keep my drawings?")
+    result = _ask(conn, settings, "how long does the excalidraw plugin keep snapshots of drawings?")
     text = _assert_golden("unknown_subject", result)
     assert result.report.supported_claims == 1  # the copied sentence is in the notes
     assert result.status == "no-answer"
@@ -513,6 +513,23 @@ def test_a_no_that_the_note_backs_in_other_words_is_published_with_its_quote(
     assert first.quote == (
         "Individual password protection for published notes is currently not supported."
     )
+
+
+def test_a_desktop_shortcut_for_a_phone_question_is_a_no_answer(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # What Qwen2.5-Coder-1.5B replied to "on android ... how do i bring up the quick
+    # switcher": the desktop chord, word for word from the page.
+    fake_ollama.chat_script = [
+        "To close the active tab, press Ctrl+W (Cmd+W on macOS) [[Tabs#Close a tab]]."
+    ]
+    result = _ask(conn, settings, "on my android phone, how do i close the tab i'm in?")
+    text = _assert_golden("desktop_key_for_a_phone", result)
+    assert result.status == "no-answer" and result.decided_by == "nothing-supported"
+    (claim,) = result.report.claims
+    assert claim.verdict == "unsupported" and "mobile" in claim.reason
+    assert "[[Tabs#Close a tab]]" not in result.note.answer
+    assert "⚠️" in text
 
 
 def _asked_twice(first: str, second: str) -> Any:

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from askvault.adapters.activity import (
     Activity,
@@ -27,11 +26,11 @@ from askvault.adapters.lockfile import VaultLock
 from askvault.app.activity_board import ActivityBoard
 from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon
-from askvault.cli.main import cli
 from askvault.services.doctor import run_checks
 from askvault.services.status import collect_status, embedding_rate
 from askvault.settings import Settings
-from support.fake_ollama import FakeOllama
+from support.cli_invoke import invoke
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -49,11 +48,6 @@ def settings(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
 @pytest.fixture
 def env(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> dict[str, str]:
     return cli_env(vault, tmp_path / "state", fake_ollama.url)
-
-
-def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def daemon_lock(settings: Settings) -> VaultLock:
@@ -119,7 +113,7 @@ def test_doctor_passes_while_the_daemon_switches_models(
         **{"ollama.embed_model": "all-minilm"},
     )
     ok, detail = checks_by_name(other)["embedding model"]
-    assert not ok and detail.startswith("index built with nomic-embed-text")
+    assert not ok and detail.startswith(f"index built with {FAKE_EMBED_MODEL}")
     with daemon_lock(other):
         ok, detail = checks_by_name(other)["embedding model"]
     assert ok and "a switch under way; the daemon (pid" in detail
@@ -165,7 +159,7 @@ def test_status_after_a_model_switch_says_which_vectors_search_uses(
     assert invoke(["index"], env)[0] == 0
     out = invoke(["status", "--embed-model", "all-minilm"], env)[1]
     line = next(x for x in out.splitlines() if x.startswith("notes "))
-    assert "embedded with nomic-embed-text, which search uses;" in line
+    assert f"embedded with {FAKE_EMBED_MODEL}, which search uses;" in line
     assert "to embed with all-minilm)" in line
     assert "pending for" not in line
 
@@ -173,7 +167,7 @@ def test_status_after_a_model_switch_says_which_vectors_search_uses(
 def test_status_without_a_switch_keeps_the_short_line(env: dict[str, str]) -> None:
     assert invoke(["index"], env)[0] == 0
     line = next(x for x in invoke(["status"], env)[1].splitlines() if x.startswith("notes "))
-    assert "embedded, 0 pending for nomic-embed-text)" in line
+    assert f"embedded, 0 pending for {FAKE_EMBED_MODEL})" in line
 
 
 # -- the daemon's activity: a scan under way, the rate, the time left ------------------------
@@ -190,7 +184,7 @@ def test_status_shows_a_reconcile_under_way_and_the_rate_of_the_running_daemon(
             Activity(
                 pid=os.getpid(),
                 scan=ScanActivity("start-up", 1200, 5000, now - 42),
-                embedding=EmbedActivity("nomic-embed-text", 50, 4.0, now),
+                embedding=EmbedActivity(FAKE_EMBED_MODEL, 50, 4.0, now),
             ),
         )
         out = invoke(["status"], env)[1]
@@ -211,7 +205,7 @@ def test_an_activity_file_of_another_pid_or_without_a_daemon_says_nothing(
     busy = Activity(
         pid=os.getpid() + 1,  # a daemon killed before it could remove its file
         scan=ScanActivity("start-up", 1, 9, time.time()),
-        embedding=EmbedActivity("nomic-embed-text", 5, 1.0, time.time()),
+        embedding=EmbedActivity(FAKE_EMBED_MODEL, 5, 1.0, time.time()),
     )
     write_activity(path, busy)
     with daemon_lock(settings):
@@ -224,18 +218,18 @@ def test_an_activity_file_of_another_pid_or_without_a_daemon_says_nothing(
 @pytest.mark.parametrize(
     ("drain", "expected"),
     [
-        (EmbedActivity("nomic-embed-text", 100, 10.0, 1000.0), 10.0),
+        (EmbedActivity(FAKE_EMBED_MODEL, 100, 10.0, 1000.0), 10.0),
         (EmbedActivity("all-minilm", 100, 10.0, 1000.0), None),  # another model's drain
-        (EmbedActivity("nomic-embed-text", 100, 10.0, 1000.0 - 600), None),  # an old figure
-        (EmbedActivity("nomic-embed-text", 0, 0.0, 1000.0), None),  # no time measured yet
+        (EmbedActivity(FAKE_EMBED_MODEL, 100, 10.0, 1000.0 - 600), None),  # an old figure
+        (EmbedActivity(FAKE_EMBED_MODEL, 0, 0.0, 1000.0), None),  # no time measured yet
     ],
 )
 def test_the_rate_is_the_configured_models_and_recent(
     drain: EmbedActivity, expected: float | None
 ) -> None:
     activity = Activity(pid=1, embedding=drain)
-    assert embedding_rate(activity, "nomic-embed-text", now=1000.0) == expected
-    assert embedding_rate(None, "nomic-embed-text", now=1000.0) is None
+    assert embedding_rate(activity, FAKE_EMBED_MODEL, now=1000.0) == expected
+    assert embedding_rate(None, FAKE_EMBED_MODEL, now=1000.0) is None
 
 
 def test_a_damaged_or_missing_activity_file_reads_as_none(tmp_path: Path) -> None:

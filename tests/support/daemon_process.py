@@ -21,6 +21,7 @@ from typing import Any
 from askvault.adapters import store
 from askvault.adapters.db import connect
 from askvault.settings import vault_id
+from support.fake_ollama import FAKE_EMBED_MODEL
 
 E2E_DEBOUNCE_S = 0.05
 START_TIMEOUT_S = 15.0
@@ -48,6 +49,7 @@ class DaemonProcess:
             {
                 "ASKVAULT_STATE_DIR": str(state_dir),
                 "OLLAMA_HOST": ollama_url,
+                "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
                 "XDG_CONFIG_HOME": str(state_dir / "config"),
                 "ASKVAULT_DAEMON__DEBOUNCE_S": str(E2E_DEBOUNCE_S),
                 "ASKVAULT_OLLAMA__TIMEOUT_S": "10",

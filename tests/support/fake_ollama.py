@@ -29,6 +29,7 @@ import json
 import math
 import re
 import select
+import selectors
 import signal
 import socket
 import threading
@@ -38,7 +39,11 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-DEFAULT_MODELS = ("nomic-embed-text", "all-minilm", "llama3.2")
+# The suite's embedding model: a name of its own, so that no cut-off measured for a real
+# model (core/abstention.MEASURED_MAX_DISTANCE) ever applies to the fake's vectors, whose
+# distances are on another scale (~0.7). Tests of a real model's rules name that model.
+FAKE_EMBED_MODEL = "fake-embed"
+DEFAULT_MODELS = (FAKE_EMBED_MODEL, "nomic-embed-text", "all-minilm", "llama3.2")
 DEFAULT_DIMENSION = 64
 FAKE_CHARS_PER_TOKEN = 4
 FAULT_KINDS = ("down", "slow", "404", "500", "die_midstream", "endless")
@@ -48,6 +53,7 @@ MODIFIED_AT = "2025-01-01T00:00:00Z"
 
 # (family, context length in tokens, capabilities) per model base name, as Ollama reports them.
 MODEL_TRAITS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    FAKE_EMBED_MODEL: ("fake", 2048, ("embedding",)),
     "nomic-embed-text": ("nomic-bert", 2048, ("embedding",)),
     "all-minilm": ("bert", 512, ("embedding",)),
     "mxbai-embed-large": ("bert", 512, ("embedding",)),
@@ -135,6 +141,22 @@ class _Server(ThreadingHTTPServer):
         """Dropped connections are part of the fault drills: stay quiet about them."""
 
 
+def _serve(httpd: _Server, wake: socket.socket) -> None:
+    """Serve `httpd` until `wake` is readable. Not `serve_forever`: its `shutdown()` waits
+    for the next poll of the loop (50 ms at the interval we had), which every test that
+    stopped a fake paid once (and twice with a `down` fault); this loop wakes at once."""
+    with wake, selectors.DefaultSelector() as selector:
+        selector.register(httpd, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        while all(key.fileobj is not wake for key, _ in selector.select()):
+            httpd.handle_request()  # a connection waits: accepted without blocking
+
+
+# The fakes listening now, by URL: an index copied from a template is keyed on the state of
+# the fake at the settings' host (tests/support/index_templates.py).
+SERVING: dict[str, FakeOllama] = {}
+
+
 class FakeOllama:
     """The fake Ollama server; `start()`/`stop()` or use it as a context manager."""
 
@@ -177,6 +199,7 @@ class FakeOllama:
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
         self._connections: set[socket.socket] = set()
+        self._wake: socket.socket | None = None  # written to once: the serving loop ends
 
     @property
     def url(self) -> str:
@@ -206,18 +229,20 @@ class FakeOllama:
         httpd.fake = self
         self.port = httpd.server_address[1]
         self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-ollama"
-        )
+        woken, self._wake = socket.socketpair()
+        self._thread = threading.Thread(target=_serve, args=(httpd, woken), name="fake-ollama")
         self._thread.start()
+        SERVING[self.url] = self
 
     def _unlisten(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None or thread is None:
+        httpd, thread, wake = self._httpd, self._thread, self._wake
+        if httpd is None or thread is None or wake is None:
             return
+        SERVING.pop(self.url, None)
         self._halt.set()
-        httpd.shutdown()
+        wake.send(b"x")
         thread.join()
+        wake.close()
         with self._lock:
             connections = list(self._connections)
         for conn in connections:
@@ -226,7 +251,7 @@ class FakeOllama:
             except OSError:
                 pass
         httpd.server_close()  # joins the handler threads
-        self._httpd = self._thread = None
+        self._httpd = self._thread = self._wake = None
 
     def set_fault(
         self,
@@ -272,6 +297,27 @@ class FakeOllama:
                 if fault.remaining <= 0:
                     self._fault = None
             return fault
+
+    def index_state(self) -> str:
+        """What of the fake shapes an index made with it (its models, their vectors and
+        lengths, refused and malformed texts, a fault): equal for two fakes that give the
+        same index of the same files."""
+        with self._lock:
+            fault = repr(self._fault)
+        return repr(
+            (
+                self.dimension,
+                sorted(self.dimensions.items()),
+                sorted(self.reported_dimensions.items()),
+                self.models,
+                sorted(self.digests.items()),
+                sorted(self.context_lengths.items()),
+                sorted(self.malformed.items()),
+                sorted(self.refused.items()),
+                self.version,
+                fault,
+            )
+        )
 
     def has_model(self, model: str) -> bool:
         """True if `model` (with or without tag) is in `models`."""

@@ -3,9 +3,6 @@ hand (no thread, no sleeping), as the daemon's inbox thread would step it."""
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,8 +14,8 @@ from askvault.app.clients import OllamaClients
 from askvault.app.inbox_loop import POLL_S
 from askvault.errors import DiskFull, IndexBusy
 from askvault.services.inbox.inbox import Inbox, Step
-from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
+from support.index_templates import index_copy
 from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault
 
@@ -124,35 +121,14 @@ def inbox_vault(root: Path) -> Path:
     return root
 
 
-# The index of the fixture vault, made once per process and per settings that change an
-# index: each test starts from a copy and reconciles it (its files' stamps are its own), so
-# only the first pays for the migrations and the embeddings (0.7 s -> 0.05 s a test).
-_INDEXED: dict[tuple[tuple[str, str], ...], Path] = {}
-
-
 def inbox_settings(vault: Path, state: Path, host: str, **flags: Any) -> Settings:
     """Settings over `vault` with short settle times (whether a question looks finished
-    or not: these tests are not about typing), then `flags`; the vault indexed."""
+    or not: these tests are not about typing), then `flags`; the vault indexed (from a
+    template: support/index_templates.py)."""
     quick = {"queries.settle_s": 0.2, "queries.unfinished_settle_s": 0.2}
     settings = settings_for(vault, state, host, **{**quick, **flags})
-    key = tuple(sorted((k, repr(v)) for k, v in flags.items() if not k.startswith("queries.")))
-    template = _INDEXED.get(key)
-    if template is not None:
-        settings.db_path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(template, settings.db_path)
-    index_vault(settings, OllamaClients(settings))
-    if template is None:
-        _INDEXED[key] = _keep(settings.db_path)
+    index_copy(settings)
     return settings
-
-
-def _keep(db_path: Path) -> Path:
-    """A copy of the closed index `db_path` (checkpointed: no `-wal` is left once the last
-    connection closes), kept until the process exits."""
-    assert not Path(f"{db_path}-wal").exists(), "an index copied with its WAL apart"
-    folder = Path(tempfile.mkdtemp(prefix="askvault-inbox-index-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return Path(shutil.copyfile(db_path, folder / "index.sqlite"))
 
 
 @contextmanager

@@ -11,8 +11,9 @@ from pathlib import Path
 from askvault.adapters.db import Connection, connect
 from askvault.adapters.ollama import OllamaEmbedder
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault
 from askvault.settings import Settings, load_settings
+from support.fake_ollama import FAKE_EMBED_MODEL
+from support.index_templates import index_copy
 
 FIXTURE_VAULT = Path(__file__).resolve().parents[1] / "fixtures" / "retrieval_vault"
 
@@ -32,7 +33,7 @@ def retrieval_settings(tmp_path: Path, host: str, **flags: object) -> Settings:
             "vault": str(tmp_path / "vault"),
             "state_dir": str(tmp_path / "state"),
             "ollama.host": host,
-            "ollama.embed_model": "nomic-embed-text",
+            "ollama.embed_model": FAKE_EMBED_MODEL,
             **flags,
         },
     )
@@ -43,7 +44,7 @@ def indexed_vault(tmp_path: Path, host: str, **flags: object) -> Iterator[Indexe
     """A copy of the fixture vault, indexed with vectors; connection and embedder closed after."""
     shutil.copytree(FIXTURE_VAULT, tmp_path / "vault")
     settings = retrieval_settings(tmp_path, host, **flags)
-    report = index_vault(settings, OllamaClients(settings))
+    report = index_copy(settings)
     assert report.embed_error is None and report.pending_embeddings == 0
     conn = connect(settings.db_path)
     embedder = OllamaClients(settings).embedder()

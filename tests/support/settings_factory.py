@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from askvault.settings import Settings, load_settings
+from support.fake_ollama import FAKE_EMBED_MODEL
 
 
 def settings_for(vault: Path, state: Path, ollama_url: str, **flags: Any) -> Settings:
@@ -14,6 +15,7 @@ def settings_for(vault: Path, state: Path, ollama_url: str, **flags: Any) -> Set
         "ASKVAULT_VAULT": str(vault),
         "ASKVAULT_STATE_DIR": str(state),
         "OLLAMA_HOST": ollama_url,
+        "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
         "ASKVAULT_OLLAMA__TIMEOUT_S": "5",
     }
     return load_settings(None, env=env, flags=flags)
@@ -29,6 +31,7 @@ def cli_env(vault: Path, state: Path, ollama_url: str, **extra: str) -> dict[str
             "ASKVAULT_VAULT": str(vault),
             "ASKVAULT_STATE_DIR": str(state),
             "OLLAMA_HOST": ollama_url,
+            "ASKVAULT_EMBED_MODEL": FAKE_EMBED_MODEL,
             "ASKVAULT_OLLAMA__TIMEOUT_S": "5",
             "XDG_CONFIG_HOME": str(state / "xdg-config"),
         }

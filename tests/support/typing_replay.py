@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,47 +194,89 @@ def timeline_of(session: Session) -> Timeline:
     """What Obsidian writes while the user goes through `session`'s steps."""
     o = _Obsidian()
     for step in session.steps:
-        if "focus" in step:
-            o.active = step["focus"]
-            o.write_workspace(o.now)
-        elif "create" in step:
-            o.name, o.buffer, o.saved = step["create"], "", ""
-            o.actions.append(Action(o.now, "save", o.name, ""))
-            o.last_change = o.now
-            o.focus(o.note_path())
-        elif "rename" in step:
-            o.actions.append(Action(o.now, "rename", o.name or "", step["rename"]))
-            o.name = step["rename"]
-            o.focus(o.note_path())
-        elif "type" in step:
-            gap = 1.0 / float(step["cps"])
-            for char in step["type"]:
-                o.until(o.now + gap)
-                o.change(o.buffer + char)
-        elif "paste" in step:
-            o.until(o.now + 0.2)
-            o.change(o.buffer + step["paste"])
-        elif "edit" in step:
-            old, new = step["edit"]
-            o.until(o.now + 0.5)
-            o.change(o.buffer.replace(old, new, 1))
-        elif "pause" in step:
-            o.until(o.now + float(step["pause"]))
-        elif "switch" in step:
-            o.focus(step["switch"])
-        elif "back" in step:
-            o.focus(o.note_path())
-        elif "sync" in step:
-            o.name, o.buffer = step["name"], step["sync"]
-            o.saved = o.buffer
-            mtime = o.now - float(step.get("age", 0.0))
-            o.actions.append(Action(o.now, "save", o.name, o.buffer, mtime_at=mtime))
-            o.last_change = o.now
-        else:
+        take = next((take for kind, take in _STEPS if kind in step), None)
+        if take is None:
             raise ValueError(f"{session.name}: unknown step {step}")
+        take(o, step)
     o.until(o.now)
     final = parse_note("q.md", o.buffer).body.strip()
     return Timeline(sorted(o.actions, key=lambda a: a.at), o.now, o.last_change, final)
+
+
+def _focus(o: _Obsidian, step: dict[str, Any]) -> None:
+    """The note Obsidian shows when the session starts (its workspace file written at once)."""
+    o.active = step["focus"]
+    o.write_workspace(o.now)
+
+
+def _create(o: _Obsidian, step: dict[str, Any]) -> None:
+    """A new, empty question note, saved and focused."""
+    o.name, o.buffer, o.saved = step["create"], "", ""
+    o.actions.append(Action(o.now, "save", o.name, ""))
+    o.last_change = o.now
+    o.focus(o.note_path())
+
+
+def _rename(o: _Obsidian, step: dict[str, Any]) -> None:
+    o.actions.append(Action(o.now, "rename", o.name or "", step["rename"]))
+    o.name = step["rename"]
+    o.focus(o.note_path())
+
+
+def _type(o: _Obsidian, step: dict[str, Any]) -> None:
+    """`type` one character at a time, `cps` characters a second."""
+    gap = 1.0 / float(step["cps"])
+    for char in step["type"]:
+        o.until(o.now + gap)
+        o.change(o.buffer + char)
+
+
+def _paste(o: _Obsidian, step: dict[str, Any]) -> None:
+    o.until(o.now + 0.2)
+    o.change(o.buffer + step["paste"])
+
+
+def _edit(o: _Obsidian, step: dict[str, Any]) -> None:
+    """The first `old` of the note replaced by `new`."""
+    old, new = step["edit"]
+    o.until(o.now + 0.5)
+    o.change(o.buffer.replace(old, new, 1))
+
+
+def _pause(o: _Obsidian, step: dict[str, Any]) -> None:
+    o.until(o.now + float(step["pause"]))
+
+
+def _switch(o: _Obsidian, step: dict[str, Any]) -> None:
+    o.focus(step["switch"])
+
+
+def _back(o: _Obsidian, step: dict[str, Any]) -> None:
+    o.focus(o.note_path())
+
+
+def _sync(o: _Obsidian, step: dict[str, Any]) -> None:
+    """The note arrives whole from another device (its file time `age` seconds old)."""
+    o.name, o.buffer = step["name"], step["sync"]
+    o.saved = o.buffer
+    mtime = o.now - float(step.get("age", 0.0))
+    o.actions.append(Action(o.now, "save", o.name, o.buffer, mtime_at=mtime))
+    o.last_change = o.now
+
+
+# A step's kind is the first of these keys it holds (a `sync` step also holds a `name`).
+_STEPS: tuple[tuple[str, Callable[[_Obsidian, dict[str, Any]], None]], ...] = (
+    ("focus", _focus),
+    ("create", _create),
+    ("rename", _rename),
+    ("type", _type),
+    ("paste", _paste),
+    ("edit", _edit),
+    ("pause", _pause),
+    ("switch", _switch),
+    ("back", _back),
+    ("sync", _sync),
+)
 
 
 @dataclass

@@ -16,9 +16,9 @@ import shlex
 import stat
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import sqlean
 
@@ -41,7 +41,46 @@ MMAP_SIZE_BYTES = 268_435_456
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
-Connection = Any  # sqlean.Connection; sqlean ships no type stubs
+
+class Cursor(Protocol):
+    """What askvault reads of a query's cursor: one row, all rows, or the rows in turn."""
+
+    @property
+    def lastrowid(self) -> int:
+        """The rowid of the row the cursor's INSERT made (None before any: askvault reads
+        it only after one)."""
+        ...
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """The part of a SQLite connection askvault uses: sqlean's connection, which ships no
+    type stubs, so this is what mypy checks each use against (an attribute askvault does
+    not use yet is added here first)."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(
+        self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ..., /
+    ) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+    def enable_load_extension(self, enabled: bool, /) -> None: ...
+
+    def load_extension(self, path: str, /) -> None: ...
+
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,12 @@ Reads take the caller's connection; writes run inside the caller's transaction
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 
 from askvault.adapters.db import Connection
+from askvault.core.abstention import Calibration
 
 # How the indexed notes were cut: the chunker's version and its token cap
 # (services/indexer.chunking_key); a change re-chunks every note once.
@@ -27,6 +29,9 @@ VAULT_UNAVAILABLE = "vault_unavailable"
 # Why embeddings wait (Ollama down, model missing), and for which host and model.
 EMBED_WAITING_REASON = "embed_waiting_reason"
 EMBED_WAITING_FOR = "embed_waiting_for"
+# The distance cut-offs the vault calibrated (services/calibration.py): a JSON object, one
+# entry per embedding fingerprint key, so a model switched back to keeps its own.
+DISTANCE_CALIBRATIONS = "distance_calibrations"
 
 KEYS = (
     CHUNKING,
@@ -36,6 +41,7 @@ KEYS = (
     VAULT_UNAVAILABLE,
     EMBED_WAITING_REASON,
     EMBED_WAITING_FOR,
+    DISTANCE_CALIBRATIONS,
 )
 
 
@@ -110,3 +116,36 @@ def set_embed_waiting(conn: Connection, target: str, reason: str | None) -> None
     """Save why embeddings for `target` wait; None clears it."""
     set_value(conn, EMBED_WAITING_REASON, reason or "")
     set_value(conn, EMBED_WAITING_FOR, target if reason else "")
+
+
+def distance_calibration(conn: Connection, fingerprint: str) -> Calibration | None:
+    """The cut-off calibrated for the vectors of `fingerprint` (a key), None if none is."""
+    entry = _calibrations(conn).get(fingerprint)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return Calibration(
+            fingerprint=fingerprint,
+            cutoff=None if entry.get("cutoff") is None else float(entry["cutoff"]),
+            titles=int(entry["titles"]),
+            notes=int(entry["notes"]),
+            chunking=str(entry["chunking"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None  # written by another version: calibrated again
+
+
+def set_distance_calibration(conn: Connection, calibration: Calibration) -> None:
+    """Store `calibration` under its fingerprint key (replacing that key's entry only)."""
+    entries = _calibrations(conn)
+    entry = dataclasses.asdict(calibration)
+    entries[entry.pop("fingerprint")] = entry
+    set_value(conn, DISTANCE_CALIBRATIONS, json.dumps(entries, sort_keys=True))
+
+
+def _calibrations(conn: Connection) -> dict[str, object]:
+    try:
+        entries = json.loads(get_value(conn, DISTANCE_CALIBRATIONS) or "{}")
+    except ValueError:
+        return {}
+    return entries if isinstance(entries, dict) else {}

@@ -11,12 +11,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
-# A migration written in Python: it runs its own transactions (through `transaction`, the
-# runner's BEGIN IMMEDIATE context manager) so that a long one is resumable after a kill,
-# and reports progress through `report`. The runner records it once it returns.
-MigrationStep = Callable[[Any, Callable[[Any], Any], Callable[[str], None]], None]
+if TYPE_CHECKING:  # adapters/db.py runs the migrations: imported for the type alone
+    from askvault.adapters.db import Connection
+
+# The runner's BEGIN IMMEDIATE context manager (adapters/db.write_transaction).
+Transaction = Callable[["Connection"], AbstractContextManager["Connection"]]
+# A migration written in Python: it runs its own transactions (through `transaction`) so
+# that a long one is resumable after a kill, and reports progress through `report`. The
+# runner records it once it returns.
+MigrationStep = Callable[["Connection", Transaction, Callable[[str], None]], None]
 
 M001_NOTES = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -214,7 +220,7 @@ PAGE_SIZE_BYTES = 16_384
 M036_REPORT_S = 2.0
 
 
-def _table_exists(conn: Any, name: str) -> bool:
+def _table_exists(conn: Connection, name: str) -> bool:
     return (
         conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
@@ -224,8 +230,8 @@ def _table_exists(conn: Any, name: str) -> bool:
 
 
 def m036_embedding_cache(
-    conn: Any,
-    transaction: Callable[[Any], Any],
+    conn: Connection,
+    transaction: Transaction,
     report: Callable[[str], None],
     *,
     batch_rows: int = M036_BATCH_ROWS,
@@ -294,7 +300,7 @@ def m036_embedding_cache(
         _vacuum(conn)
 
 
-def _vacuum(conn: Any) -> None:
+def _vacuum(conn: Connection) -> None:
     """VACUUM, into `PAGE_SIZE_BYTES` pages when no other connection has the file open (WAL
     keeps the page size, so the file leaves WAL mode for it); best effort: a reader holding
     the file or a full disk only leaves the space unused."""
@@ -338,8 +344,8 @@ M037_BATCH_ROWS = 5_000
 
 
 def m037_link_targets(
-    conn: Any,
-    transaction: Callable[[Any], Any],
+    conn: Connection,
+    transaction: Transaction,
     report: Callable[[str], None],
     *,
     batch_rows: int = M037_BATCH_ROWS,

@@ -340,10 +340,13 @@ class VaultWatcher:
         mode: str = "events",
         poll_interval_s: float = 2.0,
         make_observer: Callable[[str, float], BaseObserver] | None = None,
+        root_check_s: float = ROOT_CHECK_S,
     ) -> None:
         """`make_observer(mode, poll_interval_s)` builds watchdog's observer (a parameter so
-        that a test can stand in for an inotify that refuses to watch)."""
+        that a test can stand in for an inotify that refuses to watch); the root's identity
+        is checked every `root_check_s` (at most every 0.25 s, the loop's wake-up)."""
         self.root = Path(os.path.realpath(root))
+        self.root_check_s = root_check_s
         self._make_observer = make_observer or default_observer
         self.on_batch = on_batch
         self.mode = mode
@@ -425,14 +428,14 @@ class VaultWatcher:
         self._events_lost("the vault folder was away")
 
     def _flush_loop(self) -> None:
-        next_root_check = time.monotonic() + ROOT_CHECK_S
+        next_root_check = time.monotonic() + self.root_check_s
         while not self._stop.is_set():
             due = self.debouncer.next_due()
             wait_s = 0.25 if due is None else max(0.0, due - time.monotonic())
             self._wake.wait(min(wait_s, 0.25))
             self._wake.clear()
             if time.monotonic() >= next_root_check:
-                next_root_check = time.monotonic() + ROOT_CHECK_S
+                next_root_check = time.monotonic() + self.root_check_s
                 try:
                     self._check_root()
                 except Exception:

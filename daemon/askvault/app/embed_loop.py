@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from askvault.adapters import store
@@ -20,7 +21,9 @@ from askvault.app.db_tuning import connect_for_daemon
 from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
 from askvault.records import Embedder, ModelClients
+from askvault.services.calibration import calibrate_cutoff
 from askvault.services.embedding import (
+    EmbedReport,
     drain_backlog,
     embed_waiting_reason,
     embedding_target,
@@ -34,6 +37,23 @@ log = logging.getLogger(__name__)
 
 IDLE_CHECK_S = 60.0
 PROGRESS_LOG_S = 30.0
+
+
+class _DrainProgress:
+    """A drain's texts so far (stored vectors and recorded failures alike): on the activity
+    board at each batch, in the log every PROGRESS_LOG_S."""
+
+    def __init__(self, board: ActivityBoard, model: str, pending: Callable[[], int]) -> None:
+        self.board, self.model, self.pending = board, model, pending
+        self.started = self.logged_at = time.monotonic()
+        self.texts = 0
+
+    def stored(self, count: int) -> None:
+        self.texts += count
+        self.board.embedding(self.model, self.texts, time.monotonic() - self.started)
+        if time.monotonic() - self.logged_at >= PROGRESS_LOG_S:
+            self.logged_at = time.monotonic()
+            log.info("embedding: %d texts so far, %d chunks waiting", self.texts, self.pending())
 
 
 class EmbedLoop:
@@ -106,36 +126,12 @@ class EmbedLoop:
         """One drain of the backlog; the delay before retrying, or None when done."""
         if stop.is_set():
             return None
-        started = time.monotonic()
         log.debug("embedding: draining the backlog")
-        texts = batches = 0
-        last_log = started
+        progress = _DrainProgress(
+            self.activity, self.settings.ollama.embed_model, lambda: self._pending(conn)
+        )
         try:
-            if self._fresh_client and self._embedder is not None:
-                self._embedder.close()
-                self._embedder = None
-            self._fresh_client = False
-            embedder = self._embedder
-            if embedder is None:
-                embedder = self._embedder = self.clients.embedder()
-            # A local: forget_fingerprint() (the indexing thread) may clear self._fp
-            # at any moment, and a drain must not see it turn None half-way.
-            fp = self._fp
-            if fp is None:
-                fp = self._fp = target_fingerprint(conn, embedder)
-
-            def on_stored(count: int) -> None:
-                nonlocal texts, last_log
-                texts += count
-                self.activity.embedding(
-                    self.settings.ollama.embed_model, texts, time.monotonic() - started
-                )
-                if time.monotonic() - last_log >= PROGRESS_LOG_S:
-                    last_log = time.monotonic()
-                    log.info(
-                        "embedding: %d texts so far, %d chunks waiting", texts, self._pending(conn)
-                    )
-
+            embedder, fp = self._ready(conn)
             # One drain per wake-up: it reads the backlog once and rescans only when it
             # has emptied it, so a one-note edit costs one embed call and two scans.
             report = drain_backlog(
@@ -144,45 +140,78 @@ class EmbedLoop:
                 fp,
                 batch_size=self.settings.ollama.embed_batch_size,
                 should_stop=stop.is_set,
-                progress=on_stored,
+                progress=progress.stored,
                 foreground=self.foreground,
             )
-            texts, batches = report.texts_embedded, report.batches
             if report.promoted:
                 self._fp = None  # the next drain asks for the new active row
+            if not stop.is_set():
+                # A model never measured gets its distance cut-off from the vault once its
+                # vectors are complete (a few cheap queries when there is nothing to do);
+                # an Ollama failure here waits and retries as a failed drain does.
+                calibrate_cutoff(
+                    conn,
+                    self.settings,
+                    embedder,
+                    should_stop=stop.is_set,
+                    foreground=self.foreground,
+                )
         except OllamaError as exc:
-            return self._failed(conn, exc, texts)
+            return self._failed(conn, exc, progress.texts)
         except IndexBusy as exc:
             # Another writer holds the index: the vectors of this group are embedded again
             # on the next try (their texts are still pending), nothing is lost.
-            delay = self.backoff.failed()
-            log.warning("embedding waits: %s; retrying in %.0f s", exc.message, delay)
-            return delay
+            return self._put_off(exc.message)
         except Exception as exc:
             if not is_disk_full(exc):
                 raise
             # The batch rolled back; the backlog is intact: retry once space returns.
-            delay = self.backoff.failed()
-            log.warning("embedding waits: the disk is full (%s); retrying in %.0f s", exc, delay)
-            return delay
+            return self._put_off(f"the disk is full ({exc})")
         finally:
             self.activity.embedding_done()  # the drain ended, whichever way
+        self._succeeded(conn, report, progress.started)
+        return None
+
+    def _ready(self, conn: Connection) -> tuple[Embedder, store.FingerprintRow]:
+        """The drain's embedder (a new one after `forget_fingerprint`) and the target
+        model's fingerprint row (asked of the model when not known)."""
+        if self._fresh_client and self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
+        self._fresh_client = False
+        embedder = self._embedder
+        if embedder is None:
+            embedder = self._embedder = self.clients.embedder()
+        # A local: forget_fingerprint() (the indexing thread) may clear self._fp
+        # at any moment, and a drain must not see it turn None half-way.
+        fp = self._fp
+        if fp is None:
+            fp = self._fp = target_fingerprint(conn, embedder)
+        return embedder, fp
+
+    def _put_off(self, why: str) -> float:
+        """A drain stopped by the index (busy, full disk): the delay before the next."""
+        delay = self.backoff.failed()
+        log.warning("embedding waits: %s; retrying in %.0f s", why, delay)
+        return delay
+
+    def _succeeded(self, conn: Connection, report: EmbedReport, started: float) -> None:
+        """After a drain that ended well: the backoff reset, a waiting reason cleared."""
         self.backoff.succeeded()
         if self._reason:
             try:
                 self._set_reason(conn, None)
             except IndexBusy:
-                return None  # cleared on the next drain
+                return  # cleared on the next drain
             log.info("embedding resumed: Ollama answers again")
-        if texts:
+        if report.texts_embedded:
             log.info(
                 "embedded %d texts in %d batches in %.2f s; %d chunks waiting",
-                texts,
-                batches,
+                report.texts_embedded,
+                report.batches,
                 time.monotonic() - started,
                 self._pending(conn),
             )
-        return None
 
     def _failed(self, conn: Connection, exc: OllamaError, texts: int) -> float:
         delay = self.backoff.failed()

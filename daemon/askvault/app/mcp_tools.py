@@ -121,9 +121,21 @@ class AskInput:
     question: str = prop("The question, as a question note's body would be.", min_length=1)
     folders: tuple[str, ...] = prop(FOLDERS, default=(), item_min_length=1)
     save: bool = prop(
-        "Also write the answer note under queries/answers/ (never over an existing file). "
-        "Default false: nothing is written.",
+        "Also write the answer note under queries/answers/ (never over an existing file); "
+        "with follow_up, write the turn into that note instead. Default false: nothing is "
+        "written.",
         default=False,
+    )
+    follow_up: str | None = prop(
+        "An answer note (its path, e.g. queries/answers/X.md, or its name): answer the "
+        "question as a follow-up to that note's questions, with the options it keeps "
+        "(`folders` overrides them). With save: true the question and its answer are "
+        "added at the end of the note as a `## Follow-up` and its turn, as if the user had "
+        "typed it there; refused when the note is not askvault's, not answered yet, or a "
+        "follow-up in it waits for the daemon; not written if the user saved the note "
+        "meanwhile (a warning says so).",
+        default=None,
+        min_length=1,
     )
 
 
@@ -187,7 +199,13 @@ def tool_specs(session: WarmSession) -> list[ToolSpec]:
         )
 
     def ask(args: AskInput, cancelled: Cancellation) -> AnswerDocument:
-        return session.ask(args.question, folders=args.folders, save=args.save, cancelled=cancelled)
+        return session.ask(
+            args.question,
+            folders=args.folders,
+            save=args.save,
+            follow_up=args.follow_up,
+            cancelled=cancelled,
+        )
 
     def status(args: StatusInput, cancelled: Cancellation) -> StatusDocument:
         return session.status()
@@ -239,7 +257,9 @@ def tool_specs(session: WarmSession) -> list[ToolSpec]:
             "checked (each citation's state and each sentence's support), and the status "
             "(answered, no-answer, waiting when Ollama is down, failed). Slow (seconds to "
             "minutes on a CPU). With save: true the answer note is also written under "
-            "queries/answers/, never over another file; nothing else is written. " + DATA_NOTE,
+            "queries/answers/, never over another file; nothing else is written. With "
+            "follow_up (an answer note) it answers a follow-up question in that thread, "
+            "and with save: true adds it and its answer to that note. " + DATA_NOTE,
             AskInput,
             AnswerDocument,
             ask,

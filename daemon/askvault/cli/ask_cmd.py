@@ -34,7 +34,8 @@ from askvault.errors import AskvaultError
     "follow_up",
     metavar="NOTE",
     help="Answer QUESTION as a follow-up to the answer note NOTE (its questions carried "
-    "into the search); NOTE is not changed.",
+    "into the search, its ask_* options kept unless --since/--until say otherwise); NOTE "
+    "is not changed.",
 )
 @period_options
 @handle_errors
@@ -52,12 +53,12 @@ def ask(
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
     from askvault.records import QuestionOptions
-    from askvault.services.answer import thread_questions
+    from askvault.services.answer import read_thread
     from askvault.services.ask import ask_question
     from askvault.services.documents.answer import answer_document
 
     settings = build_settings(**opts)
-    earlier = thread_questions(settings, follow_up) if follow_up else []
+    thread = read_thread(settings, follow_up) if follow_up else None
     outcome = ask_question(
         settings,
         OllamaClients(settings),
@@ -65,7 +66,7 @@ def ask(
         on_token=None if as_json else render.echo_token,
         save=save,
         options=QuestionOptions(since=since, until=until),
-        earlier=earlier,
+        thread=thread,
     )
     result = outcome.result
     if as_json:

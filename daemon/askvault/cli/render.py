@@ -130,27 +130,27 @@ class ProgressLine:
 
 def status_lines(doc: dict[str, Any]) -> list[str]:
     """`askvault status` as text: the same facts as --json."""
-    ollama, embedding = doc["ollama"], doc["embedding"]
     out = [f"vault        {doc['vault']}"]
     if doc.get("vault_unavailable"):
         out.append(f"vault        NOT THERE: {doc['vault_unavailable']} (retried by the daemon)")
     out.append(f"index        {doc['index']}")
     out.extend(_config_lines(doc.get("config")))
-    switching = embedding.get("index_model") and embedding["index_model"] != embedding["model"]
-    if switching:
-        # After a model switch the vectors search uses are the old model's, and the new
-        # one's are still to make: "2210 embedded, 2210 pending" read as a contradiction.
-        out.append(
-            f"notes        {doc['notes']} ({doc['chunks']} chunks: {doc['embedded_chunks']} "
-            f"embedded with {embedding['index_model']}, which search uses; "
-            f"{doc['pending_embeddings']} to embed with {embedding['model']})"
-        )
-    else:
-        out.append(
-            f"notes        {doc['notes']} ({doc['chunks']} chunks, "
-            f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
-            f"{embedding['model']})"
-        )
+    out.extend(_index_lines(doc))
+    out.extend(_cutoff_lines(doc.get("distance_cutoff")))
+    out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
+    out.extend(_ollama_lines(doc["ollama"]))
+    out.extend(_question_lines(doc["questions"]) + _follow_up_lines(doc.get("follow_ups", [])))
+    out.extend(_stale_lines(doc["stale_answers"]))
+    out.append(_daemon_line(doc))
+    out.extend(_skipped_lines(doc["skipped"]))
+    return out
+
+
+def _index_lines(doc: dict[str, Any]) -> list[str]:
+    """What the index holds and what is under way: notes and chunks, a scan, the embedding
+    rate, how notes are dated, the texts that failed, what embedding waits for."""
+    embedding = doc["embedding"]
+    out = [_notes_line(doc)]
     scan = doc.get("scan")
     if scan:
         out.append(
@@ -176,57 +176,103 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
             f"not embedded {failure['file']}: {failure['reason']} "
             f"(tried {failure['attempts']}x, retried later; searchable by words)"
         )
+    return out + _embedding_wait_lines(embedding, daemon=bool(doc["daemon"]))
+
+
+def _notes_line(doc: dict[str, Any]) -> str:
+    """Notes, chunks and their vectors: for two models while the index switches."""
+    embedding = doc["embedding"]
+    if embedding.get("index_model") and embedding["index_model"] != embedding["model"]:
+        # After a model switch the vectors search uses are the old model's, and the new
+        # one's are still to make: "2210 embedded, 2210 pending" read as a contradiction.
+        return (
+            f"notes        {doc['notes']} ({doc['chunks']} chunks: {doc['embedded_chunks']} "
+            f"embedded with {embedding['index_model']}, which search uses; "
+            f"{doc['pending_embeddings']} to embed with {embedding['model']})"
+        )
+    return (
+        f"notes        {doc['notes']} ({doc['chunks']} chunks, "
+        f"{doc['embedded_chunks']} embedded, {doc['pending_embeddings']} pending for "
+        f"{embedding['model']})"
+    )
+
+
+def _embedding_wait_lines(embedding: dict[str, Any], *, daemon: bool) -> list[str]:
+    """The new model that has no vector yet, and why embedding waits (none: no line)."""
+    out: list[str] = []
     if (
         embedding.get("index_model")
         and not embedding.get("fingerprint")
         and embedding["index_model"] != embedding["model"]
     ):
-        builder = "the daemon builds them" if doc["daemon"] else "`askvault index` builds them"
+        builder = "the daemon builds them" if daemon else "`askvault index` builds them"
         out.append(
             f"embedding    the index's vectors are of {embedding['index_model']}; "
             f"{embedding['model']} has none yet ({builder})"
         )
     if embedding.get("waiting"):
         out.append(f"embedding    waiting: {embedding['waiting']}")
-    out.append(f"last change  {doc['last_change_indexed_at'] or 'never'}")
+    return out
+
+
+def _ollama_lines(ollama: dict[str, Any]) -> list[str]:
+    """Where Ollama is and whether it answered; a refused host with what to do."""
     if ollama.get("refused"):
-        out.append(f"ollama       REFUSED: {ollama['error']}")
-        out.append(f"             {ollama['hint']}")
-    else:
-        reach = (
-            "not probed"
-            if ollama["reachable"] is None
-            else "reachable"
-            if ollama["reachable"]
-            else "NOT reachable"
-        )
-        out.append(
-            f"ollama       {ollama['url']} ({reach}; "
-            f"embed {ollama['embed_model']}, chat {ollama['chat_model']})"
-        )
-    out.extend(_question_lines(doc["questions"]) + _follow_up_lines(doc.get("follow_ups", [])))
-    for item in doc["stale_answers"]:
+        return [f"ollama       REFUSED: {ollama['error']}", f"             {ollama['hint']}"]
+    reach = (
+        "not probed"
+        if ollama["reachable"] is None
+        else "reachable"
+        if ollama["reachable"]
+        else "NOT reachable"
+    )
+    return [
+        f"ollama       {ollama['url']} ({reach}; "
+        f"embed {ollama['embed_model']}, chat {ollama['chat_model']})"
+    ]
+
+
+def _stale_lines(stale_answers: list[dict[str, Any]]) -> list[str]:
+    """One line per stale answer, marked or (edited by the user) only listed."""
+    out: list[str] = []
+    for item in stale_answers:
         how = (
             "marked stale"
             if item["marked"]
             else "edited by you, so not marked: check its cited pages"
         )
         out.append(f"stale        {item['path']} ({how})")
+    return out
+
+
+def _daemon_line(doc: dict[str, Any]) -> str:
+    """The daemon's pid, or which command writes the index when no daemon runs."""
     writer = doc.get("writer")
     if doc["daemon"]:
-        out.append(f"daemon       pid {doc['daemon']}")
-    elif writer:
-        out.append(
+        return f"daemon       pid {doc['daemon']}"
+    if writer:
+        return (
             f"daemon       not running; `askvault {writer['command'] or '?'}` "
             f"(pid {writer['pid'] or '?'}) writes the index"
         )
-    else:
-        out.append("daemon       not running")
-    for item in doc["skipped"][:20]:
-        out.append(f"skipped      {item['path']}: {item['reason']}")
-    if len(doc["skipped"]) > 20:
-        out.append(f"skipped      … and {len(doc['skipped']) - 20} more (see --json)")
+    return "daemon       not running"
+
+
+def _skipped_lines(skipped: list[dict[str, Any]]) -> list[str]:
+    """The first 20 files skipped, and how many more."""
+    out = [f"skipped      {item['path']}: {item['reason']}" for item in skipped[:20]]
+    if len(skipped) > 20:
+        out.append(f"skipped      … and {len(skipped) - 20} more (see --json)")
     return out
+
+
+def _cutoff_lines(cutoff: dict[str, Any] | None) -> list[str]:
+    """`cut-off      0.58 (measured for all-minilm)`, or why there is none."""
+    if not cutoff:
+        return []
+    if cutoff["value"] is None:
+        return [f"cut-off      {cutoff['detail']}"]
+    return [f"cut-off      {cutoff['value']:g} ({cutoff['detail']})"]
 
 
 def _config_lines(config: dict[str, Any] | None) -> list[str]:
@@ -293,7 +339,7 @@ def doctor_json(checks: list[Check]) -> list[dict[str, Any]]:
 
 def doctor_lines(checks: list[Check]) -> list[str]:
     """`askvault doctor` as text: ok/FAIL per check, the hint under a failure."""
-    out = []
+    out: list[str] = []
     for c in checks:
         out.append(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
         if not c.ok and c.hint:
@@ -336,6 +382,12 @@ def search_lines(doc: dict[str, Any], explain: bool) -> list[str]:
     """`askvault search` as text: the period (if any), then score, link, place and snippet
     per hit."""
     out = period_lines(doc)
+    share, weight = doc.get("vector_share"), doc.get("vector_weight")
+    if explain and share is not None and weight is not None and share < 1:
+        out.append(
+            f"vectors for {share * 100:.1f}% of the chunks so far: the vector channel at "
+            f"{weight:.2f} of its weight"
+        )
     for hit in doc["hits"]:
         out.append(
             f"{hit['score']:.4f}  {hit['wikilink']}  {hit['file']}:{hit['lines'][0]}-"

@@ -10,8 +10,11 @@ sentences are refusals (or whose checked claims are all unsupported) is a no-ans
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 # English: "... not mentioned / not contain / no information / cannot answer / don't know".
 _EN = (
@@ -82,33 +85,126 @@ def is_no_answer(reply: str) -> bool:
 # Retrieval's absolute signal: the cosine distance from the question to the nearest chunk
 # of the vault (0 = same direction). Far from everything, the vault has nothing on the
 # question, whatever the model makes of the nearest excerpts. Distances depend on the
-# embedding model, so a cut-off is only applied where it was measured (docs/benchmarks.md:
-# 79 questions over the Obsidian Help vault; the farthest answerable question was 0.54, the
-# published near misses 0.47-0.61) or where the user set one.
-MEASURED_MAX_DISTANCE = {"all-minilm": 0.58}
+# embedding model, so a cut-off is applied where it was measured (docs/benchmarks.md:
+# all-minilm on 79 questions over the Obsidian Help vault, the farthest answerable question
+# at 0.54, the published near misses at 0.47-0.61; nomic-embed-text's 0.35 is its
+# self-calibrated 0.352 on the same vault, rounded: abstention 0.486, false abstention
+# 0.0075 on 170 questions), where the user set one, or where the vault calibrated one.
+MEASURED_MAX_DISTANCE = {"all-minilm": 0.58, "nomic-embed-text": 0.35}
+
+CutoffSource = Literal["setting", "measured", "calibrated", "none"]
 
 
-def distance_cutoff(setting: float, embed_model: str) -> float | None:
+def model_key(embed_model: str) -> str:
+    """The name a cut-off is measured under: `All-MiniLM:l6-v2` -> `all-minilm`."""
+    return embed_model.split(":", 1)[0].strip().lower()
+
+
+def measured_cutoff(embed_model: str) -> float | None:
+    """The cut-off measured for the embedding model (its name without tag), else None."""
+    return MEASURED_MAX_DISTANCE.get(model_key(embed_model))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A cut-off the vault calibrated for one model's vectors (services/calibration.py)."""
+
+    fingerprint: str  # the vectors' fingerprint key (model, digest, dimension)
+    cutoff: float | None  # None: fewer than CALIBRATION_MIN titles had a distance
+    titles: int  # the held-out distances it rests on (too few: the titles there were)
+    notes: int  # the vault's notes when it was made
+    chunking: str  # how the notes were cut then (services/indexer.chunking_key)
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """The distance cut-off in force and where it comes from."""
+
+    value: float | None
+    source: CutoffSource
+    detail: str  # says where it comes from: "measured for all-minilm", "none yet: ..."
+
+    @property
+    def reason_words(self) -> str:
+        """How a withheld answer's reason names it: "the 0.58 {reason_words}"."""
+        if self.source == "setting":
+            return "of `queries.max_distance`"
+        return f"{self.detail} (`queries.max_distance` sets another)"
+
+
+def cutoff_in_force(
+    setting: float, embed_model: str, calibration: Calibration | None = None
+) -> Cutoff:
     """The cut-off in force: `setting` when set (> 0), else the measured one for the
-    embedding model (its name without tag), else none."""
+    embedding model, else the vault's `calibration` of its vectors, else none."""
     if setting > 0:
-        return setting
-    return MEASURED_MAX_DISTANCE.get(embed_model.split(":", 1)[0].strip().lower())
+        return Cutoff(setting, "setting", "set by queries.max_distance")
+    measured = measured_cutoff(embed_model)
+    if measured is not None:
+        return Cutoff(measured, "measured", f"measured for {model_key(embed_model)}")
+    if calibration is None:
+        return Cutoff(
+            None, "none", "none yet: calibrated once every chunk of the vault has a vector"
+        )
+    if calibration.cutoff is None:
+        return Cutoff(
+            None,
+            "none",
+            f"none: {calibration.titles} note titles to calibrate from, "
+            f"{CALIBRATION_MIN} are needed",
+        )
+    return Cutoff(
+        calibration.cutoff, "calibrated", f"calibrated from {calibration.titles} note titles"
+    )
+
+
+def distance_cutoff(
+    setting: float, embed_model: str, calibration: Calibration | None = None
+) -> float | None:
+    """The value of `cutoff_in_force` (None: no gate)."""
+    return cutoff_in_force(setting, embed_model, calibration).value
 
 
 def too_far(nearest_distance: float | None, cutoff: float | None) -> bool:
     """True when the nearest chunk is farther from the question than `cutoff` allows
-    (never when either is unknown: words-only search, or no measured cut-off)."""
+    (never when either is unknown: words-only search, or no cut-off in force)."""
     return nearest_distance is not None and cutoff is not None and nearest_distance > cutoff
 
 
 # Self-calibration, for a model never measured: note titles asked as queries, each held out
 # from its own note, land at the distance of "a question on the vault's topics whose own
 # page is missing". The cut-off is a high quantile of those distances: a question farther
-# from every chunk than most held-out titles are has nothing in the vault.
+# from every chunk than most held-out titles are has nothing in the vault. The sample is
+# drawn with a fixed seed, so a vault calibrates to the same value every time (and to the
+# value bench/abstention_bench.py reports for it).
 CALIBRATION_SAMPLE = 120
 CALIBRATION_MIN = 20
 CALIBRATION_QUANTILE = 0.95
+CALIBRATION_SEED = 22
+# A calibration is made again when the vault's notes have changed in number by more than
+# this share since (or the model, its vectors or the chunking changed): not on every edit.
+CALIBRATION_REFRESH_SHARE = 0.25
+
+
+def calibration_sample(
+    paths: Sequence[str], *, size: int = CALIBRATION_SAMPLE, seed: int = CALIBRATION_SEED
+) -> list[str]:
+    """The notes whose titles calibrate the cut-off: `size` of `paths`, drawn with `seed`
+    from their sorted order (the same paths always give the same sample)."""
+    chosen = sorted(set(paths))
+    random.Random(seed).shuffle(chosen)
+    return chosen[:size]
+
+
+def calibration_due(
+    stored: Calibration | None, *, fingerprint: str, chunking: str, notes: int
+) -> bool:
+    """True when the vault should calibrate again: nothing stored for these vectors, the
+    notes were cut another way since, or their number moved by more than
+    CALIBRATION_REFRESH_SHARE."""
+    if stored is None or stored.fingerprint != fingerprint or stored.chunking != chunking:
+        return True
+    return abs(notes - stored.notes) > CALIBRATION_REFRESH_SHARE * max(stored.notes, 1)
 
 
 def calibrated_cutoff(

@@ -22,7 +22,7 @@ from askvault.core.citations import (
 )
 from askvault.core.followup import inert_follow_up_lines
 from askvault.core.inert import inert_line, neutralise
-from askvault.records import AnswerStatus
+from askvault.records import AnswerStatus, QuestionOptions
 
 NONE_RECOGNIZED = "Answer citations: none recognized (not a factual-support assessment)"
 UNAVAILABLE = "Answer citations: unavailable"
@@ -90,6 +90,9 @@ class AnswerNote:
     options: tuple[str, ...] = ()
     # The period the question was read to ask about, its days and notes ('' if none).
     period: str = ""
+    # The options the question was asked with, kept as its `ask_*` properties: what its
+    # follow-ups are answered with (core/followup.py: carried_options).
+    asked_with: QuestionOptions = field(default_factory=QuestionOptions)
 
 
 def render_answer_note(note: AnswerNote) -> str:
@@ -101,13 +104,7 @@ def render_answer_note(note: AnswerNote) -> str:
 def render_answer_body(note: AnswerNote) -> str:
     """What the note shows below its question: also a follow-up's turn (core/followup.py).
     A line of it that would read as a follow-up heading or a turn mark is made inert."""
-    parts: list[str] = []
-    if note.stale_pages:
-        parts.append(render_stale_callout(note.stale_pages))
-    if note.options:
-        parts.append("> [!note] Question options\n" + "\n".join(f"> {o}" for o in note.options))
-    if note.period:
-        parts.append("> [!note] Period\n" + _quoted(note.period))
+    parts = _notice_parts(note)
     if note.status == "answering":
         parts.append(
             "> [!info] Answering\n> askvault is writing the answer; this note will be "
@@ -118,34 +115,61 @@ def render_answer_body(note: AnswerNote) -> str:
     elif note.status == "failed":
         parts.append(f"> [!failure] This question could not be answered\n{_quoted(note.reason)}")
     else:
-        if note.status == "no-answer" and (
-            (note.report is not None and note.report.claims)
-            or (note.reason and not note.answer.strip())
-        ):
-            parts.append(_unverified_callout(note))
-        else:
-            parts.append(note.answer.strip() or "(the model returned an empty answer)")
-            if note.status == "answered" and note.report is not None:
-                footnotes = render_quote_notes(note.report, note.answer)
-                if footnotes:
-                    parts.append(footnotes)
-        flagged = note.report.flagged_claims if note.report is not None else ()
-        if flagged and note.status != "no-answer":
-            parts.append(render_flagged_callout(flagged))
-        if note.status == "no-answer" and note.passages:
-            parts.append(_passages_section(note, "Closest passages found (not an answer)"))
-        if note.supporting:
-            parts.append(
-                "### Supporting pages\n"
-                + "\n".join(f"- {p.wikilink} — {p.why}" for p in note.supporting)
-            )
-        if note.caveats:
-            parts.append("### Caveats\n" + "\n".join(f"- {c}" for c in note.caveats))
-        parts.append(render_sources(note.ledger))
-        parts.append(render_citation_report(note.report))
+        parts.extend(_answer_parts(note))
     if note.trace:
         parts.append("> [!info]- Retrieval trace\n" + "\n".join(f"> {t}" for t in note.trace))
     return inert_follow_up_lines("\n\n".join(p.rstrip("\n") for p in parts)) + "\n"
+
+
+def _notice_parts(note: AnswerNote) -> list[str]:
+    """The callouts above the answer, whatever its status: stale pages, the question's
+    options, the period it was read to ask about."""
+    parts: list[str] = []
+    if note.stale_pages:
+        parts.append(render_stale_callout(note.stale_pages))
+    if note.options:
+        parts.append("> [!note] Question options\n" + "\n".join(f"> {o}" for o in note.options))
+    if note.period:
+        parts.append("> [!note] Period\n" + _quoted(note.period))
+    return parts
+
+
+def _answer_parts(note: AnswerNote) -> list[str]:
+    """An answered or no-answer note below its notices: the reply, its flagged claims, the
+    closest passages (no-answer), supporting pages, caveats, sources, citation report."""
+    parts = _reply_parts(note)
+    flagged = note.report.flagged_claims if note.report is not None else ()
+    if flagged and note.status != "no-answer":
+        parts.append(render_flagged_callout(flagged))
+    if note.status == "no-answer" and note.passages:
+        parts.append(_passages_section(note, "Closest passages found (not an answer)"))
+    if note.supporting:
+        parts.append(
+            "### Supporting pages\n"
+            + "\n".join(f"- {p.wikilink} — {p.why}" for p in note.supporting)
+        )
+    if note.caveats:
+        parts.append("### Caveats\n" + "\n".join(f"- {c}" for c in note.caveats))
+    parts.append(render_sources(note.ledger))
+    parts.append(render_citation_report(note.report))
+    return parts
+
+
+def _reply_parts(note: AnswerNote) -> list[str]:
+    """The reply as published, with the footnotes of its quotes once answered; for a
+    no-answer whose sentences were checked, or refused with no reply, the callout saying
+    why it is not published instead."""
+    if note.status == "no-answer" and (
+        (note.report is not None and note.report.claims)
+        or (note.reason and not note.answer.strip())
+    ):
+        return [_unverified_callout(note)]
+    parts = [note.answer.strip() or "(the model returned an empty answer)"]
+    if note.status == "answered" and note.report is not None:
+        footnotes = render_quote_notes(note.report, note.answer)
+        if footnotes:
+            parts.append(footnotes)
+    return parts
 
 
 def render_frontmatter(note: AnswerNote) -> str:
@@ -175,9 +199,31 @@ def render_frontmatter(note: AnswerNote) -> str:
         f"citations_unsupported: {unsupported}",
         f"index_as_of: {_q(note.index_as_of) if note.index_as_of else 'null'}",
     ]
+    lines += option_properties(note.asked_with)
     lines += [f"{k}: {_q(v)}" for k, v in note.extra_frontmatter.items()]
     lines.append("---")
     return "\n".join(lines)
+
+
+def option_properties(options: QuestionOptions) -> list[str]:
+    """The `ask_*` frontmatter lines of the options that are set, as a question note
+    writes them (services/question_options.py reads them back)."""
+    lines: list[str] = []
+    for key, values in (("ask_folders", options.folders), ("ask_tags", options.tags)):
+        if values:
+            lines.append(f"{key}:")
+            lines += [f"  - {_q(v)}" for v in values]
+    if options.max_sources:
+        lines.append(f"ask_max_sources: {options.max_sources}")
+    for key, value in (
+        ("ask_model", options.model),
+        ("ask_language", options.language),
+        ("ask_since", options.since),
+        ("ask_until", options.until),
+    ):
+        if value:
+            lines.append(f"{key}: {_q(value)}")
+    return lines
 
 
 def render_question_callout(question: str) -> str:

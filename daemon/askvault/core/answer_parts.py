@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import LedgerEntry, Passage, SupportingPage
 from askvault.core.citations import CitationReport
 from askvault.core.links import page_link
@@ -138,8 +139,11 @@ def trace_lines(
     plan: PromptPlan,
     timings: Mapping[str, float],
     counted_tokens: int | None = None,
+    *,
+    cutoff: Cutoff | None = None,
 ) -> tuple[str, ...]:
-    """The retrieval trace: pages, excerpts and tokens sent, channels, time per stage."""
+    """The retrieval trace: pages, excerpts and tokens sent, the nearest distance and the
+    cut-off in force, channels, time per stage."""
     prompt = f"prompt ~{plan.prompt_tokens} tokens" + (
         f" ({counted_tokens} counted by the model)" if counted_tokens else ""
     )
@@ -152,7 +156,20 @@ def trace_lines(
         lines.append(f"degraded: {pack.degraded}")
     nearest = pack.trace.get("nearest_distance")
     if nearest is not None:
-        lines.append(f"nearest passage at cosine distance {nearest:.3f}")
+        gate = ""
+        if cutoff is not None:
+            gate = (
+                f"; cut-off {cutoff.value:.2f}, {cutoff.detail}"
+                if cutoff.value is not None
+                else f"; no cut-off ({cutoff.detail})"
+            )
+        lines.append(f"nearest passage at cosine distance {nearest:.3f}{gate}")
+    share, weight = pack.trace.get("vector_share"), pack.trace.get("vector_weight")
+    if share is not None and weight is not None and share < 1.0:
+        lines.append(
+            f"vectors for {share * 100:.1f}% of the chunks so far: the vector channel at "
+            f"{weight:.2f} of its weight"
+        )
     for i, page in enumerate(pack.pages, 1):
         channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)
         sent = "" if page.path in plan.grounding else " (not sent)"

@@ -31,6 +31,7 @@ from askvault.core.links import (
     resolve_link,
     unique_targets,
 )
+from askvault.core.qualifiers import platform_mismatch, value_mismatch
 from askvault.core.stance import NoteStance, asks_yes_or_no, note_stance, reply_says_yes
 from askvault.core.support import (
     SHAPE_WORDS,
@@ -285,10 +286,38 @@ def check_citations(
                 Support(check.sentence, check.verdict, check.coverage, check.span)
             )
         checks.append(check)
+    checks = _as_asked(checks, question)
     ordered = [_with_supports(c, supports[_key(c.link)]) for c in _in_order(answer, resolved)]
     ordered += [_with_supports(c, added_supports[t]) for t, c in added.items()]
     return CitationReport(
         tuple(ordered), None, tuple(checks), refusals, _repeats(claims, repeated), reversed_by
+    )
+
+
+def _as_asked(checks: list[ClaimCheck], question: str) -> list[ClaimCheck]:
+    """Supported claims that do not answer the question as asked flagged: about another
+    platform than the one asked (per claim), or, for a price, no amount of money in any
+    of them (core/qualifiers.py)."""
+    if not question:
+        return checks
+    out = []
+    for check in checks:
+        if check.verdict == "supported":
+            backing = f"{check.source or ''}: {check.quote or check.span or ''}"
+            reason = platform_mismatch(question, check.sentence, backing)
+            if reason:
+                check = _flag(check, reason)
+        out.append(check)
+    reason = value_mismatch(question, [c.sentence for c in out if c.verdict == "supported"])
+    if reason:
+        out = [_flag(c, reason) if c.verdict == "supported" else c for c in out]
+    return out
+
+
+def _flag(check: ClaimCheck, reason: str) -> ClaimCheck:
+    """`check` flagged for `reason`: it backs nothing, and no link is added for it."""
+    return replace(
+        check, verdict="unsupported", added=None, backed_by=(), quote=None, reason=reason
     )
 
 

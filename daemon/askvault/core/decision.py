@@ -11,7 +11,8 @@ asked (the first that holds decides):
 - the reply refuses;
 - its yes or no to a yes/no question is the opposite of what the notes say about it;
 - none of its claims is supported by what the model saw;
-- the question is far from every chunk of the vault (`queries.max_distance`);
+- the question is far from every chunk of the vault (the cut-off in force: the setting
+  `queries.max_distance`, the one measured for the model, or the vault's calibration);
 - checked for meaning (`queries.verify = judge`), the passages its claims rest on do not
   answer the question as asked;
 - asked again with the excerpts reversed (`queries.verify = again`), the second reply
@@ -74,12 +75,14 @@ def decide(
     *,
     nearest_distance: float | None = None,
     cutoff: float | None = None,
+    cutoff_from: str = "of `queries.max_distance`",
     unknown_subjects: Sequence[str] = (),
     judged: Verdict | None = None,
     steady: bool | None = None,
 ) -> Decision:
     """The status of a checked reply (see the module docstring for the reasons, in order).
 
+    `cutoff_from` says where `cutoff` comes from (abstention.Cutoff.reason_words).
     `unknown_subjects` are the question's names the reply repeats that no excerpt and no
     note of the vault mentions (`support.unknown_subjects`, then the word index)."""
     if report.error is not None:
@@ -104,8 +107,8 @@ def decide(
             "no-answer",
             "too-far",
             f"Nothing in your notes is close to the question: the nearest passage is at "
-            f"cosine distance {nearest_distance:.2f}, beyond the {cutoff:.2f} of "
-            "`queries.max_distance`, so the reply is not published as an answer.",
+            f"cosine distance {nearest_distance:.2f}, beyond the {cutoff:.2f} {cutoff_from}, "
+            "so the reply is not published as an answer.",
         )
     if judged == "no":
         return Decision(

@@ -8,17 +8,21 @@ hidden in reading view), so a follow-up with such a line after it is answered.
 
 A follow-up is elliptic more often than not ("and on mobile?", "can it be folded?",
 "what about Notion?"): before retrieval it is made standalone by rules, the earlier
-questions' subject terms carried into the search (`standalone_question`).
+questions' subject terms carried into the search (`standalone_question`). What the model
+reads is one of FOLLOW_UP_FORMS (`asked_follow_up`), the prompt builder's `background`
+holding the thread so far when the form has one.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from askvault.core.notes import parse_note
 from askvault.core.query import STOPWORDS, fold
+from askvault.records import PeriodScope, QuestionOptions
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+follow[- ]?up\b[ \t]*:?[ \t]*(?P<rest>.*)$", re.IGNORECASE)
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t]")
@@ -99,12 +103,14 @@ def next_follow_up(text: str) -> FollowUp | None:
 
 @dataclass(frozen=True)
 class FollowUpThread:
-    """An answer note read for its next follow-up: the thread's earlier questions and
-    the follow-up's turn number (the first answer is turn 1)."""
+    """An answer note read for its next follow-up: the thread's earlier questions, the
+    follow-up's turn number (the first answer is turn 1), and the note's properties
+    (its `ask_*` options are the follow-up's: services/question_options.py)."""
 
     earlier: list[str]
     follow_up: FollowUp
     number: int
+    properties: dict[str, Any] = field(default_factory=dict)
 
 
 # An answer note's statuses once its first answer is done: a follow-up written under an
@@ -125,8 +131,18 @@ def thread_of(rel: str, text: str) -> FollowUpThread | None:
         first = frontmatter.get("question")
         earlier = [first] if isinstance(first, str) and first.strip() else []
         earlier += [f.question for f in found[:index] if f.question]
-        return FollowUpThread(earlier, follow_up, index + 2)
+        return FollowUpThread(earlier, follow_up, index + 2, dict(frontmatter))
     return None
+
+
+def carried_options(options: QuestionOptions, period: PeriodScope | None) -> QuestionOptions:
+    """The options a question's answer note keeps for its follow-ups: `options`, with a
+    period they set (`ask_since` / `ask_until`) as the days it was read to be (`period`),
+    so that "last week" still means the week the first question searched when a
+    follow-up comes days later."""
+    if not (options.since or options.until) or period is None:
+        return options
+    return replace(options, since=period.since, until=period.until)
 
 
 def inert_follow_up_lines(text: str) -> str:
@@ -204,3 +220,68 @@ def standalone_question(earlier: Sequence[str], follow_up: str) -> str:
     if not carried:
         return follow_up
     return f"{follow_up} ({' '.join(carried)})"
+
+
+# How the model reads a follow-up (each measured: bench/followup_bench.py --form):
+# "beside"      the follow-up, the first question beside it in parentheses;
+# "standalone"  the follow-up made standalone (`standalone_question`) as the only question;
+# "background"  the follow-up as the question, the first question before it as background
+#               already answered;
+# "background+answer"  the same, with the first answer's first sentence after it.
+FOLLOW_UP_FORMS = ("beside", "standalone", "background", "background+answer")
+# "standalone" is the default: read blind on 42 follow-ups with the real 1.5B model, wrong
+# published 8 of 26 against 13 of 32 for "beside" and 12 of 34 for "background"
+# (docs/decisions.md, "Follow-ups: the model reads the standalone question").
+DEFAULT_FOLLOW_UP_FORM = "standalone"
+# The earlier answer's sentence shown to the model is cut at this many characters.
+EARLIER_ANSWER_MAX_CHARS = 240
+
+_LINK_TEXT = re.compile(r"!?\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_NOT_PROSE = re.compile(r"\[\^[\w-]+\]|\[\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]|⚠️|[*_`]")
+_SPACE_BEFORE_MARK = re.compile(r"\s+([.,;:!?])")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
+
+
+@dataclass(frozen=True)
+class AskedFollowUp:
+    """A follow-up as the model reads it: `question` is what it is asked (the checks read
+    it too), `background` the thread so far, shown right before it ("" for none)."""
+
+    question: str
+    background: str = ""
+
+
+def first_sentence(answer: str) -> str:
+    """The first sentence of an answer as prose, at most EARLIER_ANSWER_MAX_CHARS: a link
+    with a label becomes its label, one without (a citation) is dropped, as are footnote
+    marks, excerpt numbers, flags and emphasis marks."""
+    text = _LINK_TEXT.sub(lambda m: m.group(2) or "", answer)
+    text = _SPACE_BEFORE_MARK.sub(r"\1", " ".join(_NOT_PROSE.sub("", text).split()))
+    sentence = _SENTENCE_END.split(text, maxsplit=1)[0].strip()
+    if len(sentence) > EARLIER_ANSWER_MAX_CHARS:
+        sentence = sentence[: EARLIER_ANSWER_MAX_CHARS - 1].rstrip() + "…"
+    return sentence
+
+
+def asked_follow_up(
+    form: str, earlier: Sequence[str], follow_up: str, earlier_answer: str = ""
+) -> AskedFollowUp:
+    """`follow_up` as the model reads it in `form` (FOLLOW_UP_FORMS), given the thread's
+    earlier questions (first first) and, for "background+answer", the first answer.
+    A follow-up that stands on its own (not `is_elliptic`), or one with no earlier
+    question, is asked as written in every form."""
+    if form not in FOLLOW_UP_FORMS:
+        raise ValueError(f"unknown follow-up form {form!r}: one of {', '.join(FOLLOW_UP_FORMS)}")
+    follow_up = follow_up.strip()
+    first = earlier[0].strip() if earlier else ""
+    if not first or not is_elliptic(follow_up):
+        return AskedFollowUp(follow_up)
+    if form == "beside":
+        return AskedFollowUp(f"{follow_up}\n(A follow-up to the earlier question: {first})")
+    if form == "standalone":
+        return AskedFollowUp(standalone_question(earlier, follow_up))
+    background = f"Earlier question (already answered): {first}"
+    said = first_sentence(earlier_answer) if form == "background+answer" else ""
+    if said:
+        background += f"\nEarlier answer: {said}"
+    return AskedFollowUp(follow_up, background)

@@ -31,6 +31,23 @@ BM25_WEIGHT = 0.5
 # 0..1 over its ranking (min-max), then mixed: VECTOR_SHARE for the vector channel, the rest
 # for words. Chosen on half of the SciFact train queries and the Help questions together.
 VECTOR_SHARE = 0.6
+# While only part of the active model's chunks have vectors (a first index, a big edit),
+# the vector channel ranks the embedded few only, and min-max scaling lifts the best of
+# them to full points whatever their distance: the vector side's weight is scaled by
+# `coverage_weight(share)`, the share squared. Measured on the Help questions at 10, 25,
+# 50, 75% embedded (bench/partial_index_bench.py, docs/benchmarks.md): the square kept page
+# Recall@5 at or above words only at every mark in both runs, the linear share and a
+# threshold at 0.5 each fell below it once (docs/decisions.md).
+
+
+def coverage_weight(share: float) -> float:
+    """The part of its weight the vector channel keeps when `share` (0..1) of the active
+    model's chunks have a vector: share squared, so 0 with none (words only) and exactly 1
+    once all have (the fusion unchanged)."""
+    share = min(1.0, max(0.0, share)) if math.isfinite(share) else 0.0
+    return share * share
+
+
 # Small bonuses from what the query has in common with the page's names: they order
 # near-equal hits so that the page a question names wins.
 TITLE_PHRASE_POINTS = 0.3
@@ -147,9 +164,11 @@ def fuse_rankings(
     *,
     k: int | None = None,
     bonuses: bool = True,
+    vector_weight: float = 1.0,
 ) -> list[Scored]:
     """Reciprocal rank fusion of the word and vector rankings, plus name bonuses (off for
-    the single-channel baselines of the benchmarks)."""
+    the single-channel baselines of the benchmarks); the vector side's points are scaled by
+    `vector_weight` (see `coverage_weight`)."""
     results = []
     for c in candidates:
         points: dict[str, float] = {}
@@ -158,7 +177,7 @@ def fuse_rankings(
             points["words"] = rank_contribution(c.words_rank, WORDS_WEIGHT, k)
             trace["words"] = {"raw": c.words_raw, "rank": c.words_rank}
         if c.vector_rank is not None:
-            points["vector"] = rank_contribution(c.vector_rank, VECTOR_WEIGHT, k)
+            points["vector"] = rank_contribution(c.vector_rank, VECTOR_WEIGHT * vector_weight, k)
             trace["vector"] = {"raw": c.vector_raw, "rank": c.vector_rank}
         for name, value in (name_bonuses(terms, c) if bonuses else {}).items():
             points[name] = value
@@ -190,6 +209,7 @@ def fuse_scores(
     vector_share: float | None = None,
     bonuses: bool = True,
     scale_depth: int | None = None,
+    vector_weight: float = 1.0,
 ) -> list[Scored]:
     """Convex combination of the channels' min-max scaled scores, plus name bonuses.
 
@@ -197,7 +217,8 @@ def fuse_scores(
     A chunk a channel did not return gets nothing from it. Unlike rank fusion, how far
     ahead a hit is in a channel counts, not only its place. The scale of each channel is
     set by its first `scale_depth` hits (default: all), so fetching more candidates (a
-    larger `--limit`) never reorders the hits above.
+    larger `--limit`) never reorders the hits above. The vector side's points are scaled
+    by `vector_weight` (the words keep theirs: with no vector, the words and bonuses alone).
     """
     share = VECTOR_SHARE if vector_share is None else vector_share
     words_raw = {c.chunk_id: -c.words_raw for c in candidates if c.words_raw is not None}
@@ -216,7 +237,7 @@ def fuse_scores(
                 "scaled": round(words[c.chunk_id], 6),
             }
         if c.chunk_id in vector:
-            points["vector"] = share * vector[c.chunk_id]
+            points["vector"] = share * vector_weight * vector[c.chunk_id]
             trace["vector"] = {
                 "raw": c.vector_raw,
                 "rank": c.vector_rank,
@@ -294,13 +315,15 @@ def rerank_candidates(
     k: int | None = None,
     tokens: Sequence[Sequence[str]] | None = None,
     query_tokens: Sequence[str] | None = None,
+    vector_weight: float = 1.0,
 ) -> list[Scored]:
     """The seed pipeline: vector top-K candidates, then BM25 over them so that chunks
     where the query's exact terms stand out win; the vector rank still counts.
 
     `tokens` (one list per candidate, of `rerank_text`) and `query_tokens` should be
     tokenized as the word index does (stemmed), so that `idf` lookups match; without
-    them `bm25_tokens` of the text and `terms` are used.
+    them `bm25_tokens` of the text and `terms` are used. The vector rank's points are
+    scaled by `vector_weight`.
     """
     if tokens is None:
         tokens = [bm25_tokens(rerank_text(c)) for c in candidates]
@@ -316,7 +339,7 @@ def rerank_candidates(
             points["bm25"] = BM25_WEIGHT * raw[i] / top
             trace["bm25"] = {"raw": round(raw[i], 6), "rank": ranks[i]}
         if c.vector_rank is not None:
-            points["vector"] = rank_contribution(c.vector_rank, VECTOR_WEIGHT, k)
+            points["vector"] = rank_contribution(c.vector_rank, VECTOR_WEIGHT * vector_weight, k)
             trace["vector"] = {"raw": c.vector_raw, "rank": c.vector_rank}
         for name, value in name_bonuses(terms, c).items():
             points[name] = value

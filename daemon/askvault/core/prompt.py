@@ -129,11 +129,17 @@ def reply_reserve(num_ctx: int) -> int:
 
 
 def context_budget(
-    num_ctx: int, question: str, *, language: str | None = None, excerpt_tokens: int | None = None
+    num_ctx: int,
+    question: str,
+    *,
+    language: str | None = None,
+    excerpt_tokens: int | None = None,
+    background: str = "",
 ) -> int:
-    """Tokens for excerpts: `excerpt_tokens`, or less when instructions, question and the
-    reply reserve leave less of `num_ctx`."""
-    fixed = estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(_user_tail(question, language))
+    """Tokens for excerpts: `excerpt_tokens`, or less when instructions, question (with
+    its `background`) and the reply reserve leave less of `num_ctx`."""
+    tail = _user_tail(question, language, background)
+    fixed = estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(tail)
     room = max(0, num_ctx - reply_reserve(num_ctx) - fixed - PROMPT_OVERHEAD_TOKENS)
     return room if excerpt_tokens is None else min(room, excerpt_tokens)
 
@@ -162,15 +168,19 @@ def build_messages(
     language: str | None = None,
     excerpt_tokens: int | None = None,
     form: str = "answer",
+    background: str = "",
 ) -> PromptPlan:
     """The system and user messages for `question`, with the excerpts that fit the budget
-    (`form`: the instructions of PROMPT_FORMS).
+    (`form`: the instructions of PROMPT_FORMS). `background` (a follow-up's thread so far:
+    core/followup.py) stands right before the question, which is then the "Question now".
 
     Chunks are taken best first (by their own score, ties in pack order); a chunk that would
     overflow the budget is left out (and counted in `dropped_chunks`), later smaller ones
     may still fit.
     """
-    budget = context_budget(num_ctx, question, language=language, excerpt_tokens=excerpt_tokens)
+    budget = context_budget(
+        num_ctx, question, language=language, excerpt_tokens=excerpt_tokens, background=background
+    )
     blocks: list[str] = []
     excerpts: list[Excerpt] = []
     grounding: list[str] = []
@@ -193,14 +203,19 @@ def build_messages(
         if page.path not in grounding:
             grounding.append(page.path)
     text = "\n\n".join(blocks) if blocks else "(no excerpts were found in the notes)"
-    user = f"{text}\n\n{_user_tail(question, language)}"
+    user = f"{text}\n\n{_user_tail(question, language, background)}"
     system = PROMPT_FORMS[form]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     return PromptPlan(messages, tuple(grounding), used, budget, dropped, tuple(excerpts))
 
 
 def reordered(
-    plan: PromptPlan, question: str, *, language: str | None = None, form: str = "answer"
+    plan: PromptPlan,
+    question: str,
+    *,
+    language: str | None = None,
+    form: str = "answer",
+    background: str = "",
 ) -> PromptPlan:
     """`plan`'s excerpts in the reverse order, numbered again: the same question asked a
     second time (`queries.verify = again`). A small model that picks the wrong line of a
@@ -210,7 +225,7 @@ def reordered(
         f"Excerpt [{n}] from {e.cite_as}:\n{quote(e.text)}" for n, e in enumerate(excerpts, 1)
     ]
     text = "\n\n".join(blocks) if blocks else "(no excerpts were found in the notes)"
-    user = f"{text}\n\n{_user_tail(question, language)}"
+    user = f"{text}\n\n{_user_tail(question, language, background)}"
     messages = [
         {"role": "system", "content": PROMPT_FORMS[form]},
         {"role": "user", "content": user},
@@ -249,8 +264,12 @@ def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str
     return "".join(out)
 
 
-def _user_tail(question: str, language: str | None) -> str:
-    tail = f"Question: {question.strip()}"
+def _user_tail(question: str, language: str | None, background: str = "") -> str:
+    background = background.strip()
+    if background:
+        tail = f"{background}\nQuestion now: {question.strip()}"
+    else:
+        tail = f"Question: {question.strip()}"
     if language:
         tail += f"\n\nWrite the answer in this language: {language_name(language)}."
     return tail

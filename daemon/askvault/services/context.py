@@ -133,6 +133,8 @@ def build_context(
             "kept": len(kept),
             "taken": taken,
             "nearest_distance": _nearest_distance(result.trace),
+            "vector_share": result.vector_share,
+            "vector_weight": result.vector_weight,
         },
         actions=tuple(actions),
         source_windows=tuple(windows),

@@ -15,6 +15,7 @@ from askvault.adapters.ollama_http import model_present, probe_ollama
 from askvault.errors import AskvaultError
 from askvault.records import ModelClients
 from askvault.services import vault_presence
+from askvault.services.calibration import cutoff_for
 from askvault.services.embedding import PROBE_TEXT, active_model_is_current
 from askvault.services.status import lock_holder
 from askvault.settings import SettingOrigin, Settings, SettingsTrace
@@ -66,6 +67,7 @@ def run_checks(
     if conn is not None:
         try:
             checks.extend(_index_checks(conn, settings, daemon))
+            checks.append(cutoff_check(conn, settings))
         finally:
             conn.close()
     checks.extend(
@@ -100,6 +102,15 @@ def config_check(trace: SettingsTrace) -> Check:
 def describe_origin(origin: SettingOrigin) -> str:
     """`file`, `environment ASKVAULT_CHAT_MODEL`, `flag --vault`."""
     return "file" if origin.source == "file" else f"{origin.source} {origin.via}"
+
+
+def cutoff_check(conn: Connection, settings: Settings) -> Check:
+    """The distance cut-off answers use and where it comes from. Always ok: without one a
+    question far from every note is answered from its nearest excerpts, as before."""
+    cutoff = cutoff_for(conn, settings)
+    if cutoff.value is None:
+        return Check("distance cut-off", True, cutoff.detail)
+    return Check("distance cut-off", True, f"{cutoff.value:g} ({cutoff.detail})")
 
 
 def _daemon_embeds(daemon: int | None, what: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,6 +63,11 @@ class EmbedReport:
     seconds_waiting: float = 0.0
     seconds_yielded: float = 0.0  # held back while a question was answered
     promoted: bool = False
+
+
+def same_model(a: str, b: str) -> bool:
+    """`nomic-embed-text` is `nomic-embed-text:latest`."""
+    return a.removesuffix(":latest") == b.removesuffix(":latest")
 
 
 def vector_problem(vector: Sequence[float], dimension: int) -> str | None:
@@ -162,75 +166,120 @@ def drain_backlog(
     before that stays stored.
     """
     report = EmbedReport()
-    queue: list[str] = []
-    held: list[tuple[str, list[float]]] = []
-    refused: list[tuple[str, str]] = []
-    last_flush = time.monotonic()
-    dimension = fp.fingerprint.dimension
-
-    def flush() -> None:
-        nonlocal last_flush
-        if held or refused:
-            now = time.time()
-            with write_transaction(conn):
-                report.chunks_filled += store.store_vectors(conn, fp, held)
-                for text_hash, problem in refused:
-                    store.record_embed_failure(conn, fp, text_hash, problem, now)
-            # Unusable vectors are done too (recorded, retried later): a bar that counted
-            # only the good ones would end short of its total.
-            if progress and (held or refused):
-                progress(len(held) + len(refused))
-            held.clear()
-            refused.clear()
-        last_flush = time.monotonic()
-
+    held = _HeldVectors(conn, fp, report, progress)
+    backlog = _Backlog(conn, fp, held, batch_size)
     try:
         while not should_stop() and (max_batches is None or report.batches < max_batches):
-            preferred = _give_way(foreground, flush, should_stop, report)
+            preferred = _give_way(foreground, held.flush, should_stop, report)
             if should_stop():
                 break
-            if not queue or preferred:
-                # Flush first: held vectors would otherwise look pending again.
-                flush()
-                queue = order_backlog(store.backlog_texts(conn, fp, time.time()), preferred)
-                if not queue:
-                    break
-            pending = store.texts_of(conn, queue[:batch_size])
-            del queue[:batch_size]
-            if not pending:
-                continue
-            started = time.monotonic()
-            vectors = embed_isolating(embedder, [text for _, text in pending])
-            report.seconds_waiting += time.monotonic() - started
-            if len(vectors) != len(pending):
-                raise RuntimeError("the embedder returned a different number of vectors")
-            good, unusable = _sort_vectors(pending, vectors, dimension)
-            held.extend(good)
-            refused.extend(unusable)
-            bad = len(unusable)
-            if bad:
-                log.warning(
-                    "embedding: %d of %d texts got an unusable vector from %s (%s); "
-                    "they stay searchable by words and are retried later",
-                    bad,
-                    len(pending),
-                    fp.fingerprint.model,
-                    refused[-1][1],
-                )
-            report.texts_embedded += len(pending) - bad
-            report.texts_failed += bad
-            report.batches += 1
-            # Vectors are written in groups: vec0 rewrites a whole 1,024-row block per
-            # transaction, so one commit per small batch tripled the cost (measured).
-            if len(held) >= FLUSH_TEXTS or time.monotonic() - last_flush >= FLUSH_S:
-                flush()
-    finally:
-        # Keep what was embedded before an Ollama failure or a stop request.
-        if sys.exc_info()[0] is None or isinstance(sys.exc_info()[1], OllamaError):
-            flush()
+            batch = backlog.next_batch(preferred)
+            if batch is None:
+                break
+            if batch:
+                held.add(*_embed_batch(embedder, batch, fp, report))
+    except OllamaError:
+        held.flush()  # keep what was embedded before Ollama failed
+        raise
+    held.flush()  # and before a stop request
     if not should_stop():
         report.promoted = _promote_when_built(conn, fp)
     return report
+
+
+class _HeldVectors:
+    """A drain's vectors and refused texts not yet written, and writing them: in groups,
+    since vec0 rewrites a whole 1,024-row block per transaction (one commit per small
+    batch tripled the cost, measured)."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        fp: store.FingerprintRow,
+        report: EmbedReport,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.conn, self.fp, self.report, self.progress = conn, fp, report, progress
+        self.vectors: list[tuple[str, list[float]]] = []
+        self.refused: list[tuple[str, str]] = []
+        self.flushed_at = time.monotonic()
+
+    def add(self, vectors: list[tuple[str, list[float]]], refused: list[tuple[str, str]]) -> None:
+        """Hold one batch's results; write what is held once it is FLUSH_TEXTS vectors or
+        FLUSH_S old."""
+        self.vectors.extend(vectors)
+        self.refused.extend(refused)
+        if len(self.vectors) >= FLUSH_TEXTS or time.monotonic() - self.flushed_at >= FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is held, in one transaction, and report it to `progress`."""
+        if self.vectors or self.refused:
+            now = time.time()
+            with write_transaction(self.conn):
+                self.report.chunks_filled += store.store_vectors(self.conn, self.fp, self.vectors)
+                for text_hash, problem in self.refused:
+                    store.record_embed_failure(self.conn, self.fp, text_hash, problem, now)
+            # Unusable vectors are done too (recorded, retried later): a bar that counted
+            # only the good ones would end short of its total.
+            if self.progress:
+                self.progress(len(self.vectors) + len(self.refused))
+            self.vectors.clear()
+            self.refused.clear()
+        self.flushed_at = time.monotonic()
+
+
+class _Backlog:
+    """The texts a drain has still to embed, in core/embed_order.py's order, read again
+    when emptied or when the foreground prefers some."""
+
+    def __init__(
+        self, conn: Connection, fp: store.FingerprintRow, held: _HeldVectors, batch_size: int
+    ) -> None:
+        self.conn, self.fp, self.held, self.batch_size = conn, fp, held, batch_size
+        self.queue: list[str] = []
+
+    def next_batch(self, preferred: list[str]) -> list[tuple[str, str]] | None:
+        """The next (text hash, text) to embed, None once no text waits; empty when no
+        chunk holds the texts queued any more (their notes changed since)."""
+        if not self.queue or preferred:
+            self.held.flush()  # first: held vectors would otherwise look pending again
+            rows = store.backlog_texts(self.conn, self.fp, time.time())
+            self.queue = order_backlog(rows, preferred)
+            if not self.queue:
+                return None
+        batch = store.texts_of(self.conn, self.queue[: self.batch_size])
+        del self.queue[: self.batch_size]
+        return batch
+
+
+def _embed_batch(
+    embedder: Embedder,
+    batch: Sequence[tuple[str, str]],
+    fp: store.FingerprintRow,
+    report: EmbedReport,
+) -> tuple[list[tuple[str, list[float]]], list[tuple[str, str]]]:
+    """One embed call (bisected on a refusal) for `batch`, counted in `report`; its usable
+    vectors and its unusable texts (`_sort_vectors`)."""
+    started = time.monotonic()
+    vectors = embed_isolating(embedder, [text for _, text in batch])
+    report.seconds_waiting += time.monotonic() - started
+    if len(vectors) != len(batch):
+        raise RuntimeError("the embedder returned a different number of vectors")
+    good, unusable = _sort_vectors(batch, vectors, fp.fingerprint.dimension)
+    if unusable:
+        log.warning(
+            "embedding: %d of %d texts got an unusable vector from %s (%s); "
+            "they stay searchable by words and are retried later",
+            len(unusable),
+            len(batch),
+            fp.fingerprint.model,
+            unusable[-1][1],
+        )
+    report.texts_embedded += len(batch) - len(unusable)
+    report.texts_failed += len(unusable)
+    report.batches += 1
+    return good, unusable
 
 
 def _give_way(

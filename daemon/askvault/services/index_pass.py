@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from askvault.adapters import store
-from askvault.adapters.db import connect
+from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import VaultLock
 from askvault.errors import OllamaError, RemoteHostRefused
 from askvault.records import Embedder, ModelClients
+from askvault.services.calibration import calibrate_cutoff, calibration_target
 from askvault.services.embedding import (
     EmbedReport,
     active_model_is_current,
@@ -23,6 +25,8 @@ from askvault.services.embedding import (
 )
 from askvault.services.indexer import IndexReport, reconcile
 from askvault.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -104,6 +108,9 @@ def _index_vault(
             if active_model_is_current(conn, settings):
                 if embed_waiting_reason(conn, target):
                     record_embed_waiting(conn, target, None)
+                if calibration_target(conn, settings) is not None:
+                    embedder = clients.embedder()
+                    _calibrate(conn, settings, embedder)
                 return _finish(conn, report, started, embed_started)
             embedder = clients.embedder()
             fp = target_fingerprint(conn, embedder)
@@ -128,6 +135,7 @@ def _index_vault(
                 progress=progress,
             )
             record_embed_waiting(conn, target, None)
+            _calibrate(conn, settings, embedder)
         except RemoteHostRefused as exc:
             # A setting, not an outage: nothing to wait for, nothing saved as a wait.
             report.embed_error = exc
@@ -141,7 +149,19 @@ def _index_vault(
         conn.close()
 
 
-def _finish(conn: Any, report: PassReport, started: float, embed_started: float) -> PassReport:
+def _calibrate(conn: Connection, settings: Settings, embedder: Embedder) -> None:
+    """The distance cut-off of a model never measured, once its vectors are complete
+    (services/calibration.py); Ollama failing meanwhile leaves it to the next pass or the
+    daemon, the pass's report unchanged."""
+    try:
+        calibrate_cutoff(conn, settings, embedder)
+    except OllamaError as exc:
+        log.warning("the distance cut-off is calibrated later: %s", exc.message)
+
+
+def _finish(
+    conn: Connection, report: PassReport, started: float, embed_started: float
+) -> PassReport:
     report.embed_wall_seconds = time.monotonic() - embed_started
     live = store.live_fingerprints(conn)
     building = next((fp for fp in live if fp.state == "building"), None)

@@ -13,18 +13,19 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from askvault.adapters.vault import resolve_inside
 from askvault.core.controls import strip_controls
-from askvault.core.periods import period_from_bounds
+from askvault.core.periods import find_period, period_from_bounds
 from askvault.errors import PathOutsideVault
 from askvault.records import ParsedNote, QuestionOptions
 
 LOG_SUMMARY_CHARS = 80
+NARROWED_BY = "Narrowed by this question's options: "
 OPTION_PREFIX = "ask_"
 KNOWN_OPTIONS = (
     "ask_folders",
@@ -125,6 +126,40 @@ def read_question_options(frontmatter: dict[str, Any], vault: Path) -> OptionsRe
     return OptionsReading(options, errors, ([narrowed] if narrowed else []) + warnings)
 
 
+def follow_up_options(
+    properties: dict[str, Any],
+    follow_up: str,
+    vault: Path,
+    *,
+    given: QuestionOptions | None = None,
+    now: datetime | None = None,
+) -> OptionsReading:
+    """The options a follow-up is answered with: its answer note's `ask_*` properties
+    (the first question's, as askvault kept them, or as the user changed them since),
+    validated as a question note's are; each option `given` sets (`ask --since`, an
+    agent's argument) replaces the property; and a period named by the follow-up's own
+    words ("and the week before?"), or given, replaces the kept `ask_since`/`ask_until`
+    as a whole (one period, never half of each). Only `ask_*` keys are read: the note's
+    own properties (`question`, `sources`...) are askvault's, no options."""
+    own = {k: v for k, v in properties.items() if str(k).lower().startswith(OPTION_PREFIX)}
+    reading = read_question_options(own, vault)
+    options = reading.options
+    given = given or QuestionOptions()
+    if given.since or given.until or find_period(follow_up, now or datetime.now()):
+        options = replace(options, since=given.since, until=given.until)
+    options = replace(
+        options,
+        folders=given.folders or options.folders,
+        tags=given.tags or options.tags,
+        max_sources=given.max_sources or options.max_sources,
+        model=given.model or options.model,
+        language=given.language or options.language,
+    )
+    narrowed = describe_options(options)
+    notices = [n for n in reading.notices if not n.startswith(NARROWED_BY)]
+    return OptionsReading(options, reading.errors, ([narrowed] if narrowed else []) + notices)
+
+
 def vault_folders(
     folders: Sequence[str], vault: Path, key: str, errors: list[str]
 ) -> tuple[str, ...]:
@@ -168,7 +203,7 @@ def describe_options(options: QuestionOptions) -> str:
         parts.append(f"since `{options.since}`")
     if options.until:
         parts.append(f"until `{options.until}`")
-    return ("Narrowed by this question's options: " + "; ".join(parts) + ".") if parts else ""
+    return (NARROWED_BY + "; ".join(parts) + ".") if parts else ""
 
 
 def _near_option(key: str) -> str | None:

@@ -54,6 +54,10 @@ class SearchResult:
     wikilinks: dict[int, str] = field(default_factory=dict)
     duplicates: frozenset[str] = frozenset()
     period: PeriodScope | None = None  # the period the search was narrowed to, if any
+    # The share of chunks with a vector and the vector side's weight that follows from it
+    # (core/fusion.coverage_weight); None when no vector ranked (words only).
+    vector_share: float | None = None
+    vector_weight: float | None = None
 
 
 @contextlib.contextmanager
@@ -130,11 +134,16 @@ def search(
     fusion_mode: str | None = None,
     per_page: bool = True,
     period: PeriodRequest | None = None,
+    vector_weight: float | None = None,
 ) -> SearchResult:
     """Search the index for `query`; hits collapsed per page (best chunk) unless `per_page`
     is False. `fusion_mode` overrides `settings.search.fusion` (see FUSION_MODES).
     A period (`period`'s bounds, else the query's own words: services/periods.py)
-    narrows the search to the notes of those days, and its words are not searched."""
+    narrows the search to the notes of those days, and its words are not searched.
+
+    While only part of the chunks have vectors, the hybrid modes scale the vector side by
+    `fusion.coverage_weight` of that share, so a partly embedded index ranks no worse than
+    words alone; `vector_weight` sets that weight instead (the benchmarks' curves)."""
     asked = query
     filters, scope = scope_search(conn, query, filters, period)
     if scope is not None:
@@ -150,11 +159,12 @@ def search(
         fp, vector, degraded = _query_vector(conn, embedder, query)
     mode_used = "words" if degraded else mode
 
-    words: list[tuple[int, float]] = []
-    if mode_used in ("convex", "rrf", "words"):
-        words = _word_ranking(conn, query, depth, filters)
+    share = weight = None
     vectors: list[tuple[int, float]] = []
     if fp is not None and vector is not None and mode_used != "words":
+        if mode_used != "vector":  # the single-channel baseline keeps its full points
+            share = search_store.vector_share(conn, fp.id, fp.bits_table)
+            weight = fusion.coverage_weight(share) if vector_weight is None else vector_weight
         vectors = search_store.vector_chunks(
             conn,
             fp.id,
@@ -163,6 +173,11 @@ def search(
             filters=filters,
             bits_table=fp.bits_table,
         )
+    words: list[tuple[int, float]] = []
+    # The rerank modes take their candidates from the vectors; with part of the chunks
+    # embedded, the word matches join them, or the others could never be found.
+    if mode_used in ("convex", "rrf", "words") or (weight is not None and weight < 1.0):
+        words = _word_ranking(conn, query, depth, filters)
 
     ids = list(dict.fromkeys([cid for cid, _ in words] + [cid for cid, _ in vectors]))
     rows = search_store.chunk_rows(conn, ids)
@@ -179,15 +194,21 @@ def search(
         for cid in ids
         if (row := rows.get(cid)) is not None
     ]
+    scale = 1.0 if weight is None else weight
     if mode_used in ("rerank", "rerank-local"):
-        scored = _rerank(conn, candidates, terms, corpus=mode_used == "rerank")
+        scored = _rerank(conn, candidates, terms, corpus=mode_used == "rerank", vector_weight=scale)
     elif mode_used == "convex":
-        scored = fusion.fuse_scores(candidates, terms, scale_depth=settings.search.candidates)
+        scored = fusion.fuse_scores(
+            candidates, terms, scale_depth=settings.search.candidates, vector_weight=scale
+        )
     else:
         # Bonuses belong to the hybrid design; the single-channel modes stay pure baselines,
         # except degraded search, which keeps them (it is the user's words-only answer).
         scored = fusion.fuse_rankings(
-            candidates, terms, bonuses=mode in ("rrf", "convex") or degraded is not None
+            candidates,
+            terms,
+            bonuses=mode in ("rrf", "convex") or degraded is not None,
+            vector_weight=scale,
         )
     if per_page:
         scored = fusion.collapse_pages(scored)
@@ -205,6 +226,8 @@ def search(
         wikilinks={h.chunk_id: page_link(h.note_path, h.heading, duplicates) for h in hits},
         duplicates=duplicates,
         period=scope,
+        vector_share=share,
+        vector_weight=weight,
     )
 
 
@@ -216,7 +239,12 @@ def word_hit_hashes(conn: Connection, query: str, depth: int = 40) -> list[str]:
 
 
 def _rerank(
-    conn: Connection, candidates: list[fusion.Candidate], terms: list[str], *, corpus: bool
+    conn: Connection,
+    candidates: list[fusion.Candidate],
+    terms: list[str],
+    *,
+    corpus: bool,
+    vector_weight: float = 1.0,
 ) -> list[fusion.Scored]:
     """The seed pipeline with the word index's own tokens; IDF from the whole index
     (`corpus`) or from the candidates alone."""
@@ -229,7 +257,12 @@ def _rerank(
         total, freqs = search_store.document_frequencies(conn, query_tokens)
         idf = fusion.corpus_idf(total, freqs)
     return fusion.rerank_candidates(
-        candidates, terms, idf=idf, tokens=tokens, query_tokens=query_tokens
+        candidates,
+        terms,
+        idf=idf,
+        tokens=tokens,
+        query_tokens=query_tokens,
+        vector_weight=vector_weight,
     )
 
 

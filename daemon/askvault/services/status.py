@@ -28,8 +28,10 @@ from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
 from askvault.services import vault_presence
+from askvault.services.calibration import cutoff_for
 from askvault.services.documents.status import (
     ConfigInForce,
+    DistanceCutoff,
     EmbeddingState,
     EmbedFailure,
     NoteDays,
@@ -38,7 +40,7 @@ from askvault.services.documents.status import (
     StaleAnswer,
     StatusDocument,
 )
-from askvault.services.embedding import embed_waiting_reason, embedding_target
+from askvault.services.embedding import embed_waiting_reason, embedding_target, same_model
 from askvault.services.question_options import question_note_state
 from askvault.settings import Settings, SettingsTrace
 
@@ -69,6 +71,7 @@ class _IndexState(NamedTuple):
     embed_failures: tuple[EmbedFailure, ...] = ()
     last_change_indexed_at: str | None = None
     embedding: EmbeddingState | None = None
+    cutoff: DistanceCutoff | None = None
     stale_answers: tuple[StaleAnswer, ...] = ()
     vault_unavailable: str | None = None
     note_days: NoteDays = NoteDays(0, 0, 0, 0, 0)
@@ -114,6 +117,7 @@ def collect_status(
         embed_failures=index.embed_failures,
         last_change_indexed_at=index.last_change_indexed_at,
         embedding=embedding,
+        distance_cutoff=index.cutoff or _cutoff(None, settings),
         stale_answers=index.stale_answers,
         vault_unavailable=index.vault_unavailable,
         ollama=_ollama_state(settings, probe),
@@ -189,7 +193,7 @@ def _index_state(conn: Connection, settings: Settings) -> _IndexState:
     live = store.live_fingerprints(conn)
     building = next((fp for fp in live if fp.state == "building"), None)
     wanted = settings.ollama.embed_model
-    current = next((fp for fp in live if _same_model(fp.fingerprint.model, wanted)), None)
+    current = next((fp for fp in live if same_model(fp.fingerprint.model, wanted)), None)
     target = building or current
     failures = store.list_embed_failures(conn, target) if target else []
     chunks = counts["chunks"]
@@ -214,15 +218,16 @@ def _index_state(conn: Connection, settings: Settings) -> _IndexState:
             rate_per_s=None,
             eta_s=None,
         ),
+        cutoff=_cutoff(conn, settings),
         stale_answers=_stale_answers(conn, settings),
         vault_unavailable=vault_presence.refusal_of(conn),
         note_days=NoteDays(**date_store.date_sources(conn)),
     )
 
 
-def _same_model(a: str, b: str) -> bool:
-    """`nomic-embed-text` is `nomic-embed-text:latest`."""
-    return a.removesuffix(":latest") == b.removesuffix(":latest")
+def _cutoff(conn: Connection | None, settings: Settings) -> DistanceCutoff:
+    cutoff = cutoff_for(conn, settings)
+    return DistanceCutoff(cutoff.value, cutoff.source, cutoff.detail)
 
 
 def _stale_answers(conn: Connection, settings: Settings) -> tuple[StaleAnswer, ...]:

@@ -26,7 +26,8 @@ from askvault.records import (
     QuestionOptions,
     SearchFilters,
 )
-from askvault.services.ask import ask_question
+from askvault.services.answer import read_thread
+from askvault.services.ask import ask_follow_up, ask_question
 from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context
 from askvault.services.documents.answer import AnswerDocument, answer_document
 from askvault.services.documents.context import ContextDocument, context_document
@@ -166,12 +167,16 @@ class WarmSession:
         *,
         folders: Sequence[str] = (),
         save: bool = False,
+        follow_up: str | None = None,
         cancelled: Cancellation | None = None,
     ) -> AnswerDocument:
         """The `askvault ask --json` document. With `save`, the answer note is written under
         queries/answers/ (never over another file); nothing else in the vault is written,
-        so the log note is left alone. Raises AnswerCancelled when `cancelled` is set
-        first; the reply being generated then is closed at once (Ollama stops)."""
+        so the log note is left alone. With `follow_up` (an answer note), `question` is
+        answered as its follow-up, with the options it keeps (`folders` overriding them),
+        and with `save` the turn is written into that note as the inbox writes one
+        (`ask_follow_up`) instead of a new note. Raises AnswerCancelled when `cancelled`
+        is set first; the reply being generated then is closed at once (Ollama stops)."""
         options = QuestionOptions(folders=self._folders(folders))
         cancelled = cancelled if cancelled is not None else Cancellation()
         with self._ask_lock:
@@ -182,22 +187,38 @@ class WarmSession:
                 with contextlib.suppress(OllamaError):
                     self._ask_embedder = self.clients.embedder()
             conn = connect(self.settings.db_path)
+            generator = _StoppedOnCancel(self._generator, cancelled)
             try:
-                outcome = ask_question(
-                    self.settings,
-                    self.clients,
-                    question,
-                    save=save,
-                    options=options,
-                    log=False,
-                    conn=conn,
-                    embedder=self._ask_embedder,
-                    generator=_StoppedOnCancel(self._generator, cancelled),
-                    should_stop=cancelled.is_set,
-                )
+                if follow_up is not None and save:
+                    outcome = ask_follow_up(
+                        self.settings,
+                        follow_up,
+                        question,
+                        conn=conn,
+                        embedder=self._ask_embedder,
+                        generator=generator,
+                        options=options,
+                        should_stop=cancelled.is_set,
+                    )
+                else:
+                    outcome = ask_question(
+                        self.settings,
+                        self.clients,
+                        question,
+                        save=save,
+                        options=options,
+                        log=False,
+                        conn=conn,
+                        embedder=self._ask_embedder,
+                        generator=generator,
+                        should_stop=cancelled.is_set,
+                        thread=read_thread(self.settings, follow_up) if follow_up else None,
+                    )
             finally:
                 conn.close()
-        return answer_document(outcome.result, saved=outcome.saved, logged=outcome.logged)
+        return answer_document(
+            outcome.result, saved=outcome.saved, logged=outcome.logged, turn=outcome.turn
+        )
 
     def status(self) -> StatusDocument:
         """The `askvault status --json` document."""

@@ -7,7 +7,12 @@ sources (the ledger's raw files). The prompt (core/prompt.py), the decision
 (core/decision.py) and the note's parts (core/answer_parts.py) are pure.
 """
 
-from askvault.services.answer.followup import FollowUpAnswer, answer_follow_up, thread_questions
+from askvault.services.answer.followup import (
+    FollowUpAnswer,
+    ThreadNote,
+    answer_follow_up,
+    read_thread,
+)
 from askvault.services.answer.pipeline import answer_question, iso_now
 from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.sources import resolve_raw_sources, review_candidate_slugs
@@ -19,6 +24,7 @@ __all__ = [
     "answer_question",
     "iso_now",
     "resolve_raw_sources",
-    "thread_questions",
+    "read_thread",
+    "ThreadNote",
     "review_candidate_slugs",
 ]

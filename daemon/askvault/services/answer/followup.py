@@ -2,18 +2,25 @@
 
 The follow-up is made standalone by rules (core/followup.py) and that is what is searched,
 over the whole vault: the earlier turns' pages are not a cage (fusing them in as extra
-candidates measured no better: docs/benchmarks.md). The model reads the follow-up with
-the thread's first question beside it, so "and on mobile?" is asked about the ribbon.
+candidates measured no better: docs/benchmarks.md). The model reads the follow-up in one
+of the forms of `core.followup.asked_follow_up` (by default with the thread's first
+question beside it), so "and on mobile?" is asked about the ribbon.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note
-from askvault.core.followup import find_follow_ups, is_elliptic, standalone_question
+from askvault.core.followup import (
+    DEFAULT_FOLLOW_UP_FORM,
+    asked_follow_up,
+    find_follow_ups,
+    standalone_question,
+)
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import Embedder, Generator, QuestionOptions
@@ -30,15 +37,7 @@ class FollowUpAnswer:
     result: AnswerResult
     searched: str
     asked_as: str
-
-
-def asked_as(earlier: Sequence[str], follow_up: str) -> str:
-    """The follow-up as the model reads it: with the first question beside it when it
-    leans on it, else as written."""
-    follow_up = follow_up.strip()
-    if not earlier or not earlier[0].strip() or not is_elliptic(follow_up):
-        return follow_up
-    return f"{follow_up}\n(A follow-up to the earlier question: {earlier[0].strip()})"
+    background: str = ""
 
 
 def answer_follow_up(
@@ -53,14 +52,18 @@ def answer_follow_up(
     should_stop: Callable[[], bool] = lambda: False,
     asked: str | None = None,
     on_token: TokenSink | None = None,
+    form: str = DEFAULT_FOLLOW_UP_FORM,
+    earlier_answer: str = "",
 ) -> FollowUpAnswer:
-    """Answer `follow_up`, given the thread's earlier questions (first first)."""
+    """Answer `follow_up`, given the thread's earlier questions (first first). `form` is
+    how the model reads it (core.followup.FOLLOW_UP_FORMS; `earlier_answer`, the first
+    turn's answer, is read by "background+answer" only)."""
     searched = standalone_question(earlier, follow_up)
-    question = asked_as(earlier, follow_up)
+    asked_as = asked_follow_up(form, earlier, follow_up, earlier_answer)
     result = answer_question(
         conn,
         settings,
-        question,
+        asked_as.question,
         options or QuestionOptions(),
         embedder=embedder,
         generator=generator,
@@ -68,30 +71,46 @@ def answer_follow_up(
         asked=asked,
         search_as=searched,
         on_token=on_token,
+        background=asked_as.background,
     )
-    return FollowUpAnswer(result, searched, question)
+    return FollowUpAnswer(result, searched, asked_as.question, asked_as.background)
 
 
-def thread_questions(settings: Settings, note: str) -> list[str]:
-    """The questions of the answer note `note` (a name in the answers folder, else a
-    vault-relative path; `.md` optional), first first: its `question:` and its follow-ups.
-    Raises AskvaultError when it is no answer note of askvault's."""
+@dataclass(frozen=True)
+class ThreadNote:
+    """An answer note read for a follow-up: where it is, its text and the hash of its
+    bytes, its questions (first first: its `question:` and its follow-ups) and its
+    properties (the `ask_*` options its follow-ups are answered with)."""
+
+    rel: str
+    text: str
+    content_hash: str
+    questions: list[str]
+    properties: dict[str, Any]
+
+
+def read_thread(settings: Settings, note: str) -> ThreadNote:
+    """The answer note `note` (a name in the answers folder, else a vault-relative path;
+    `.md` optional) with its thread. Raises AskvaultError when it is no answer note of
+    askvault's (no `question:` property) or there is none."""
     q = settings.queries
     rel = note.strip().replace("\\", "/")
     tried = [f"{q.folder}/{q.answers}/{rel}", rel]  # a name in the answers folder first
     tried += [t + ".md" for t in tried if not t.lower().endswith(".md")]
     for candidate in tried:
         try:
-            text = read_note(settings.vault_path, candidate, settings.index.max_note_bytes).text
+            read = read_note(settings.vault_path, candidate, settings.index.max_note_bytes)
         except AskvaultError:
             continue
-        first = parse_note(candidate, text).frontmatter.get("question")
+        properties = parse_note(candidate, read.text).frontmatter
+        first = properties.get("question")
         if not isinstance(first, str) or not first.strip():
             raise AskvaultError(
                 f"{candidate} has no `question:` property: it is not an answer note",
                 "give an answer note from the answers folder (queries/answers/)",
             )
-        return [first.strip()] + [f.question for f in find_follow_ups(text) if f.question]
+        questions = [first.strip()] + [f.question for f in find_follow_ups(read.text) if f.question]
+        return ThreadNote(candidate, read.text, read.content_hash, questions, dict(properties))
     raise AskvaultError(
         f"no answer note {note!r} in the vault",
         f"give its path in the vault, e.g. {q.folder}/{q.answers}/<name>.md",

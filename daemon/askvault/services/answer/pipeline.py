@@ -20,11 +20,12 @@ from datetime import datetime
 from askvault.adapters import meta, search_store
 from askvault.adapters.db import Connection
 from askvault.core import answer_parts
-from askvault.core.abstention import distance_cutoff
+from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
 from askvault.core.decision import Decision, decide
+from askvault.core.followup import carried_options
 from askvault.core.prompt import PromptPlan, build_messages, reordered, split_quoted_reply
 from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
@@ -37,6 +38,7 @@ from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
 from askvault.services.answer.verification import Verification, verify
+from askvault.services.calibration import cutoff_for
 from askvault.services.note_reads import NoteReads, ReadNote
 from askvault.services.periods import empty_period_reason, period_line
 from askvault.settings import Settings
@@ -61,11 +63,13 @@ def answer_question(
     read_note: ReadNote | None = None,
     now: datetime | None = None,
     search_as: str | None = None,
+    background: str = "",
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
     `search_as` is what is searched instead of the question (a follow-up made standalone:
-    core/followup.py); the model and the checks still read `question`.
+    core/followup.py); the model and the checks still read `question`. `background` is
+    what the model reads right before the question (a follow-up's thread so far).
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     `now` anchors the question's period words ("last week"; None: the clock's time).
@@ -89,7 +93,9 @@ def answer_question(
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
     searched = strip_controls(search_as).strip() if search_as else question
     found = retrieve(conn, settings, searched, options, embedder=embedder, notes=notes, now=now)
+    cutoff = cutoff_for(conn, settings)
     period = found.pack.period
+    base = dataclasses.replace(base, asked_with=carried_options(options, period))
     if period is not None:
         base = dataclasses.replace(base, period=period_line(period))
     plan = build_messages(
@@ -99,6 +105,7 @@ def answer_question(
         language=options.language,
         excerpt_tokens=settings.queries.excerpt_tokens,
         form=settings.queries.prompt,
+        background=background,
     )
     timings["retrieval_s"] = time.monotonic() - started
     try:
@@ -119,7 +126,7 @@ def answer_question(
             )
         )
     except OllamaError as exc:
-        return _waiting(base, found, plan, timings, exc)
+        return _waiting(base, found, plan, timings, exc, cutoff)
     if settings.queries.prompt == "quote-first":
         generation = dataclasses.replace(
             generation, reply=split_quoted_reply(generation.reply).answer
@@ -154,14 +161,15 @@ def answer_question(
             options,
             base.model,
             should_stop,
+            background,
         )
         timings["verify_s"] = time.monotonic() - started
-    cutoff = distance_cutoff(settings.queries.max_distance, settings.ollama.embed_model)
     decision = decide(
         safe.text,
         checked.report,
         nearest_distance=found.nearest_distance,
-        cutoff=cutoff,
+        cutoff=cutoff.value,
+        cutoff_from=cutoff.reason_words,
         unknown_subjects=checked.unknown_subjects,
         judged=verification.judged.verdict if verification.judged else None,
         steady=steady,
@@ -173,7 +181,7 @@ def answer_question(
         settings,
         notes,
         base,
-        _Steps(found, plan, generation, safe, checked, verification, decision),
+        _Steps(found, plan, generation, safe, checked, verification, decision, cutoff),
         timings,
     )
 
@@ -189,10 +197,17 @@ def _asked_again(
     options: QuestionOptions,
     model: str,
     should_stop: Callable[[], bool],
+    background: str = "",
 ) -> bool | None:
     """Whether a second reply, to the excerpts in reverse order, rests on some sentence the
     first rests on (`queries.verify = again`); None when it could not be asked."""
-    again = reordered(plan, question, language=options.language, form=settings.queries.prompt)
+    again = reordered(
+        plan,
+        question,
+        language=options.language,
+        form=settings.queries.prompt,
+        background=background,
+    )
     try:
         second = generate(
             generator,
@@ -222,6 +237,7 @@ class _Steps:
     checked: Checked
     verification: Verification
     decision: Decision
+    cutoff: Cutoff
 
     @property
     def warnings(self) -> list[str]:
@@ -268,7 +284,9 @@ def _compose(
         ),
         ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
         passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
-        trace=answer_parts.trace_lines(pack, steps.plan, timings, steps.generation.counted_tokens),
+        trace=answer_parts.trace_lines(
+            pack, steps.plan, timings, steps.generation.counted_tokens, cutoff=steps.cutoff
+        ),
     )
     return AnswerResult(
         base.question,
@@ -285,6 +303,7 @@ def _compose(
         prompt_tokens=steps.plan.prompt_tokens,
         reason=decision.reason,
         nearest_distance=steps.found.nearest_distance,
+        cutoff=steps.cutoff,
         verification=steps.verification,
         decided_by=decision.decided_by,
         period=pack.period,
@@ -297,6 +316,7 @@ def _waiting(
     plan: PromptPlan,
     timings: dict[str, float],
     exc: OllamaError,
+    cutoff: Cutoff,
 ) -> AnswerResult:
     """The note of a question that waits for Ollama: why, and the best passages found."""
     reason = exc.message + (f" — {exc.hint}" if exc.hint else "")
@@ -305,7 +325,7 @@ def _waiting(
         status="waiting",
         reason=reason,
         passages=answer_parts.passages(found.pack),
-        trace=answer_parts.trace_lines(found.pack, plan, timings),
+        trace=answer_parts.trace_lines(found.pack, plan, timings, cutoff=cutoff),
     )
     return AnswerResult(
         base.question,
@@ -318,4 +338,5 @@ def _waiting(
         excerpts=plan.excerpts,
         prompt_tokens=plan.prompt_tokens,
         period=found.pack.period,
+        cutoff=cutoff,
     )

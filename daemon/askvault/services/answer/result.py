@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, Excerpt
 from askvault.core.decision import DecisionReason
@@ -29,6 +30,7 @@ class AnswerResult:
     excerpts: tuple[Excerpt, ...] = ()
     prompt_tokens: int = 0
     nearest_distance: float | None = None  # question to the nearest chunk (vectors only)
+    cutoff: Cutoff | None = None  # the distance cut-off in force, and where it comes from
     verification: Verification = field(default_factory=Verification)
     # What decided the status (core/decision.py); None before a reply was checked.
     decided_by: DecisionReason | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from askvault.core.abstention import CutoffSource
 from askvault.core.decision import DecisionReason
 from askvault.core.schema import document, prop
 from askvault.records import AnswerOutcome, CitationState, SupportVerdict
@@ -91,6 +92,13 @@ class AnswerDocument:
     nearest_distance: float | None = prop(
         "Distance of the question to the nearest chunk (vectors only)."
     )
+    distance_cutoff: float | None = prop(
+        "The cut-off beyond which no answer is published; null when none is in force."
+    )
+    distance_cutoff_source: CutoffSource | None = prop(
+        "Where the cut-off comes from: setting (queries.max_distance), measured (for the"
+        " embedding model), calibrated (from the vault's note titles) or none."
+    )
     warnings: tuple[str, ...] = prop("Pages that could not be read, options ignored, ...")
     timings: dict[str, float] = prop("Seconds per step.")
     saved: str | None = prop("The answer note written (with save), vault-relative.")
@@ -99,12 +107,22 @@ class AnswerDocument:
         "The period the question was read to ask about; absent when it names none.",
         omitted=True,
     )
+    turn: int | None = prop(
+        "The turn written into the answer note `saved` (2 for its first follow-up); absent "
+        "unless a follow-up was written.",
+        omitted=True,
+    )
 
 
 def answer_document(
-    result: AnswerResult, *, saved: str | None = None, logged: str | None = None
+    result: AnswerResult,
+    *,
+    saved: str | None = None,
+    logged: str | None = None,
+    turn: int | None = None,
 ) -> AnswerDocument:
-    """The document of an answer; `saved` is the note written, `logged` the log line."""
+    """The document of an answer; `saved` is the note written, `logged` the log line,
+    `turn` the follow-up's turn written into `saved`."""
     report = result.report
     return AnswerDocument(
         question=result.question,
@@ -118,11 +136,14 @@ def answer_document(
         sources=tuple(SourceEntry(e.wikilink, e.raw_paths) for e in result.note.ledger),
         grounding=tuple(result.grounding),
         nearest_distance=result.nearest_distance,
+        distance_cutoff=result.cutoff.value if result.cutoff else None,
+        distance_cutoff_source=result.cutoff.source if result.cutoff else None,
         warnings=tuple(result.warnings),
         timings={k: round(v, 3) for k, v in result.timings.items()},
         saved=saved,
         logged=logged,
         period=period_document(result.period),
+        turn=turn,
     )
 
 

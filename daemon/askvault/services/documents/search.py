@@ -78,6 +78,15 @@ class SearchDocument:
     period: PeriodDocument | None = prop(
         "The period the hits are narrowed to; absent when the query names none.", omitted=True
     )
+    vector_share: float | None = prop(
+        "With --explain only, when vectors ranked: the share of the chunks that have one.",
+        omitted=True,
+    )
+    vector_weight: float | None = prop(
+        "With --explain only, when vectors ranked: the part of its weight the vector side"
+        " keeps at that share (1 once every chunk has its vector).",
+        omitted=True,
+    )
 
 
 def search_document(result: SearchResult, *, explain: bool = False) -> SearchDocument:
@@ -98,6 +107,8 @@ def search_document(result: SearchResult, *, explain: bool = False) -> SearchDoc
         degraded=result.degraded,
         fusion=result.fusion if explain else None,
         period=period_document(result.period),
+        vector_share=result.vector_share if explain else None,
+        vector_weight=result.vector_weight if explain else None,
     )
 
 

@@ -6,6 +6,7 @@ and Ollama."""
 from __future__ import annotations
 
 from askvault.adapters.lockfile import LockHolder
+from askvault.core.abstention import CutoffSource
 from askvault.core.schema import document, prop
 from askvault.records import InboxState, Skipped
 from askvault.settings import ConfigChoice, SettingSource, SettingsTrace
@@ -35,6 +36,18 @@ class EmbeddingState:
     eta_s: float | None = prop(
         "About how long until every pending chunk has a vector, at that rate (s), else null."
     )
+
+
+@document
+class DistanceCutoff:
+    """The distance cut-off answers use: beyond it from every chunk, no answer is published."""
+
+    value: float | None = prop("The cosine distance; null when no cut-off is in force.")
+    source: CutoffSource = prop(
+        "setting (queries.max_distance), measured (for the embedding model), calibrated"
+        " (from the vault's note titles) or none."
+    )
+    detail: str = prop("Where it comes from, or why there is none, in words.")
 
 
 @document
@@ -130,6 +143,9 @@ class StatusDocument:
     embed_failures: tuple[EmbedFailure, ...] = prop("Texts the model refused (the first 20).")
     last_change_indexed_at: str | None = prop("ISO 8601 with the local offset.")
     embedding: EmbeddingState
+    distance_cutoff: DistanceCutoff = prop(
+        "The distance cut-off answers use and where it comes from."
+    )
     stale_answers: tuple[StaleAnswer, ...]
     vault_unavailable: str | None = prop(
         "Why the last reconcile refused the vault (an empty mount), else null."

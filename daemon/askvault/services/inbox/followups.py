@@ -3,7 +3,8 @@
 `InboxFollowUps` lists the answer notes askvault wrote (a row in `answers`) that hold an
 unanswered `## Follow-up` whose question has settled by the same rule as a question
 note's (core/settling.py: a `?` at the end and 3 s of quiet, else a minute), answers it
-(`answer_follow_up`) and writes the turn into the note.
+with the options the note keeps and writes the turn into the note
+(services/follow_up_turns.py, the path the MCP `ask` with `follow_up` takes too).
 
 A follow-up is the user's edit of the note, so the note is never rewritten as askvault's:
 the new text is the bytes read, unchanged, with the turn inserted right after the
@@ -23,18 +24,17 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from askvault.adapters import answer_store, store
-from askvault.adapters.db import Connection, write_transaction
-from askvault.adapters.vault import TEMP_PREFIX, resolve_inside, write_atomic
-from askvault.core.answer_note import render_answer_body
-from askvault.core.followup import FollowUp, FollowUpThread, render_turn, thread_of
+from askvault.adapters import answer_store
+from askvault.adapters.db import Connection
+from askvault.adapters.vault import TEMP_PREFIX, resolve_inside
+from askvault.core.followup import FollowUpThread, thread_of
 from askvault.core.settling import NoteVersion, SettleTimes, settle_wait_s
 from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, ModelClients
-from askvault.services.answer import answer_follow_up
+from askvault.services.follow_up_turns import answer_turn, with_turn, write_turn
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.focus import ObsidianFocus, focus_on
 from askvault.services.inbox.listing import SettleRule
@@ -52,17 +52,6 @@ class FollowUpFile:
     rel: str
     path: Path
     sig: Signature
-
-
-def with_turn(data: bytes, follow_up: FollowUp, turn: str) -> bytes:
-    """`data` with `turn` inserted after the follow-up's last line: every byte of `data`
-    kept, in its order."""
-    lines = data.decode("utf-8").splitlines(keepends=True)
-    # splitlines() and str.splitlines(keepends) agree on where lines break.
-    head, tail = "".join(lines[: follow_up.end_line]), "".join(lines[follow_up.end_line :])
-    if head and not head.endswith(("\n", "\r")):
-        head += "\n"
-    return (head + "\n" + turn + ("\n" + tail if tail else "")).encode("utf-8")
 
 
 class InboxFollowUps:
@@ -127,17 +116,6 @@ class InboxFollowUps:
                 due.append((st.st_mtime_ns, name, FollowUpFile(rel, Path(entry.path), sig)))
         return min(due)[2] if due else None
 
-    def _cites(self, conn: Connection, rel: str, cited: list[str], seen: dict[str, str]) -> None:
-        """The turn's cited pages join the note's: a change to one of them lists the note
-        as a stale answer in `askvault status` (the note is the user's: never marked)."""
-        row = answer_store.get_answer(conn, rel)
-        if row is not None and cited:
-            more = tuple(dict.fromkeys((*row.cited, *cited)))
-            with write_transaction(conn):
-                answer_store.put_answer(conn, replace(row, cited=more))
-        if self.stale is not None:
-            self.stale.remember_more(rel, seen)
-
     def _thread(self, conn: Connection, rel: str, path: Path, size: int) -> FollowUpThread | None:
         """The note's next follow-up if the note is one askvault wrote, else None."""
         if size > self.settings.index.max_note_bytes or answer_store.get_answer(conn, rel) is None:
@@ -173,11 +151,10 @@ class InboxFollowUps:
         with contextlib.suppress(OllamaError):
             embedder = self.clients.embedder()
         try:
-            answered = answer_follow_up(
+            turn = answer_turn(
                 conn,
                 self.settings,
-                thread.follow_up.question,
-                thread.earlier,
+                thread,
                 embedder=embedder,
                 generator=generator,
                 should_stop=should_stop,
@@ -186,23 +163,17 @@ class InboxFollowUps:
             generator.close()
             if embedder is not None:
                 embedder.close()
-        result = answered.result
-        if result.status == "waiting":
+        if turn.status == "waiting":
             delay = self.schedule.put_off(item.rel)
-            log.warning("follow-up in %s waits %.0f s: %s", item.rel, delay, result.reason)
+            log.warning("follow-up in %s waits %.0f s: %s", item.rel, delay, turn.reason)
             return False
-        note = replace(
-            result.note, trace=(f"follow-up searched as: {answered.searched}", *result.note.trace)
-        )
-        turn = render_turn(thread.number, render_answer_body(note))
-        new = with_turn(data, thread.follow_up, turn)
-        seen = store.content_hashes(conn, result.cited_paths)
-        if not write_atomic(item.path, new, still_ours=lambda now: now == data):
+        new = with_turn(data, thread.follow_up, turn.text)
+        seen = write_turn(conn, item.path, item.rel, data, new, turn.result.cited_paths)
+        if seen is None:
             log.info("%s changed while its follow-up was answered; asked again", item.rel)
             return False
-        self._cites(conn, item.rel, result.cited_paths, seen)
+        if self.stale is not None:
+            self.stale.remember_more(item.rel, seen)
         self.schedule.answered(item.rel)
-        log.info(
-            "answered the follow-up in %s (turn %d, %s)", item.rel, thread.number, result.status
-        )
+        log.info("answered the follow-up in %s (turn %d, %s)", item.rel, thread.number, turn.status)
         return True
