@@ -56,10 +56,14 @@ class CachedQueries:
         return self.cache[text]
 
 
-def _settings(vault: Path, state: Path, model: str, host: str, candidates: int) -> Settings:
+def _settings(
+    vault: Path, state: Path, model: str, host: str, candidates: int, chunk_tokens: int = 0
+) -> Settings:
+    chunking = {"index.chunk_max_tokens": chunk_tokens} if chunk_tokens else {}
     return load_settings(
         None,
         flags={
+            **chunking,
             "vault": str(vault),
             "state_dir": str(state),
             "ollama.embed_model": model,
@@ -95,10 +99,17 @@ def _mean(values: list[float]) -> float:
 
 
 def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    chosen = None
     vault = args.work / "scifact_vault"
+    if args.scifact_subset:
+        # A subset for a slow embedder (scifact_vault.subset): its abstracts, its claims.
+        chosen = json.loads(args.scifact_subset.read_text(encoding="utf-8"))
+        vault = args.work / "scifact_subset_vault"
     if not vault.exists():
-        write_vault(args.scifact_data, vault)
-    settings = _settings(vault, args.state_dir, args.embed_model, args.host, DEPTH * 2)
+        write_vault(args.scifact_data, vault, None if chosen is None else set(chosen["doc_ids"]))
+    settings = _settings(
+        vault, args.state_dir, args.embed_model, args.host, DEPTH * 2, args.chunk_tokens
+    )
     started = time.time()
     report = index_vault(settings, OllamaClients(settings))
     print(f"scifact index: {report.as_dict()} ({time.time() - started:.0f} s)", file=sys.stderr)
@@ -111,6 +122,8 @@ def run_scifact(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         qid, doc, score = line.split("\t")
         qrels.setdefault(qid, {})[doc] = int(score)
     qids = sorted(q for q in qrels if q in queries)[: args.max_queries or None]
+    if chosen is not None:
+        qids = [q for q in qids if q in set(chosen["claim_ids"])]
     conn = connect(settings.db_path)
     embedder = CachedQueries(OllamaClients(settings).embedder())
     results: dict[str, dict[str, float]] = {}
@@ -148,7 +161,9 @@ def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     vault = args.work / "help_vault"
     if not vault.exists():
         shutil.copytree(HELP_VAULT, vault)
-    settings = _settings(vault, args.state_dir, args.embed_model, args.host, DEPTH)
+    settings = _settings(
+        vault, args.state_dir, args.embed_model, args.host, DEPTH, args.chunk_tokens
+    )
     index_vault(settings, OllamaClients(settings))
     questions = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
     conn = connect(settings.db_path)
@@ -194,6 +209,17 @@ def main() -> None:
     parser.add_argument("--scifact", action="store_true", help="run SciFact")
     parser.add_argument("--help-vault", action="store_true", help="run the Help vault questions")
     parser.add_argument("--max-queries", type=int, default=0, help="first N SciFact queries only")
+    parser.add_argument(
+        "--scifact-subset",
+        type=Path,
+        help="SciFact on a subset only: the JSON written by scifact_vault.py --subset",
+    )
+    parser.add_argument(
+        "--chunk-tokens",
+        type=int,
+        default=0,
+        help="index.chunk_max_tokens (default: the product's); a state dir per value",
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
