@@ -153,7 +153,7 @@ class FixedQuery:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         raise AssertionError("the diagnosis embeds no document")
 
-    def embed_query(self, text: str) -> list[float]:
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
         return self.vector
 
     def close(self) -> None:

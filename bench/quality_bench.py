@@ -50,9 +50,9 @@ class CachedQueries:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self.inner.embed_documents(texts)
 
-    def embed_query(self, text: str) -> list[float]:
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
         if text not in self.cache:
-            self.cache[text] = self.inner.embed_query(text)
+            self.cache[text] = self.inner.embed_query(text, model)
         return self.cache[text]
 
 

@@ -58,7 +58,7 @@ class FixedEmbedder:
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.vector for _ in texts]
 
-    def embed_query(self, text: str) -> list[float]:
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
         return self.vector
 
 

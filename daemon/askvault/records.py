@@ -213,7 +213,11 @@ class Embedder(Protocol):
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
-    def embed_query(self, text: str) -> list[float]: ...
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
+        """The vector of a search query. `model`: the model of the vectors it is compared
+        with, when that is not this client's own (while a new model's vectors are built,
+        searches still use the old model's, so the query must be the old model's too)."""
+        ...
 
     def close(self) -> None:
         """Release the connection pool; called once by whoever asked for the client."""

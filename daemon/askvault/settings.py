@@ -37,7 +37,7 @@ class OllamaSettings:
     allow_remote_ollama: bool = _opt(
         False, "Allow a non-loopback Ollama host. Off: askvault talks to this machine only."
     )
-    embed_model: str = _opt("nomic-embed-text", "Embedding model (env ASKVAULT_EMBED_MODEL).")
+    embed_model: str = _opt("all-minilm", "Embedding model (env ASKVAULT_EMBED_MODEL).")
     chat_model: str = _opt("llama3.2", "Chat model for answers (env ASKVAULT_CHAT_MODEL).")
     timeout_s: float = _opt(
         60.0,

@@ -120,6 +120,20 @@ def test_the_http_transport_goes_to_ollama_directly_whatever_the_proxy_settings_
         assert embedder.embed_query("q") == fake_ollama.vector("search_query: q", EMBED)
 
 
+def test_a_query_for_another_model_s_vectors_uses_that_model_and_its_prefix(
+    fake_ollama: FakeOllama,
+) -> None:
+    """While the index still searches nomic-embed-text's vectors, a client configured for
+    all-minilm embeds the query as nomic-embed-text would, over its own connection."""
+    with HttpEmbedder(fake_ollama.url, "all-minilm", timeout_s=2.0) as embedder:
+        assert embedder.embed_query("q") == fake_ollama.vector("q", "all-minilm")
+        old = embedder.embed_query("q", model=EMBED)
+        assert old == fake_ollama.vector("search_query: q", EMBED)
+        assert embedder.embed_query("q", model="all-minilm:latest") == embedder.embed_query("q")
+    models = [body["model"] for body in fake_ollama.requests_to("/api/embed")]
+    assert models == ["all-minilm", EMBED, "all-minilm", "all-minilm"]
+
+
 class _Recorder(BaseHTTPRequestHandler):
     """One canned answer for every request; the requests' headers and bodies recorded."""
 

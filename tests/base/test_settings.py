@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_defaults_without_file_or_env() -> None:
     settings = load_settings(None, env={})
     assert settings.ollama.host == "http://127.0.0.1:11434"
-    assert settings.ollama.embed_model == "nomic-embed-text"
+    assert settings.ollama.embed_model == "all-minilm"
     assert settings.queries.settle_s == 3.0
     assert settings.daemon.reconcile_interval_s == 600.0
 

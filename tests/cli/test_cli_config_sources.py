@@ -88,12 +88,12 @@ def test_status_names_the_file_and_where_each_setting_comes_from(env: dict[str, 
         render_example_toml().replace('chat_model = "llama3.2"', 'chat_model = "qwen2.5:1.5b"'),
     )
     env = env | {"ASKVAULT_QUERIES__SETTLE_S": "5"}
-    code, out, _ = invoke(["status", "--embed-model", "all-minilm"], env)
+    code, out, _ = invoke(["status", "--embed-model", "nomic-embed-text"], env)
     assert code == 0
     assert f"config       {target} (read by default)" in out
     assert '             ollama.chat_model = "qwen2.5:1.5b"  (file)' in out
     assert "             queries.settle_s = 5.0  (environment ASKVAULT_QUERIES__SETTLE_S)" in out
-    assert '             ollama.embed_model = "all-minilm"  (flag --embed-model)' in out
+    assert '             ollama.embed_model = "nomic-embed-text"  (flag --embed-model)' in out
     # the example file sets every key, most to their defaults: those are not listed
     assert "ollama.num_ctx" not in out and "queries.folder" not in out
 

@@ -56,6 +56,10 @@ def test_status_shows_the_distance_cut_off_in_force_and_where_it_comes_from(
     assert doc["distance_cutoff"]["detail"].startswith("none: ")
     assert "are needed" in doc["distance_cutoff"]["detail"]
     measured = {**env, "ASKVAULT_EMBED_MODEL": "nomic-embed-text"}
+    # Configured, its vectors not built: questions still meet the suite model's vectors,
+    # embedded as that model, so that model's cut-off (none) is the one in force.
+    assert status_json(measured)["distance_cutoff"]["source"] == "none"
+    assert invoke(["index"], measured)[0] == 0
     assert status_json(measured)["distance_cutoff"] == {
         "value": 0.35,
         "source": "measured",

@@ -231,7 +231,7 @@ def test_a_default_stated_twice_on_the_same_page_is_read_twice() -> None:
          "ollama.num_ctx"),
         ("a question without one waits a minute without change",
          "it waits 30 s without change", "queries.unfinished_settle_s"),
-        ("```sh\nollama pull nomic-embed-text   # the default embedding model\n```",
+        ("```sh\nollama pull all-minilm   # the default embedding model\n```",
          "```sh\nollama pull mxbai-embed-large   # the default embedding model\n```",
          "ollama.embed_model"),
         ("ordinary properties such as `tags:` never change the search",

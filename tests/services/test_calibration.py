@@ -274,7 +274,7 @@ def test_a_search_by_words_alone_is_never_withheld_for_its_distance(
 # -- the model changes -------------------------------------------------------------------------
 
 
-def test_a_calibration_is_never_used_for_another_model_s_vectors(
+def test_a_calibration_is_used_for_its_own_model_s_vectors_only(
     tmp_path: Path, fake_ollama: FakeOllama, db: Any
 ) -> None:
     write_notes(tmp_path / "vault", 24)
@@ -285,10 +285,12 @@ def test_a_calibration_is_never_used_for_another_model_s_vectors(
     assert old is not None and meta.distance_calibration(conn, old.fingerprint.key) is not None
     fake_ollama.models.append("embeddinggemma:latest")
     other = settings_of(tmp_path, fake_ollama, **{"ollama.embed_model": "embeddinggemma"})
-    # Configured, not yet built: the active vectors are the old model's, and its
-    # calibration does not stand for the new one.
+    # Configured, not yet built: questions are still embedded with the old model and
+    # compared with its vectors, so its cut-off holds until the new vectors take over.
     before = cutoff_for(conn, other)
-    assert (before.value, before.source) == (None, "none")
+    old_stored = meta.distance_calibration(conn, old.fingerprint.key)
+    assert old_stored is not None
+    assert (before.value, before.source) == (old_stored.cutoff, "calibrated")
     assert calibration_target(conn, other) is None
     index_vault(other, OllamaClients(other))  # builds the new vectors, then calibrates them
     new = store.active_fingerprint(conn)

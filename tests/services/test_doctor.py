@@ -22,6 +22,7 @@ from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.services.doctor import Check, run_checks
+from askvault.services.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama, full_name
 from support.settings_factory import cli_env, settings_for
@@ -188,4 +189,6 @@ def test_doctor_names_the_distance_cut_off_in_force(
         fake_ollama.url,
         **{"ollama.embed_model": "nomic-embed-text:latest"},
     )
+    assert cut_off(nomic).detail.startswith("none: ")  # the suite model's vectors still serve
+    index_vault(nomic, OllamaClients(nomic))
     assert cut_off(nomic) == Check("distance cut-off", True, "0.35 (measured for nomic-embed-text)")

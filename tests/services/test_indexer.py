@@ -235,6 +235,30 @@ def test_changing_the_embedding_model_builds_new_vectors_then_switches(
     conn.close()
 
 
+def test_while_a_new_model_is_built_searches_embed_the_query_with_the_old_one(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    """The old vectors serve until the new ones take over, so the query must be the old
+    model's: a query of the new model against them is noise when the two have the same
+    length (here both 64), and a dimension error (words only) when they do not."""
+    from askvault.services.search import search
+
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
+    other = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
+    )
+    conn = connect(other.db_path)
+    clients = OllamaClients(other)
+    assert target_fingerprint(conn, clients.embedder()).state == "building"
+    seen = len(fake_ollama.requests_to("/api/embed"))
+    result = search(conn, other, "fermentation of rye", embedder=clients.query_embedder())
+    conn.close()
+    assert result.degraded is None and result.hits
+    (query,) = fake_ollama.requests_to("/api/embed")[seen:]
+    assert query["model"] == FAKE_EMBED_MODEL
+
+
 def test_bad_files_are_recorded_never_fatal(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:

@@ -138,6 +138,7 @@ class ModelEmbedder:
         self._max_input_tokens = max_input_tokens
         self._fingerprint: Fingerprint | None = None
         self._transport = transport
+        self._siblings: dict[str, ModelEmbedder] = {}
 
     def close(self) -> None:
         """Close the transport's connections."""
@@ -198,9 +199,24 @@ class ModelEmbedder:
         """One vector per text, in order, with the model's document prefix."""
         return self._embed_texts(texts, self.document_prefix)
 
-    def embed_query(self, text: str) -> list[float]:
-        """The vector of a search query, with the model's query prefix."""
-        return self._embed_texts([text], self.query_prefix)[0]
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
+        """The vector of a search query, with the model's query prefix; with `model` (the
+        index's vectors are another model's), that model's, over the same connection."""
+        if model is None or model_base_name(model) == model_base_name(self.model):
+            return self._embed_texts([text], self.query_prefix)[0]
+        return self._sibling(model).embed_query(text)
+
+    def _sibling(self, model: str) -> ModelEmbedder:
+        """An embedder of another model sharing this one's transport (closed by this one)."""
+        if model not in self._siblings:
+            self._siblings[model] = ModelEmbedder(
+                self.host,
+                model,
+                self._transport,
+                timeout_s=self.timeout_s,
+                batch_size=self.batch_size,
+            )
+        return self._siblings[model]
 
     def _embed_texts(self, texts: Sequence[str], prefix: str) -> list[list[float]]:
         if not texts:

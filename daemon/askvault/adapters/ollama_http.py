@@ -89,7 +89,7 @@ class RefusedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         raise self.refusal
 
-    def embed_query(self, text: str) -> list[float]:
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
         raise self.refusal
 
     def close(self) -> None:

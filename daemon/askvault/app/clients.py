@@ -109,8 +109,8 @@ class _LazyEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self._real().embed_documents(texts)
 
-    def embed_query(self, text: str) -> list[float]:
-        return self._real().embed_query(text)
+    def embed_query(self, text: str, model: str | None = None) -> list[float]:
+        return self._real().embed_query(text, model)
 
     def close(self) -> None:
         if self._embedder is not None:

@@ -44,19 +44,17 @@ NO_VECTORS = "none: no vectors yet (a search by words has no distance)"
 
 
 def cutoff_for(conn: Connection | None, settings: Settings) -> Cutoff:
-    """The cut-off answers use now and where it comes from (the active vectors'
-    calibration counts only when they are the configured model's); `conn` None: no index."""
+    """The cut-off answers use now and where it comes from: that of the active vectors'
+    model, measured or calibrated (while another model's vectors are built, questions are
+    embedded with the active model and compared with its vectors, so its distances and its
+    cut-off hold); `conn` None: no index, the configured model's."""
     active = store.active_fingerprint(conn) if conn is not None else None
     calibration = None
-    if (
-        conn is not None
-        and active is not None
-        and same_model(active.fingerprint.model, settings.ollama.embed_model)
-    ):
+    model = settings.ollama.embed_model
+    if conn is not None and active is not None:
+        model = active.fingerprint.model
         calibration = meta.distance_calibration(conn, active.fingerprint.key)
-    cutoff = cutoff_in_force(
-        settings.queries.max_distance, settings.ollama.embed_model, calibration
-    )
+    cutoff = cutoff_in_force(settings.queries.max_distance, model, calibration)
     if cutoff.value is None and active is None:
         return Cutoff(None, "none", NO_VECTORS)
     return cutoff

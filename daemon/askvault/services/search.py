@@ -97,7 +97,8 @@ def _query_vector(
     if fp is None:
         return None, None, "no vectors in the index yet (run `askvault index` with Ollama up)"
     try:
-        vector = embedder.embed_query(query)
+        # The active vectors' model: while another model's are built, the old ones serve.
+        vector = embedder.embed_query(query, model=fp.fingerprint.model)
     except OllamaError as exc:
         # The hint says what to do: `ollama pull <model>` when Ollama answers but lacks it.
         hint = f" ({exc.hint})" if exc.hint else ""
