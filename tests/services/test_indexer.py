@@ -259,6 +259,26 @@ def test_while_a_new_model_is_built_searches_embed_the_query_with_the_old_one(
     assert query["model"] == FAKE_EMBED_MODEL
 
 
+def test_while_a_new_model_is_built_and_the_old_one_is_gone_search_falls_back_to_words(
+    vault: Path, tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    from askvault.services.search import search
+
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
+    other = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
+    )
+    conn = connect(other.db_path)
+    clients = OllamaClients(other)
+    assert target_fingerprint(conn, clients.embedder()).state == "building"
+    fake_ollama.models.remove(f"{FAKE_EMBED_MODEL}:latest")  # `ollama rm` of the old model
+    result = search(conn, other, "fermentation of rye", embedder=clients.query_embedder())
+    conn.close()
+    assert result.hits  # from words
+    assert result.degraded is not None and FAKE_EMBED_MODEL in result.degraded
+
+
 def test_bad_files_are_recorded_never_fatal(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
