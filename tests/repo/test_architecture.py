@@ -385,7 +385,7 @@ def test_no_class_of_services_inherits_from_a_class_of_another_module() -> None:
 def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "import askvault.services.indexer\n"
+        "import askvault.services.index.indexer\n"
         "from askvault.services import status\n"
         "from askvault.services.inbox.files import AnswerFiles\n"
         "import askvault.services.inbox.upkeep as upkeep\n"
@@ -394,7 +394,7 @@ def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: P
         "class A(AnswerFiles):\n    pass\n"
         "class B(upkeep.AnswerUpkeep):\n    pass\n"
         "class C(Local, AskvaultError):\n    pass\n"
-        "class D(status.Status, askvault.services.indexer.Indexer):\n    pass\n",
+        "class D(status.Status, askvault.services.index.indexer.Indexer):\n    pass\n",
         encoding="utf-8",
     )
     found = _services_bases(module, "askvault.services.m")
@@ -402,7 +402,7 @@ def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: P
         "A(AnswerFiles) from askvault.services.inbox.files",
         "B(upkeep.AnswerUpkeep)",
         "D(status.Status)",
-        "D(askvault.services.indexer.Indexer)",
+        "D(askvault.services.index.indexer.Indexer)",
     ]
 
 
@@ -449,7 +449,7 @@ def test_the_private_call_check_sees_a_call_through_a_part(tmp_path: Path) -> No
 THREADS_OUTSIDE_APP = {
     "adapters/watcher.py": "watchdog's observer and the debounce thread that flushes it",
     "adapters/mcp_server.py": "the MCP SDK runs each tool call in a worker thread",
-    "services/indexer.py": (
+    "services/index/indexer.py": (
         "a parsing pool worker process watches for its parent's death; issue 24 item 5 "
         "moves it out of services/"
     ),
@@ -507,4 +507,96 @@ def test_the_thread_check_sees_every_way_to_start_one(tmp_path: Path) -> None:
         "Timer",
         "ThreadPoolExecutor",
         "to_thread",
+    ]
+
+
+# The rooms of services/, in the order their imports point: a room imports only the rooms
+# before it (docs/architecture.md, "Rooms of services/").
+ROOMS = ("index", "retrieval", "answer", "inbox", "documents", "admin", "agent")
+
+
+def loose_modules(services: Path) -> list[str]:
+    """What sits in `services` outside a room: a module beside `__init__.py`, or a folder
+    that is not one of ROOMS."""
+    return sorted(
+        entry.name
+        for entry in services.iterdir()
+        if entry.name not in ("__init__.py", "__pycache__")
+        and not (entry.is_dir() and entry.name in ROOMS)
+        and (entry.suffix == ".py" or entry.is_dir())
+    )
+
+
+def test_every_module_of_services_is_in_a_room() -> None:
+    assert loose_modules(PACKAGE / "services") == [], "place the module in a room (ROOMS)"
+
+
+def test_the_room_check_sees_a_loose_module_and_an_unknown_room(tmp_path: Path) -> None:
+    services = tmp_path / "services"
+    for room in ("index", "answer"):
+        (services / room).mkdir(parents=True)
+        (services / room / "__init__.py").write_text("", encoding="utf-8")
+    (services / "__init__.py").write_text("", encoding="utf-8")
+    (services / "helpers.py").write_text("", encoding="utf-8")
+    (services / "misc").mkdir()
+    (services / "notes.txt").write_text("", encoding="utf-8")
+    assert loose_modules(services) == ["helpers.py", "misc"]
+
+
+def room_of(module: str) -> str | None:
+    """`askvault.services.inbox.files` -> inbox; None outside services/ (or for the
+    package itself)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["askvault", "services"] else None
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The rooms `path` imports from: `askvault.services.<room>...`, and the rooms named
+    by `from askvault.services import <room>`."""
+    found = {room_of(m) for m in imports_of(path)}
+    for node in nodes_of(path):
+        if isinstance(node, ast.ImportFrom) and node.module == "askvault.services":
+            found |= {alias.name for alias in node.names}
+    return {room for room in found if room is not None}
+
+
+def room_violations(services: Path) -> list[str]:
+    """Imports from a room to a room at or after it in ROOMS (a room beyond ROOMS counts
+    as the last)."""
+    order = {room: i for i, room in enumerate(ROOMS)}
+    found = []
+    for path in sorted(services.rglob("*.py")):
+        parts = path.relative_to(services).parts
+        if len(parts) < 2:
+            continue
+        room = parts[0]
+        for target in sorted(imported_rooms(path) - {room}):
+            if order.get(target, len(ROOMS)) >= order.get(room, len(ROOMS)):
+                found.append(f"{'/'.join(parts)} ({room}) imports {target}")
+    return found
+
+
+def test_rooms_import_only_the_rooms_before_them() -> None:
+    assert room_violations(PACKAGE / "services") == []
+
+
+def test_the_room_order_check_sees_an_import_back(tmp_path: Path) -> None:
+    services = tmp_path / "services"
+    for room in ("index", "answer", "inbox"):
+        (services / room).mkdir(parents=True)
+    (services / "index" / "a.py").write_text(
+        "from askvault.services.answer.pipeline import answer_question\n", encoding="utf-8"
+    )
+    (services / "answer" / "b.py").write_text(
+        "from askvault.services.index import calibration\n"
+        "from askvault.services import inbox\n"
+        "import askvault.services.answer.result\n",
+        encoding="utf-8",
+    )
+    (services / "inbox" / "c.py").write_text(
+        "from askvault.services.answer import answer_question\n", encoding="utf-8"
+    )
+    assert room_violations(services) == [
+        "answer/b.py (answer) imports inbox",
+        "index/a.py (index) imports answer",
     ]

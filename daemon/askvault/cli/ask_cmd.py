@@ -54,8 +54,8 @@ def ask(
     from askvault.core.schema import to_json
     from askvault.records import QuestionOptions
     from askvault.services.answer import read_thread
-    from askvault.services.ask import ask_question
     from askvault.services.documents.answer import answer_document
+    from askvault.services.inbox.ask import ask_question
 
     settings = build_settings(**opts)
     thread = read_thread(settings, follow_up) if follow_up else None

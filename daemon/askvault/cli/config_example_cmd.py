@@ -31,7 +31,7 @@ def config_example(write: Path | None, force: bool) -> None:
     if write is None:
         click.echo(text, nl=False)
         return
-    from askvault.services.config_file import write_config_example, write_user_config
+    from askvault.services.admin.config_file import write_config_example, write_user_config
 
     if str(write) == USER_FILE:
         target = write_user_config(text, force=force)

@@ -58,9 +58,9 @@ def context_command(
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
     from askvault.records import PeriodRequest
-    from askvault.services.context import build_context
     from askvault.services.documents.context import context_document
-    from askvault.services.search import open_search
+    from askvault.services.retrieval.context import build_context
+    from askvault.services.retrieval.search import open_search
 
     settings = build_settings(**opts)
     with open_search(settings, OllamaClients(settings)) as (conn, embedder):

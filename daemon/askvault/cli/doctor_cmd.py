@@ -18,7 +18,7 @@ from askvault.cli.main import build_traced_settings, cli, common_options, handle
 def doctor(as_json: bool, **opts: Any) -> None:
     """Check config, vault, index integrity, sqlite-vec and Ollama; exit 0 only if all pass."""
     from askvault.app.clients import OllamaClients
-    from askvault.services.doctor import run_checks
+    from askvault.services.admin.doctor import run_checks
 
     settings, trace = build_traced_settings(**opts)
     checks = run_checks(settings, OllamaClients(settings), config=trace)

@@ -28,7 +28,7 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
     Exits 0 once the word index is complete, even when embeddings must wait for Ollama
     (it says so); 1 on a real failure, a refused Ollama host included."""
     from askvault.app.clients import OllamaClients
-    from askvault.services.index_pass import index_vault
+    from askvault.services.index.index_pass import index_vault
 
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json

@@ -59,7 +59,7 @@ def search_command(
         from askvault.core.schema import to_json
         from askvault.records import PeriodRequest
         from askvault.services.documents.search import search_document
-        from askvault.services.search import open_search, search
+        from askvault.services.retrieval.search import open_search, search
 
         with open_search(settings, OllamaClients(settings)) as (conn, embedder):
             result = search(

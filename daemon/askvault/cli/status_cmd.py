@@ -22,7 +22,7 @@ from askvault.cli.main import build_traced_settings, cli, common_options, handle
 def status(as_json: bool, **opts: Any) -> None:
     """What the index holds, what waits, and whether the daemon and Ollama are up."""
     from askvault.core.schema import to_json
-    from askvault.services.status import collect_status
+    from askvault.services.admin.status import collect_status
 
     settings, trace = build_traced_settings(**opts)
     doc = to_json(collect_status(settings, config=trace))

@@ -50,20 +50,20 @@ from askvault.records import (
     QuestionStatus,
 )
 from askvault.services.answer import AnswerResult, answer_question
-from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.files import AnswerFiles, log_line_for, stem_of
 from askvault.services.inbox.listing import QuestionFile
 from askvault.services.inbox.presence import VaultPresence, question_present
-from askvault.services.inbox.schedule import QuestionSchedule, Signature
-from askvault.services.inbox.stale import StaleMarks
-from askvault.services.inbox.upkeep import AnswerUpkeep
-from askvault.services.question_options import (
+from askvault.services.inbox.question_options import (
     describe_options,
     question_note_state,
     read_question_options,
 )
-from askvault.services.search import word_hit_hashes
+from askvault.services.inbox.schedule import QuestionSchedule, Signature
+from askvault.services.inbox.stale import StaleMarks
+from askvault.services.inbox.upkeep import AnswerUpkeep
+from askvault.services.index.foreground import ForegroundWork
+from askvault.services.retrieval.search import word_hit_hashes
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
