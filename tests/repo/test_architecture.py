@@ -600,3 +600,87 @@ def test_the_room_order_check_sees_an_import_back(tmp_path: Path) -> None:
         "answer/b.py (answer) imports inbox",
         "index/a.py (index) imports answer",
     ]
+
+
+def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules `path` imports when it runs, inside functions too (a lazy
+    import closes a circle as well), but not under `if TYPE_CHECKING:` (a type alone)."""
+    nodes = nodes_of(path)
+    typing_only: set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            typing_only |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found = set()
+    for node in nodes:
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found & modules
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """The circles of imports among the modules of `package` (each a sorted list of
+    modules that reach each other), found by Tarjan's strongly connected components."""
+    paths = {}
+    for path in package.rglob("*.py"):
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        paths[name.removesuffix(".__init__")] = path
+    graph = {m: _runtime_imports(p, set(paths)) - {m} for m, p in paths.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """No circle of imports, lazy ones included: the CLI's command modules once imported
+    the group from cli/main, which imported them to register them."""
+    assert import_cycles(PACKAGE) == []
+
+
+def test_the_cycle_check_sees_a_lazy_circle_and_not_a_typing_one(tmp_path: Path) -> None:
+    package = tmp_path / "askvault"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cli" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cli" / "main.py").write_text(
+        "def _register():\n    from askvault.cli import status_cmd\n", encoding="utf-8"
+    )
+    (package / "cli" / "status_cmd.py").write_text(
+        "from askvault.cli.main import cli\n", encoding="utf-8"
+    )
+    (package / "db.py").write_text("import askvault.migrations\n", encoding="utf-8")
+    (package / "migrations.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from askvault.db import C\n",
+        encoding="utf-8",
+    )
+    assert import_cycles(package) == [["askvault.cli.main", "askvault.cli.status_cmd"]]

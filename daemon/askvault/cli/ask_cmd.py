@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import (
+from askvault.cli.common import (
     build_settings,
-    cli,
     common_options,
     handle_errors,
     period_options,
@@ -19,7 +18,7 @@ from askvault.cli.main import (
 from askvault.errors import AskvaultError
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("question")
 @click.option(

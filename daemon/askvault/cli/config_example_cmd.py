@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from askvault.cli.main import cli, handle_errors
+from askvault.cli.common import handle_errors
 from askvault.settings import render_example_toml
 
 # `--write` given without a file: the user's config file, the one askvault reads by default.
 USER_FILE = "-"
 
 
-@cli.command("config-example")
+@click.command("config-example")
 @click.option(
     "--write",
     type=click.Path(dir_okay=False, path_type=Path),

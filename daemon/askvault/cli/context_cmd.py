@@ -7,9 +7,8 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import (
+from askvault.cli.common import (
     build_settings,
-    cli,
     common_options,
     handle_errors,
     period_options,
@@ -21,7 +20,7 @@ from askvault.settings import DEFAULT_BUDGET_TOKENS
 # never pay for them (issue 11).
 
 
-@cli.command("context")
+@click.command("context")
 @click.argument("prompt")
 @click.option(
     "--budget",

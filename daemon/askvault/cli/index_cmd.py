@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.common import build_settings, common_options, handle_errors, print_json
 from askvault.errors import AskvaultError, ModelMissing
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option(

@@ -7,9 +7,8 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import (
+from askvault.cli.common import (
     build_settings,
-    cli,
     common_options,
     handle_errors,
     period_options,
@@ -20,7 +19,7 @@ from askvault.cli.main import (
 # never pay for them (issue 11).
 
 
-@cli.command("search")
+@click.command("search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), help="Number of hits (default: search.limit).")
 @click.option(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.common import build_settings, common_options, handle_errors, print_json
 
 if TYPE_CHECKING:
     from askvault.services.admin.user_service import ServiceFile
@@ -58,7 +58,7 @@ def _target(opts: dict[str, Any]) -> tuple[ServiceFile, Any]:
     return target, None if no_start else default_manager(platform)
 
 
-@cli.group()
+@click.group()
 def service() -> None:
     """Run askvault for this vault as a user service (systemd on Linux, launchd on macOS)."""
 
