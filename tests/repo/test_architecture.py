@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "daemon" / "askvault"
@@ -684,3 +685,49 @@ def test_the_cycle_check_sees_a_lazy_circle_and_not_a_typing_one(tmp_path: Path)
         encoding="utf-8",
     )
     assert import_cycles(package) == [["askvault.cli.main", "askvault.cli.status_cmd"]]
+
+
+ISSUE_NUMBER = re.compile(r"\b[Ii]ssues? \d+")
+QUOTED = re.compile(r'"[^"]*"')  # a heading cited by its words, which may hold a number
+
+
+def comments_citing_an_issue(path: Path) -> list[str]:
+    """The `#` comments of `path` that give an issue number as their reason: the reason is
+    in the docs, and a comment names the heading that holds it (docs/decisions.md, "...")."""
+    with path.open("rb") as source:
+        comments = [t for t in tokenize.tokenize(source.readline) if t.type == tokenize.COMMENT]
+    blocks: list[tuple[int, int, str]] = []  # (first line, last line, text): lines in a row
+    for token in comments:
+        line, text = token.start[0], token.string.lstrip("#").strip()
+        if blocks and blocks[-1][1] == line - 1:
+            blocks[-1] = (blocks[-1][0], line, f"{blocks[-1][2]} {text}")
+        else:
+            blocks.append((line, line, text))
+    return [
+        f"line {first}" for first, _, text in blocks if ISSUE_NUMBER.search(QUOTED.sub("", text))
+    ]
+
+
+def test_no_code_comment_cites_an_issue_number() -> None:
+    offenders = [
+        f"{path.relative_to(PACKAGE)} {where}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for where in comments_citing_an_issue(path)
+    ]
+    assert offenders == [], 'cite the heading instead: (docs/decisions.md, "...")'
+
+
+def test_the_issue_comment_check_reads_comments_only(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""Built for issue 12: a docstring may tell the history."""\n'
+        "X = 1  # the cache (issue 11)\n"
+        'Y = "issue 3 in a string"\n'
+        "# Issues 14 and 15: two of them\n"
+        '# the reason (docs/decisions.md, "Lean and instant")\n'
+        "\n"
+        '# a heading over two lines (docs/reliability.md, "What was\n'
+        '# fixed (issue 15)", F)\n',
+        encoding="utf-8",
+    )
+    assert comments_citing_an_issue(module) == ["line 2", "line 4"]

@@ -17,7 +17,7 @@ from askvault.cli.common import (
 from askvault.settings import DEFAULT_BUDGET_TOKENS
 
 # Services are imported inside the command: `askvault --help` and the other commands
-# never pay for them (issue 11).
+# never pay for them (docs/decisions.md, "Lean and instant: storage, start-up, renames").
 
 
 @click.command("context")

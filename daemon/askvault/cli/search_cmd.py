@@ -16,7 +16,7 @@ from askvault.cli.common import (
 )
 
 # Services are imported inside the command: `askvault --help` and the other commands
-# never pay for them (issue 11).
+# never pay for them (docs/decisions.md, "Lean and instant: storage, start-up, renames").
 
 
 @click.command("search")
@@ -51,7 +51,8 @@ def search_command(
 
     settings = build_settings(**opts)
     # The running daemon has everything loaded: its answer is this search's document, or
-    # None and the command searches by itself (app/search_socket.py, issue 22).
+    # None and the command searches by itself (app/search_socket.py; docs/decisions.md,
+    # "A search from the terminal as quick as the peer's").
     doc = ask_daemon(settings, query, limit=limit, explain=explain, since=since, until=until)
     if doc is None:
         from askvault.app.clients import OllamaClients

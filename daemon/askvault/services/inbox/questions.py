@@ -102,9 +102,10 @@ class InboxQuestions:
         self.stale = stale
         self.clock = clock
         self._warned_wait: str | None = None  # the waiting reason last logged as a warning
-        # Why each question was last put off, as logged: one line per reason, not one
-        # per retry (issue 25 item 11: a traceback every retry while answers could not
-        # be written); forgotten once its answer note is written.
+        # Why each question was last put off, as logged: one line per reason, not one per
+        # retry (a traceback every retry while answers could not be written:
+        # docs/reliability.md, "Fixes (issue 25)", 11); forgotten once its answer note is
+        # written.
         self._put_off_for: dict[str, str] = {}
 
     def put_off(self, rel: str, exc: Exception) -> None:
