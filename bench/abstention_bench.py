@@ -36,7 +36,7 @@ from askvault.core.abstention import (
     MEASURED_MAX_DISTANCE,
     calibrated_cutoff,
 )
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality_bench import HELP_VAULT, _settings  # noqa: E402

@@ -56,8 +56,8 @@ from askvault.app.clients import OllamaClients
 from askvault.core.links import extract_links, resolve_link
 from askvault.records import QuestionOptions
 from askvault.services.answer import AnswerResult, answer_question
-from askvault.services.context_graph import link_index_from_db
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.context_graph import link_index_from_db
 from askvault.settings import Settings, load_settings
 
 HERE = Path(__file__).resolve().parent

@@ -37,10 +37,10 @@ from askvault.core.answer_note import render_answer_note  # noqa: E402
 from askvault.core.schema import to_json  # noqa: E402
 from askvault.records import QuestionOptions  # noqa: E402
 from askvault.services.answer import answer_question  # noqa: E402
-from askvault.services.context import build_context  # noqa: E402
 from askvault.services.documents.answer import answer_document  # noqa: E402
 from askvault.services.documents.context import context_document  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
+from askvault.services.retrieval.context import build_context  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
 
 QUESTIONS = (

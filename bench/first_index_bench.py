@@ -33,9 +33,9 @@ from askvault.adapters.db import connect  # noqa: E402
 from askvault.adapters.ollama_embed import CHARS_PER_TOKEN_ESTIMATE, split_for_embedding  # noqa: E402
 from askvault.app.clients import OllamaClients  # noqa: E402
 from askvault.core.embed_order import order_backlog  # noqa: E402
-from askvault.services.embedding import drain_backlog, target_fingerprint  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
-from askvault.services.search import search  # noqa: E402
+from askvault.services.index.embedding import drain_backlog, target_fingerprint  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
+from askvault.services.retrieval.search import search  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
 HELP_QUESTIONS = Path(__file__).resolve().parent / "data" / "help_questions.json"

@@ -68,8 +68,8 @@ from askvault.core.followup import (  # noqa: E402
     subject_terms,
 )
 from askvault.core.query import STOPWORDS  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
-from askvault.services.search import search  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
+from askvault.services.retrieval.search import search  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
 
 HELP_VAULT = DATA / "vaults" / "obsidian-help-en"

@@ -6,7 +6,7 @@ variant (the model's query prefix, or none) from the exact channel and from the 
 one (sign-bit scan, then exact rescoring, forced on at any size), then fuses them
 offline in each variant: the convex mix at several vector shares, with min-max, z-score or
 fixed-bound scaling, and rank fusion. Candidates, name bonuses and the per-page collapse
-are the product's (services/search.py, core/fusion.py), so `convex/min-max/0.6` with the
+are the product's (services/retrieval/search.py, core/fusion.py), so `convex/min-max/0.6` with the
 model's prefix on the exact channel is `askvault search` (checked against it per question).
 
 Query vectors are cached in --work (one file per model), so a second run embeds nothing.
@@ -38,8 +38,8 @@ from askvault.app.clients import OllamaClients
 from askvault.core import fusion
 from askvault.core.query import query_terms
 from askvault.records import Fingerprint
-from askvault.services import search as search_service
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval import search as search_service
 from askvault.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -192,7 +192,7 @@ def candidates_of(
     words: list[tuple[int, float]],
     vectors: list[tuple[int, float]],
 ) -> list[fusion.Candidate]:
-    """The candidates as services/search.search builds them."""
+    """The candidates as services/retrieval/search.search builds them."""
     ids = list(dict.fromkeys([cid for cid, _ in words] + [cid for cid, _ in vectors]))
     rows = search_store.chunk_rows(conn, ids)
     word_rank = {cid: (r + 1, raw) for r, (cid, raw) in enumerate(words)}

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, median, standin_ollama, vault_copy  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault  # noqa: E402
-from askvault.services.indexer import reconcile  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
+from askvault.services.index.indexer import reconcile  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
 

@@ -43,7 +43,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from _common import REPO, machine, median, percentile, standin_ollama, vault_copy  # noqa: E402
 from askvault.adapters.ollama import OllamaEmbedder  # noqa: E402
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
 QUESTIONS = REPO / "bench" / "data" / "help_questions.json"

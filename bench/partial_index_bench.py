@@ -5,7 +5,7 @@ vector), then its backlog is drained in askvault's order (core/embed_order.py, a
 daemon does) up to each mark (by default 10/25/50/75/100% of the chunks with vectors). At
 each mark the Help questions (bench/data/help_questions.json: page Recall@5, MRR@10) are
 searched in the default fusion with the vector side's weight given by each curve of
-CURVES as a function of the share of chunks with vectors (services.search's
+CURVES as a function of the share of chunks with vectors (services.retrieval.search's
 `vector_weight`), beside words only (no embedder: the degraded search a user gets with
 Ollama away) and today's full weight (`none`). The product's curve is
 core.fusion.coverage_weight (`product`).
@@ -37,8 +37,8 @@ from askvault.adapters import search_store, store  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients  # noqa: E402
 from askvault.core.fusion import coverage_weight  # noqa: E402
-from askvault.services.embedding import drain_backlog, target_fingerprint  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
+from askvault.services.index.embedding import drain_backlog, target_fingerprint  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
 from first_index_bench import DEAD_HOST, help_quality, salted_copy, settings_for  # noqa: E402
 from quality_bench import CachedQueries  # noqa: E402
 

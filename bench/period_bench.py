@@ -39,8 +39,8 @@ from _common import DATA, REPO, machine, require_shared  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients  # noqa: E402
 from askvault.records import PeriodRequest  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
-from askvault.services.search import search  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
+from askvault.services.retrieval.search import search  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
 NOW = datetime(2023, 7, 5, 12, 0)

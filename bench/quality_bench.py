@@ -22,8 +22,8 @@ from pathlib import Path
 from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.records import Embedder, Fingerprint
-from askvault.services.index_pass import index_vault
-from askvault.services.search import search
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.search import search
 from askvault.settings import Settings, load_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

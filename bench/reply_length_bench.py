@@ -37,8 +37,8 @@ from _common import DATA, require_shared  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients  # noqa: E402
 from askvault.core.prompt import build_messages  # noqa: E402
-from askvault.services.context import build_context  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
+from askvault.services.retrieval.context import build_context  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

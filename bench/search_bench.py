@@ -8,7 +8,7 @@ queries are the cached SciFact query vectors. Without it, clustered random unit
 vectors (on which sign-bit quantization is known to do badly). Text: Zipf words.
 
 Reports p50/p95 (median over `--runs` runs of `--queries` queries) of
-`services.search.search` in words, vector, convex, rrf and rerank modes, of the vector
+`services.retrieval.search.search` in words, vector, convex, rrf and rerank modes, of the vector
 channel alone (top 100, as search asks for) exactly by vec0 and quantized (sign-bit scan +
 exact rescoring), and the recall@10 / recall@100 of the quantized channel against exact.
 `--widen 2` turns the real 384-dim vectors into 768-dim ones with the same geometry.
@@ -35,7 +35,7 @@ import numpy as np
 from askvault.adapters import search_store, store
 from askvault.adapters.db import connect, write_transaction
 from askvault.records import Fingerprint
-from askvault.services.search import search
+from askvault.services.retrieval.search import search
 from askvault.settings import Settings, load_settings
 
 VOCAB = 20_000

@@ -34,15 +34,15 @@ from _common import DATA, REPO, free_port, machine, median, require_shared  # no
 # What each command imports to build its document (a tree without a documents package
 # built them in its services).
 IMPORTS = {
-    "status": ["askvault.services.status"],
-    "search": ["askvault.services.search", "askvault.services.documents.search"],
+    "status": ["askvault.services.admin.status"],
+    "search": ["askvault.services.retrieval.search", "askvault.services.documents.search"],
 }
 # What both trees load before the measured import: the CLI and what every command uses.
 PRELUDE = "import askvault.cli.main, askvault.app.clients"
 # Each document module, after what it builds on (the search document on the search service).
 DOCUMENTS = {
     "askvault.services.documents.status": "askvault.records, askvault.adapters.lockfile",
-    "askvault.services.documents.search": "askvault.services.search",
+    "askvault.services.documents.search": "askvault.services.retrieval.search",
 }
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, free_port, machine, vault_copy  # noqa: E402
 from askvault.adapters.db import connect  # noqa: E402
 from askvault.app.clients import OllamaClients  # noqa: E402
-from askvault.services.index_pass import index_vault  # noqa: E402
+from askvault.services.index.index_pass import index_vault  # noqa: E402
 from askvault.settings import load_settings  # noqa: E402
 
 FAKE = REPO / "tests" / "support" / "fake_ollama.py"

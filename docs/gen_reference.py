@@ -28,7 +28,14 @@ from askvault.services.documents.context import ContextDocument
 from askvault.services.documents.note import NoteDocument
 from askvault.services.documents.search import SearchDocument
 from askvault.services.documents.status import StatusDocument
-from askvault.settings import ENV_ALIASES, SECTIONS, Settings, _section_type
+from askvault.settings import (
+    ENV_ALIASES,
+    SECTIONS,
+    Settings,
+    section_type,
+    setting_choices,
+    setting_kind,
+)
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
 
@@ -86,21 +93,25 @@ def config_reference() -> str:
         "|---|---|---|---|---|",
     ]
 
-    def row(key: str, f: object) -> str:
+    def row(key: str, cls: type, f: object) -> str:
         default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[attr-defined]
         env = aliases.get(key) or "ASKVAULT_" + key.upper().replace(".", "__")
+        name = f.name  # type: ignore[attr-defined]
+        choices = setting_choices(cls, name)
+        kind = " \\| ".join(f"`{c}`" for c in choices) if choices else setting_kind(cls, name)
         return (
-            f"| `{key}` | {f.type} | `{default!r}` | `{env}` | "  # type: ignore[attr-defined]
-            + f.metadata["help"].replace("|", "\\|")
+            f"| `{key}` | {kind} | `{default!r}` | `{env}` | "
+            + f.metadata["help"].replace("|", "\\|")  # type: ignore[attr-defined]
             + " |"
-        )  # type: ignore[attr-defined]
+        )
 
     for f in fields(Settings):
         if f.name not in SECTIONS:
-            lines.append(row(f.name, f))
+            lines.append(row(f.name, Settings, f))
     for section in SECTIONS:
-        for f in fields(_section_type(section)):
-            lines.append(row(f"{section}.{f.name}", f))
+        cls = section_type(section)
+        for f in fields(cls):
+            lines.append(row(f"{section}.{f.name}", cls, f))
     return "\n".join(lines) + "\n"
 
 

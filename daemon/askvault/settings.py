@@ -7,10 +7,13 @@ with its dotted key (`ollama.timeout_s: must be > 0`) in one ConfigError.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import os
 import re
 import tomllib
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
@@ -23,8 +26,18 @@ from askvault.errors import ConfigError
 DEFAULT_BUDGET_TOKENS = 4000
 
 
+# The settings whose value is one of a few words: the words are the type, listed once; the
+# validation, the example file and the reference read them from it (`setting_choices`).
+WatchMode = Literal["auto", "events", "polling"]
+LogFormat = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+FusionMethod = Literal["convex", "rrf", "rerank"]
+PromptForm = Literal["answer", "quote-first"]
+VerifyMode = Literal["off", "judge", "again"]
+
+
 def _opt(default: Any, help: str, **checks: Any) -> Any:
-    """A settings field with its help text and checks (min, choices) as metadata."""
+    """A settings field with its help text and checks (min, min_excl) as metadata."""
     meta = {"help": help, **checks}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
@@ -109,30 +122,27 @@ class DaemonSettings:
         600.0, "Periodic full reconcile, the safety net behind file events (seconds).", min=1
     )
     debounce_s: float = _opt(0.3, "Quiet time per path before an event is processed.", min=0)
-    watch_mode: str = _opt(
+    watch_mode: WatchMode = _opt(
         "auto",
-        "auto | events | polling: polling for filesystems without inotify events.",
-        choices=("auto", "events", "polling"),
+        "How the vault is watched: polling for filesystems without inotify events, events"
+        " for inotify's, auto chooses by the file system.",
     )
     poll_interval_s: float = _opt(2.0, "Polling interval in polling mode (seconds).", min_excl=0)
-    log_format: str = _opt("text", "text | json", choices=("text", "json"))
+    log_format: LogFormat = _opt("text", "Log lines as text, or as one JSON object each.")
     busy_timeout_s: float = _opt(
         15.0,
         "How long a write waits for another writer of the index before backing off (s).",
         min_excl=0,
     )
-    log_level: str = _opt(
-        "info", "debug | info | warning | error", choices=("debug", "info", "warning", "error")
-    )
+    log_level: LogLevel = _opt("info", "The least severe log lines written.")
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    fusion: str = _opt(
+    fusion: FusionMethod = _opt(
         "convex",
         "convex (words and vector scores scaled and mixed) | rrf (rank fusion of words and"
         " vectors) | rerank (vector top-K, then BM25).",
-        choices=("convex", "rrf", "rerank"),
     )
     limit: int = _opt(10, "Default number of hits.", min=1)
     candidates: int = _opt(100, "Candidates taken from each channel before fusion.", min=1)
@@ -172,20 +182,18 @@ class QueriesSettings:
         " docs/benchmarks.md (a CPU reads ~20-50 prompt tokens/s).",
         min=64,
     )
-    prompt: str = _opt(
+    prompt: PromptForm = _opt(
         "answer",
         "answer: the model answers from the numbered excerpts. quote-first: it first copies"
         " the sentence that answers, then answers from it (the copy is never published).",
-        choices=("answer", "quote-first"),
     )
-    verify: str = _opt(
+    verify: VerifyMode = _opt(
         "off",
         "judge: after the lexical check, the chat model is asked (a short, grammar-constrained"
         " request) whether the passages the claims rest on answer the question as asked;"
         " an answer judged wrong is not published. again: the model is asked the question a"
         " second time with the excerpts in reverse order, and an answer whose second reply"
         " rests on none of the same sentences is not published. off: the lexical check alone.",
-        choices=("off", "judge", "again"),
     )
     max_distance: float = _opt(
         0.0,
@@ -227,7 +235,19 @@ class Settings:
         return self.state_path / "index.sqlite"
 
 
-SECTIONS = ("ollama", "index", "daemon", "search", "queries")
+def _section_types() -> dict[str, type]:
+    """Each section of Settings (a field whose type is a settings dataclass) by name, in
+    the order Settings declares them: the sections are listed once, as its fields."""
+    hints = typing.get_type_hints(Settings)
+    return {
+        f.name: hints[f.name]
+        for f in fields(Settings)
+        if isinstance(hints[f.name], type) and dataclasses.is_dataclass(hints[f.name])
+    }
+
+
+SECTION_TYPES = _section_types()
+SECTIONS = tuple(SECTION_TYPES)
 DEFAULT_SETTINGS = Settings()
 
 # Environment variables named in DESIGN §6, mapped to dotted keys.
@@ -413,7 +433,7 @@ def _env_names(env: Mapping[str, str]) -> dict[str, str]:
 
 def known_keys() -> set[str]:
     """Every dotted settings key."""
-    keys = {f"{s}.{f.name}" for s in SECTIONS for f in fields(_section_type(s))}
+    keys = {f"{s}.{f.name}" for s in SECTIONS for f in fields(section_type(s))}
     return keys | {f.name for f in fields(Settings) if f.name not in SECTIONS}
 
 
@@ -423,15 +443,15 @@ def _build(values: dict[str, Any], problems: list[str]) -> Settings:
         if key not in known:
             problems.append(f"{key}: unknown setting")
     top = {
-        f.name: _coerce(f.name, values[f.name], f, problems)
+        f.name: _coerce(f.name, values[f.name], Settings, f, problems)
         for f in fields(Settings)
         if f.name not in SECTIONS and f.name in values
     }
     sections = {}
     for section in SECTIONS:
-        cls = _section_type(section)
+        cls = section_type(section)
         kwargs = {
-            f.name: _coerce(f"{section}.{f.name}", values[f"{section}.{f.name}"], f, problems)
+            f.name: _coerce(f"{section}.{f.name}", values[f"{section}.{f.name}"], cls, f, problems)
             for f in fields(cls)
             if f"{section}.{f.name}" in values
         }
@@ -439,21 +459,35 @@ def _build(values: dict[str, Any], problems: list[str]) -> Settings:
     return Settings(**{k: v for k, v in top.items() if v is not None}, **sections)
 
 
-def _section_type(section: str) -> type:
-    return {
-        "ollama": OllamaSettings,
-        "index": IndexSettings,
-        "daemon": DaemonSettings,
-        "search": SearchSettings,
-        "queries": QueriesSettings,
-    }[section]
+def section_type(section: str) -> type:
+    """The dataclass of a section of Settings (`ollama` -> OllamaSettings)."""
+    return SECTION_TYPES[section]
 
 
-def _coerce(key: str, raw: Any, f: Any, problems: list[str]) -> Any:
+@functools.cache
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def setting_choices(cls: type, name: str) -> tuple[str, ...]:
+    """The words a setting of `cls` may be (its Literal type's), or () for any value."""
+    hint = _field_types(cls)[name]
+    return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
+
+
+def setting_kind(cls: type, name: str) -> str:
+    """How a setting's value is read: bool, int, float, str, list[str] (a Literal is a str)."""
+    hint = _field_types(cls)[name]
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return "str"
+    return hint.__name__ if origin is None else str(hint)  # list[str]
+
+
+def _coerce(key: str, raw: Any, cls: type, f: Any, problems: list[str]) -> Any:
     """Convert a TOML/env/flag value to the field's type and check it; None if invalid."""
-    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     try:
-        value = _convert(kind, raw)
+        value = _convert(setting_kind(cls, f.name), raw)
     except (TypeError, ValueError) as exc:
         problems.append(f"{key}: {exc}")
         return None
@@ -464,8 +498,9 @@ def _coerce(key: str, raw: Any, f: Any, problems: list[str]) -> Any:
     if "min_excl" in meta and value <= meta["min_excl"]:
         problems.append(f"{key}: must be > {meta['min_excl']} (got {value!r})")
         return None
-    if "choices" in meta and value not in meta["choices"]:
-        problems.append(f"{key}: must be one of {', '.join(meta['choices'])} (got {value!r})")
+    choices = setting_choices(cls, f.name)
+    if choices and value not in choices:
+        problems.append(f"{key}: must be one of {', '.join(choices)} (got {value!r})")
         return None
     return value
 
@@ -539,13 +574,20 @@ def render_example_toml() -> str:
     for f in fields(Settings):
         if f.name in SECTIONS:
             continue
-        lines += [f"# {f.metadata['help']}", f"{f.name} = {_toml_value(_default(f))}", ""]
+        lines += [*_comment(Settings, f), f"{f.name} = {_toml_value(_default(f))}", ""]
     for section in SECTIONS:
         lines.append(f"[{section}]")
-        for f in fields(_section_type(section)):
-            lines += [f"# {f.metadata['help']}", f"{f.name} = {_toml_value(_default(f))}"]
+        cls = section_type(section)
+        for f in fields(cls):
+            lines += [*_comment(cls, f), f"{f.name} = {_toml_value(_default(f))}"]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _comment(cls: type, f: Any) -> list[str]:
+    """A setting's comment lines in the example file: its help, then its words if any."""
+    choices = setting_choices(cls, f.name)
+    return [f"# {f.metadata['help']}"] + ([f"# One of: {', '.join(choices)}."] if choices else [])
 
 
 def _default(f: Any) -> Any:

@@ -11,7 +11,7 @@ import pytest
 from askvault.adapters import calibration_store, store
 from askvault.adapters.db import Connection, connect
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for

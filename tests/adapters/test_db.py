@@ -17,7 +17,7 @@ from askvault.adapters import db
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
 from askvault.errors import DiskFull, IndexBusy, StoreError
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
 

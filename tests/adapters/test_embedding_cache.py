@@ -24,7 +24,7 @@ from askvault.adapters.db import _split_sql, connect, write_transaction
 from askvault.adapters.migrations import MIGRATIONS, m036_embedding_cache
 from askvault.adapters.ollama import PROBE_TEXT
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
 from support.vault_factory import make_fixture_vault

@@ -14,9 +14,9 @@ from askvault.adapters.db import Connection, connect, write_transaction
 from askvault.adapters.migrations import m037_link_targets
 from askvault.app.clients import OllamaClients
 from askvault.core.links import resolve_link
-from askvault.services.context_graph import find_neighbours, link_index_from_db
-from askvault.services.index_pass import index_vault
-from askvault.services.indexer import index_paths
+from askvault.services.index.index_pass import index_vault
+from askvault.services.index.indexer import index_paths
+from askvault.services.retrieval.context_graph import find_neighbours, link_index_from_db
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for

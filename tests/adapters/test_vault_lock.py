@@ -32,8 +32,8 @@ from askvault.app.daemon import Daemon
 from askvault.cli.main import cli
 from askvault.core.service_files import service_name
 from askvault.errors import VaultLocked
-from askvault.services.index_pass import index_vault
-from askvault.services.status import collect_status
+from askvault.services.admin.status import collect_status
+from askvault.services.index.index_pass import index_vault
 from askvault.settings import Settings, vault_id
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for

@@ -17,7 +17,7 @@ from askvault.app.clients import OllamaClients
 from askvault.app.embed_loop import EmbedLoop
 from askvault.core.abstention import Calibration
 from askvault.core.backoff import Backoff
-from askvault.services.indexer import reconcile
+from askvault.services.index.indexer import reconcile
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for

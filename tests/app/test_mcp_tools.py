@@ -28,9 +28,9 @@ from askvault.app.mcp_serve import make_server
 from askvault.cli.main import cli
 from askvault.errors import AnswerCancelled
 from askvault.records import Cancellation
-from askvault.services.ask import ask_question
-from askvault.services.note_reader import READ_MAX_BYTES
-from askvault.services.warm_session import WarmSession
+from askvault.services.agent.note_view import READ_MAX_BYTES
+from askvault.services.agent.warm_session import WarmSession
+from askvault.services.inbox.ask import ask_question
 from askvault.settings import Settings, load_traced_settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for
@@ -556,7 +556,7 @@ def test_a_follow_up_cancelled_before_its_write_writes_nothing(
     settings_pair: tuple[Settings, Path], session: WarmSession, fake_ollama: FakeOllama
 ) -> None:
     from askvault.adapters.db import connect
-    from askvault.services.ask import ask_follow_up
+    from askvault.services.inbox.ask import ask_follow_up
 
     settings, vault = settings_pair
     note = _saved_answer(session, vault, fake_ollama)

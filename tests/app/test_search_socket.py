@@ -24,8 +24,8 @@ from askvault.app.clients import OllamaClients
 from askvault.app.search_socket import SearchSocketWorker, ask_daemon, socket_path
 from askvault.core.schema import to_json
 from askvault.services.documents.search import search_document
-from askvault.services.index_pass import index_vault
-from askvault.services.search import open_search, search
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.search import open_search, search
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.index_templates import index_copy

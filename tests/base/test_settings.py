@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from askvault.errors import ConfigError
-from askvault.settings import Settings, load_settings, render_example_toml, vault_id
+from askvault.settings import (
+    SECTIONS,
+    Settings,
+    known_keys,
+    load_settings,
+    render_example_toml,
+    section_type,
+    setting_choices,
+    setting_kind,
+    vault_id,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,3 +134,75 @@ def test_example_config_loads_to_the_defaults(tmp_path: Path) -> None:
     config = tmp_path / "example.toml"
     config.write_text(render_example_toml())
     assert load_settings(config, env={}) == Settings()
+
+
+# Every setting that is one of a few words, with its words: the Literal type is their one list.
+CHOICE_SETTINGS = {
+    "daemon.watch_mode": ("auto", "events", "polling"),
+    "daemon.log_format": ("text", "json"),
+    "daemon.log_level": ("debug", "info", "warning", "error"),
+    "search.fusion": ("convex", "rrf", "rerank"),
+    "queries.prompt": ("answer", "quote-first"),
+    "queries.verify": ("off", "judge", "again"),
+}
+
+
+def _choice_fields() -> dict[str, tuple[str, ...]]:
+    found = {}
+    for section in SECTIONS:
+        cls = section_type(section)
+        for f in fields(cls):
+            if setting_choices(cls, f.name):
+                found[f"{section}.{f.name}"] = setting_choices(cls, f.name)
+    return found
+
+
+def test_the_settings_of_a_few_words_take_them_from_their_literal_type() -> None:
+    assert _choice_fields() == CHOICE_SETTINGS
+    # no second list beside the type: the fields' metadata holds the help and bounds only
+    assert all("choices" not in f.metadata for s in SECTIONS for f in fields(section_type(s)))
+
+
+@pytest.mark.parametrize("key", sorted(CHOICE_SETTINGS))
+def test_each_word_of_a_choice_setting_is_accepted_and_another_is_refused(key: str) -> None:
+    section, name = key.split(".")
+    for word in CHOICE_SETTINGS[key]:
+        settings = load_settings(None, env={}, flags={key: word})
+        assert getattr(getattr(settings, section), name) == word
+    with pytest.raises(ConfigError) as info:
+        load_settings(None, env={f"ASKVAULT_{section.upper()}__{name.upper()}": "other"})
+    assert info.value.problems == [
+        f"{key}: must be one of {', '.join(CHOICE_SETTINGS[key])} (got 'other')"
+    ]
+
+
+def test_a_choice_setting_is_a_string_first() -> None:
+    """A number where a word is expected is refused as a string would be: not one of them."""
+    with pytest.raises(ConfigError, match=r"daemon.log_format: must be a string \(got 1\)"):
+        load_settings(None, env={}, flags={"daemon.log_format": 1})
+    assert setting_kind(section_type("daemon"), "log_format") == "str"
+    assert setting_kind(section_type("index"), "ignore_globs") == "list[str]"
+    assert setting_kind(Settings, "vault") == "str"
+
+
+def test_the_example_file_names_the_words_of_each_choice_setting() -> None:
+    text = render_example_toml()
+    for key, words in CHOICE_SETTINGS.items():
+        name = key.split(".")[1]
+        assert f"# One of: {', '.join(words)}.\n{name} = " in text
+
+
+def test_the_sections_are_the_settings_fields_of_a_section_type() -> None:
+    """The sections are listed once, as fields of Settings: the TOML tables, the known keys
+    and the example file follow them."""
+    assert SECTIONS == ("ollama", "index", "daemon", "search", "queries")
+    assert [section_type(s).__name__ for s in SECTIONS] == [
+        "OllamaSettings",
+        "IndexSettings",
+        "DaemonSettings",
+        "SearchSettings",
+        "QueriesSettings",
+    ]
+    tables = [line for line in render_example_toml().splitlines() if line.startswith("[")]
+    assert tables == [f"[{s}]" for s in SECTIONS]
+    assert "vault" in known_keys() and "ollama" not in known_keys()

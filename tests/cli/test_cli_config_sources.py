@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from askvault.cli.main import cli
-from askvault.services.doctor import Check, config_check
+from askvault.services.admin.doctor import Check, config_check
 from askvault.settings import SettingsTrace, load_traced_settings, render_example_toml
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env

@@ -9,7 +9,7 @@ import pytest
 import sqlean
 from click.testing import CliRunner
 
-from askvault.cli.main import handle_errors
+from askvault.cli.common import handle_errors
 
 
 def _command(exc: BaseException) -> click.Command:

@@ -15,7 +15,7 @@ from askvault.adapters.answer_store import AnswerRow, QuestionRow
 from askvault.adapters.db import connect, write_transaction
 from askvault.app.clients import OllamaClients
 from askvault.cli.render import ProgressLine
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 from support.cli_invoke import invoke
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import cli_env, settings_for

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import cli_env, settings_for
 from support.vault_factory import make_fixture_vault
@@ -176,10 +176,10 @@ def test_the_cli_loads_the_service_code_only_for_a_service_command() -> None:
     """`askvault service` writes unit files; every other command's start-up skipped it
     (15 ms of a 110 ms word search)."""
     from askvault.cli import service_cmd
-    from askvault.services import service
+    from askvault.services.admin import user_service
 
-    assert service_cmd.PLATFORMS == service.PLATFORMS
-    script = "import sys, askvault.cli.main; print('askvault.services.service' in sys.modules)"
+    assert service_cmd.PLATFORMS == user_service.PLATFORMS
+    script = "import sys, askvault.cli.main; print('askvault.services.admin.user_service' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     ).stdout.strip()

@@ -15,7 +15,8 @@ def test_local_iso_is_to_the_second_with_the_local_offset() -> None:
 
 
 def test_every_writer_uses_the_one_helper() -> None:
-    from askvault.services import answer, indexer
+    from askvault.services import answer
+    from askvault.services.index import indexer
 
     assert answer.iso_now(1_764_583_200) == local_iso(1_764_583_200)
     assert indexer._iso(1_764_583_200) == local_iso(1_764_583_200)

@@ -33,8 +33,8 @@ from askvault.adapters.db import Connection, connect
 from askvault.adapters.migrations import MIGRATIONS
 from askvault.adapters.vault import TEMP_PREFIX, scan_vault
 from askvault.app.clients import OllamaClients
-from askvault.services.doctor import run_checks
-from askvault.services.indexer import ignore_rules_for
+from askvault.services.admin.doctor import run_checks
+from askvault.services.index.indexer import ignore_rules_for
 from askvault.settings import Settings, vault_id
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for

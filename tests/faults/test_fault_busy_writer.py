@@ -18,7 +18,7 @@ from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.app.embed_loop import EmbedLoop
 from askvault.core.backoff import Backoff
-from askvault.services.indexer import reconcile
+from askvault.services.index.indexer import reconcile
 from drill_vault import write_notes
 from in_process import InProcessDaemon
 from invariants import FaultWorld, check_invariants, index_state, wait_converged, wait_until

@@ -17,7 +17,7 @@ import pytest
 
 from askvault.adapters import answer_store
 from askvault.adapters.db import connect
-from askvault.services.status import collect_status
+from askvault.services.admin.status import collect_status
 from in_process import InProcessDaemon
 from invariants import (
     FaultWorld,

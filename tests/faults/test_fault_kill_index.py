@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from askvault.adapters.ollama import PROBE_TEXT
-from askvault.services import embedding
+from askvault.services.index import embedding
 from drill_vault import input_hash, stored_text_hashes, write_notes
 from invariants import FaultWorld, check_invariants
 from support.daemon_process import DaemonProcess
@@ -58,7 +58,7 @@ def test_kill_9_during_a_cold_index_converges_and_never_reembeds_stored_vectors(
     again = [t for t in fake_ollama.embedded_inputs[seen:] if input_hash(t) in stored]
     assert not again, f"seed {seed}: the final run re-embedded stored texts"
     # The probes (the adapter's dimension probe, doctor's real embedding) and the titles the
-    # distance cut-off is calibrated from (queries: services/calibration.py) are never stored.
+    # distance cut-off is calibrated from (queries: services/index/calibration.py) are never stored.
     probes = (PROBE_TEXT, embedding.PROBE_TEXT)
     texts = {
         input_hash(t)

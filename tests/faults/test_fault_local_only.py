@@ -24,8 +24,8 @@ from askvault.adapters.ollama import (
 from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon, default_workers
 from askvault.errors import RemoteHostRefused
-from askvault.services.ask import ask_question
-from askvault.services.doctor import run_checks
+from askvault.services.admin.doctor import run_checks
+from askvault.services.inbox.ask import ask_question
 from invariants import FaultWorld, wait_until
 from support.daemon_process import DaemonProcess
 from support.fake_ollama import FakeOllama

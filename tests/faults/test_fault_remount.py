@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from askvault.adapters.db import connect
-from askvault.services.search import search
-from askvault.services.status import collect_status
+from askvault.services.admin.status import collect_status
+from askvault.services.retrieval.search import search
 from in_process import InProcessDaemon
 from invariants import FaultWorld, answer_notes, check_invariants, wait_converged, wait_until
 from support.fake_ollama import FakeOllama

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "daemon" / "askvault"
@@ -385,7 +386,7 @@ def test_no_class_of_services_inherits_from_a_class_of_another_module() -> None:
 def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "import askvault.services.indexer\n"
+        "import askvault.services.index.indexer\n"
         "from askvault.services import status\n"
         "from askvault.services.inbox.files import AnswerFiles\n"
         "import askvault.services.inbox.upkeep as upkeep\n"
@@ -394,7 +395,7 @@ def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: P
         "class A(AnswerFiles):\n    pass\n"
         "class B(upkeep.AnswerUpkeep):\n    pass\n"
         "class C(Local, AskvaultError):\n    pass\n"
-        "class D(status.Status, askvault.services.indexer.Indexer):\n    pass\n",
+        "class D(status.Status, askvault.services.index.indexer.Indexer):\n    pass\n",
         encoding="utf-8",
     )
     found = _services_bases(module, "askvault.services.m")
@@ -402,7 +403,7 @@ def test_the_inheritance_check_sees_a_base_class_from_another_module(tmp_path: P
         "A(AnswerFiles) from askvault.services.inbox.files",
         "B(upkeep.AnswerUpkeep)",
         "D(status.Status)",
-        "D(askvault.services.indexer.Indexer)",
+        "D(askvault.services.index.indexer.Indexer)",
     ]
 
 
@@ -449,7 +450,7 @@ def test_the_private_call_check_sees_a_call_through_a_part(tmp_path: Path) -> No
 THREADS_OUTSIDE_APP = {
     "adapters/watcher.py": "watchdog's observer and the debounce thread that flushes it",
     "adapters/mcp_server.py": "the MCP SDK runs each tool call in a worker thread",
-    "services/indexer.py": (
+    "services/index/indexer.py": (
         "a parsing pool worker process watches for its parent's death; issue 24 item 5 "
         "moves it out of services/"
     ),
@@ -508,3 +509,225 @@ def test_the_thread_check_sees_every_way_to_start_one(tmp_path: Path) -> None:
         "ThreadPoolExecutor",
         "to_thread",
     ]
+
+
+# The rooms of services/, in the order their imports point: a room imports only the rooms
+# before it (docs/architecture.md, "Rooms of services/").
+ROOMS = ("index", "retrieval", "answer", "inbox", "documents", "admin", "agent")
+
+
+def loose_modules(services: Path) -> list[str]:
+    """What sits in `services` outside a room: a module beside `__init__.py`, or a folder
+    that is not one of ROOMS."""
+    return sorted(
+        entry.name
+        for entry in services.iterdir()
+        if entry.name not in ("__init__.py", "__pycache__")
+        and not (entry.is_dir() and entry.name in ROOMS)
+        and (entry.suffix == ".py" or entry.is_dir())
+    )
+
+
+def test_every_module_of_services_is_in_a_room() -> None:
+    assert loose_modules(PACKAGE / "services") == [], "place the module in a room (ROOMS)"
+
+
+def test_the_room_check_sees_a_loose_module_and_an_unknown_room(tmp_path: Path) -> None:
+    services = tmp_path / "services"
+    for room in ("index", "answer"):
+        (services / room).mkdir(parents=True)
+        (services / room / "__init__.py").write_text("", encoding="utf-8")
+    (services / "__init__.py").write_text("", encoding="utf-8")
+    (services / "helpers.py").write_text("", encoding="utf-8")
+    (services / "misc").mkdir()
+    (services / "notes.txt").write_text("", encoding="utf-8")
+    assert loose_modules(services) == ["helpers.py", "misc"]
+
+
+def room_of(module: str) -> str | None:
+    """`askvault.services.inbox.files` -> inbox; None outside services/ (or for the
+    package itself)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["askvault", "services"] else None
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The rooms `path` imports from: `askvault.services.<room>...`, and the rooms named
+    by `from askvault.services import <room>`."""
+    found = {room_of(m) for m in imports_of(path)}
+    for node in nodes_of(path):
+        if isinstance(node, ast.ImportFrom) and node.module == "askvault.services":
+            found |= {alias.name for alias in node.names}
+    return {room for room in found if room is not None}
+
+
+def room_violations(services: Path) -> list[str]:
+    """Imports from a room to a room at or after it in ROOMS (a room beyond ROOMS counts
+    as the last)."""
+    order = {room: i for i, room in enumerate(ROOMS)}
+    found = []
+    for path in sorted(services.rglob("*.py")):
+        parts = path.relative_to(services).parts
+        if len(parts) < 2:
+            continue
+        room = parts[0]
+        for target in sorted(imported_rooms(path) - {room}):
+            if order.get(target, len(ROOMS)) >= order.get(room, len(ROOMS)):
+                found.append(f"{'/'.join(parts)} ({room}) imports {target}")
+    return found
+
+
+def test_rooms_import_only_the_rooms_before_them() -> None:
+    assert room_violations(PACKAGE / "services") == []
+
+
+def test_the_room_order_check_sees_an_import_back(tmp_path: Path) -> None:
+    services = tmp_path / "services"
+    for room in ("index", "answer", "inbox"):
+        (services / room).mkdir(parents=True)
+    (services / "index" / "a.py").write_text(
+        "from askvault.services.answer.pipeline import answer_question\n", encoding="utf-8"
+    )
+    (services / "answer" / "b.py").write_text(
+        "from askvault.services.index import calibration\n"
+        "from askvault.services import inbox\n"
+        "import askvault.services.answer.result\n",
+        encoding="utf-8",
+    )
+    (services / "inbox" / "c.py").write_text(
+        "from askvault.services.answer import answer_question\n", encoding="utf-8"
+    )
+    assert room_violations(services) == [
+        "answer/b.py (answer) imports inbox",
+        "index/a.py (index) imports answer",
+    ]
+
+
+def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules `path` imports when it runs, inside functions too (a lazy
+    import closes a circle as well), but not under `if TYPE_CHECKING:` (a type alone)."""
+    nodes = nodes_of(path)
+    typing_only: set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            typing_only |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found = set()
+    for node in nodes:
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found & modules
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """The circles of imports among the modules of `package` (each a sorted list of
+    modules that reach each other), found by Tarjan's strongly connected components."""
+    paths = {}
+    for path in package.rglob("*.py"):
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        paths[name.removesuffix(".__init__")] = path
+    graph = {m: _runtime_imports(p, set(paths)) - {m} for m, p in paths.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """No circle of imports, lazy ones included: the CLI's command modules once imported
+    the group from cli/main, which imported them to register them."""
+    assert import_cycles(PACKAGE) == []
+
+
+def test_the_cycle_check_sees_a_lazy_circle_and_not_a_typing_one(tmp_path: Path) -> None:
+    package = tmp_path / "askvault"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cli" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cli" / "main.py").write_text(
+        "def _register():\n    from askvault.cli import status_cmd\n", encoding="utf-8"
+    )
+    (package / "cli" / "status_cmd.py").write_text(
+        "from askvault.cli.main import cli\n", encoding="utf-8"
+    )
+    (package / "db.py").write_text("import askvault.migrations\n", encoding="utf-8")
+    (package / "migrations.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from askvault.db import C\n",
+        encoding="utf-8",
+    )
+    assert import_cycles(package) == [["askvault.cli.main", "askvault.cli.status_cmd"]]
+
+
+ISSUE_NUMBER = re.compile(r"\b[Ii]ssues? \d+")
+QUOTED = re.compile(r'"[^"]*"')  # a heading cited by its words, which may hold a number
+
+
+def comments_citing_an_issue(path: Path) -> list[str]:
+    """The `#` comments of `path` that give an issue number as their reason: the reason is
+    in the docs, and a comment names the heading that holds it (docs/decisions.md, "...")."""
+    with path.open("rb") as source:
+        comments = [t for t in tokenize.tokenize(source.readline) if t.type == tokenize.COMMENT]
+    blocks: list[tuple[int, int, str]] = []  # (first line, last line, text): lines in a row
+    for token in comments:
+        line, text = token.start[0], token.string.lstrip("#").strip()
+        if blocks and blocks[-1][1] == line - 1:
+            blocks[-1] = (blocks[-1][0], line, f"{blocks[-1][2]} {text}")
+        else:
+            blocks.append((line, line, text))
+    return [
+        f"line {first}" for first, _, text in blocks if ISSUE_NUMBER.search(QUOTED.sub("", text))
+    ]
+
+
+def test_no_code_comment_cites_an_issue_number() -> None:
+    offenders = [
+        f"{path.relative_to(PACKAGE)} {where}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for where in comments_citing_an_issue(path)
+    ]
+    assert offenders == [], 'cite the heading instead: (docs/decisions.md, "...")'
+
+
+def test_the_issue_comment_check_reads_comments_only(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""Built for issue 12: a docstring may tell the history."""\n'
+        "X = 1  # the cache (issue 11)\n"
+        'Y = "issue 3 in a string"\n'
+        "# Issues 14 and 15: two of them\n"
+        '# the reason (docs/decisions.md, "Lean and instant")\n'
+        "\n"
+        '# a heading over two lines (docs/reliability.md, "What was\n'
+        '# fixed (issue 15)", F)\n',
+        encoding="utf-8",
+    )
+    assert comments_citing_an_issue(module) == ["line 2", "line 4"]

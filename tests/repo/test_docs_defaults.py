@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
-from askvault.services.question_options import read_question_options
+from askvault.services.inbox.question_options import read_question_options
 from askvault.settings import SECTIONS, Settings
 
 REPO = Path(__file__).resolve().parents[2]

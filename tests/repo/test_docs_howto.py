@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from askvault.services.question_options import KNOWN_OPTIONS
+from askvault.services.inbox.question_options import KNOWN_OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 HOWTO = REPO / "docs" / "how-to"
@@ -50,7 +50,9 @@ def test_relative_links_and_anchors_resolve(page: Path) -> None:
 
 
 def _doctor_check_names() -> set[str]:
-    tree = ast.parse((REPO / "daemon/askvault/services/doctor.py").read_text(encoding="utf-8"))
+    tree = ast.parse(
+        (REPO / "daemon/askvault/services/admin/doctor.py").read_text(encoding="utf-8")
+    )
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Check" and node.args:

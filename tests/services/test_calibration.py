@@ -1,4 +1,4 @@
-"""services/calibration.py: the distance cut-off in force for answers, and the vault's own
+"""services/index/calibration.py: the distance cut-off in force for answers, and the vault's own
 calibration of it for an embedding model never measured (issue 22 item 3)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from askvault.core.abstention import CALIBRATION_MIN, calibrated_cutoff
 from askvault.errors import OllamaError
 from askvault.records import QuestionOptions
 from askvault.services.answer import answer_question
-from askvault.services.calibration import calibrate_cutoff, calibration_target, cutoff_for
-from askvault.services.foreground import ForegroundWork
-from askvault.services.index_pass import index_vault
+from askvault.services.index.calibration import calibrate_cutoff, calibration_target, cutoff_for
+from askvault.services.index.foreground import ForegroundWork
+from askvault.services.index.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for

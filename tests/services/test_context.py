@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.core.chunking import estimate_tokens
-from askvault.services.context import build_context
-from askvault.services.context_graph import best_window, clean_target
 from askvault.services.documents.context import context_document
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.context import build_context
+from askvault.services.retrieval.context_graph import best_window, clean_target
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.retrieval_vault import Indexed, indexed_vault
 

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
-from askvault.services.doctor import Check, run_checks
-from askvault.services.index_pass import index_vault
+from askvault.services.admin.doctor import Check, run_checks
+from askvault.services.index.index_pass import index_vault
 from askvault.settings import Settings
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama, full_name
 from support.settings_factory import cli_env, settings_for

@@ -14,11 +14,11 @@ from askvault.adapters.db import connect
 from askvault.adapters.ollama import PROBE_TEXT
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
-from askvault.services.doctor import run_checks
-from askvault.services.embedding import drain_backlog, target_fingerprint, vector_problem
-from askvault.services.index_pass import index_vault
-from askvault.services.search import open_search, search
-from askvault.services.status import collect_status
+from askvault.services.admin.doctor import run_checks
+from askvault.services.admin.status import collect_status
+from askvault.services.index.embedding import drain_backlog, target_fingerprint, vector_problem
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.search import open_search, search
 from askvault.settings import Settings
 from support.fake_ollama import DEFAULT_DIMENSION, FakeOllama
 from support.settings_factory import cli_env, settings_for

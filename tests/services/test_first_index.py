@@ -22,10 +22,10 @@ from askvault.cli.render import search_lines
 from askvault.core.fusion import coverage_weight
 from askvault.core.schema import to_json
 from askvault.services.documents.search import search_document
-from askvault.services.embedding import drain_backlog, target_fingerprint
-from askvault.services.foreground import ForegroundWork
-from askvault.services.index_pass import index_vault
-from askvault.services.search import search, word_hit_hashes
+from askvault.services.index.embedding import drain_backlog, target_fingerprint
+from askvault.services.index.foreground import ForegroundWork
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.search import search, word_hit_hashes
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.inbox_driver import InboxDriver, driver_starter, inbox_settings, inbox_vault

@@ -13,7 +13,7 @@ from askvault.core.answer_note import AnswerNote, render_frontmatter
 from askvault.core.followup import carried_options
 from askvault.core.notes import parse_note
 from askvault.records import PeriodScope, QuestionOptions
-from askvault.services.question_options import follow_up_options
+from askvault.services.inbox.question_options import follow_up_options
 from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
 from support.inbox_driver import InboxDriver

@@ -15,7 +15,7 @@ from askvault.adapters import answer_store, meta
 from askvault.adapters.db import connect, write_transaction
 from askvault.core.answer_note import AnswerNote, render_answer_note
 from askvault.services.inbox.files import AnswerFiles
-from askvault.services.question_options import parse_question_options, question_summary
+from askvault.services.inbox.question_options import parse_question_options, question_summary
 from askvault.settings import Settings
 from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
@@ -255,7 +255,7 @@ def test_cited_note_change_marks_the_answer_stale(
 
 
 def _edit_and_index(settings: Settings, path: Path) -> None:
-    from askvault.services.indexer import index_paths
+    from askvault.services.index.indexer import index_paths
 
     path.write_text(path.read_text(encoding="utf-8") + "\nA later edit.\n", encoding="utf-8")
     conn = connect(settings.db_path)

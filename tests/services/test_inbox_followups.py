@@ -12,7 +12,7 @@ import pytest
 
 from askvault.adapters.vault import write_atomic
 from askvault.core.followup import find_follow_ups
-from askvault.services import follow_up_turns
+from askvault.services.inbox import follow_up_turns
 from askvault.settings import Settings
 from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
@@ -212,6 +212,6 @@ def test_a_page_a_follow_up_cited_changing_lists_the_note_as_stale(
 
 def _reindex(inbox: InboxDriver) -> None:
     from askvault.app.clients import OllamaClients
-    from askvault.services.index_pass import index_vault
+    from askvault.services.index.index_pass import index_vault
 
     index_vault(inbox.settings, OllamaClients(inbox.settings))

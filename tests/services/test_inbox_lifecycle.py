@@ -16,7 +16,7 @@ from askvault.app.clients import OllamaClients
 from askvault.core.ownership import sign_note
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.inbox.presence import VaultPresence
-from askvault.services.index_pass import index_vault
+from askvault.services.index.index_pass import index_vault
 from askvault.settings import Settings
 from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
@@ -131,7 +131,7 @@ def test_a_forged_or_copied_marker_is_not_trusted_after_the_index_is_deleted(
 def test_an_adopted_answer_is_not_stale_for_the_rebuild_but_is_for_a_later_edit(
     vault: Path, settings: Settings, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:
-    from askvault.services.indexer import index_paths
+    from askvault.services.index.indexer import index_paths
 
     fake_ollama.chat_script = [REPLY]
     (vault / "queries/inbox/Q.md").write_text(QUESTION, encoding="utf-8")
@@ -473,7 +473,7 @@ def test_every_time_in_an_answer_note_is_iso_8601_with_the_local_offset(
 
 
 def _stale_answer(vault: Path, settings: Settings, inbox: InboxDriver, question: bytes) -> Path:
-    from askvault.services.indexer import index_paths
+    from askvault.services.index.indexer import index_paths
 
     (vault / "queries/inbox/Q.md").write_bytes(question)
     answer = vault / "queries/answers/Q.md"

@@ -13,10 +13,10 @@ from askvault.adapters.db import connect, write_transaction
 from askvault.adapters.ollama import PROBE_TEXT
 from askvault.adapters.vault import HARD_LINK_REASON
 from askvault.app.clients import OllamaClients
-from askvault.services.embedding import drain_backlog, target_fingerprint
-from askvault.services.index_pass import index_vault
-from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
-from askvault.services.status import collect_status
+from askvault.services.admin.status import collect_status
+from askvault.services.index.embedding import drain_backlog, target_fingerprint
+from askvault.services.index.index_pass import index_vault
+from askvault.services.index.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
@@ -241,7 +241,7 @@ def test_while_a_new_model_is_built_searches_embed_the_query_with_the_old_one(
     """The old vectors serve until the new ones take over, so the query must be the old
     model's: a query of the new model against them is noise when the two have the same
     length (here both 64), and a dimension error (words only) when they do not."""
-    from askvault.services.search import search
+    from askvault.services.retrieval.search import search
 
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))
@@ -262,7 +262,7 @@ def test_while_a_new_model_is_built_searches_embed_the_query_with_the_old_one(
 def test_while_a_new_model_is_built_and_the_old_one_is_gone_search_falls_back_to_words(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
-    from askvault.services.search import search
+    from askvault.services.retrieval.search import search
 
     settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
     index_vault(settings, OllamaClients(settings))

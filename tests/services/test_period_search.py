@@ -19,13 +19,13 @@ from askvault.core.answer_note import render_answer_note
 from askvault.core.schema import to_json
 from askvault.errors import AskvaultError
 from askvault.records import PeriodRequest, QuestionOptions, SearchFilters
+from askvault.services.admin.status import collect_status
 from askvault.services.answer import answer_question
-from askvault.services.context import build_context
 from askvault.services.documents.search import search_document
-from askvault.services.index_pass import index_vault
-from askvault.services.indexer import index_paths, reconcile
-from askvault.services.search import search
-from askvault.services.status import collect_status
+from askvault.services.index.index_pass import index_vault
+from askvault.services.index.indexer import index_paths, reconcile
+from askvault.services.retrieval.context import build_context
+from askvault.services.retrieval.search import search
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import settings_for
@@ -159,7 +159,7 @@ def test_each_channel_is_narrowed_in_sql(idx: tuple[Settings, Connection], mode:
 
 
 def test_what_is_searched_loses_the_words_and_their_hanging_preposition() -> None:
-    from askvault.services.periods import without_words
+    from askvault.services.retrieval.periods import without_words
 
     assert without_words("what about Canvas in late 2022?", "late 2022") == "what about Canvas?"
     assert without_words("Notizen von gestern", "gestern") == "Notizen"

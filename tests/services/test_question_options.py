@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from askvault.core.answer_note import AnswerNote, render_answer_note
-from askvault.services.question_options import read_question_options
+from askvault.services.inbox.question_options import read_question_options
 from support import inbox_fixtures
 from support.fake_ollama import FakeOllama
 from support.inbox_driver import InboxDriver

@@ -18,8 +18,8 @@ from askvault.cli.main import cli
 from askvault.core.schema import to_json
 from askvault.records import SearchFilters
 from askvault.services.documents.search import search_document
-from askvault.services.index_pass import index_vault
-from askvault.services.search import search
+from askvault.services.index.index_pass import index_vault
+from askvault.services.retrieval.search import search
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.retrieval_vault import (
     FIXTURE_VAULT,
@@ -179,7 +179,7 @@ def test_search_waits_only_its_short_embedding_deadline_before_answering_from_wo
     import dataclasses
     import time
 
-    from askvault.services.search import open_search
+    from askvault.services.retrieval.search import open_search
 
     settings = dataclasses.replace(
         indexed.settings, search=dataclasses.replace(indexed.settings.search, embed_timeout_s=0.3)

@@ -328,7 +328,7 @@ def test_sources_name_a_page_by_its_path_when_another_note_has_its_name(
     `[[Archive/Snapshots]]` when two notes are called Snapshots (it was `[[Snapshots]]` in
     `## Sources`, which Obsidian may resolve to the other note)."""
     from askvault.adapters.db import connect
-    from askvault.services.index_pass import index_vault
+    from askvault.services.index.index_pass import index_vault
     from support.settings_factory import settings_for
 
     (vault / "Archive").mkdir()

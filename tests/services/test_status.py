@@ -12,7 +12,7 @@ from askvault.adapters.answer_store import QuestionRow
 from askvault.adapters.db import connect, write_transaction
 from askvault.cli.render import status_lines
 from askvault.core.schema import to_json
-from askvault.services.status import collect_status
+from askvault.services.admin.status import collect_status
 from support.fake_ollama import FakeOllama
 from support.inbox_driver import inbox_settings, inbox_vault
 

@@ -26,8 +26,8 @@ from askvault.adapters.lockfile import VaultLock
 from askvault.app.activity_board import ActivityBoard
 from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon
-from askvault.services.doctor import run_checks
-from askvault.services.status import collect_status, embedding_rate
+from askvault.services.admin.doctor import run_checks
+from askvault.services.admin.status import collect_status, embedding_rate
 from askvault.settings import Settings
 from support.cli_invoke import invoke
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama

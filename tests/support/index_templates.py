@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from askvault.app.clients import OllamaClients
-from askvault.services.index_pass import PassReport, index_vault
+from askvault.services.index.index_pass import PassReport, index_vault
 from askvault.settings import Settings
 from support.fake_ollama import SERVING
 

@@ -1,4 +1,4 @@
-"""The SQL of the distance calibration (services/calibration.py): which notes' titles can
+"""The SQL of the distance calibration (services/index/calibration.py): which notes' titles can
 calibrate a model's cut-off, and a title's exact distance to the nearest chunk of another
 note. Derived notes (answers) are left out, as a search leaves them out.
 """

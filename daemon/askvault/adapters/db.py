@@ -37,7 +37,8 @@ BUSY_TIMEOUT_S = 15.0
 # 64 MiB page cache and 256 MiB of memory-mapped reads: measured in bench/search_bench.py.
 CACHE_SIZE_KIB = 65_536
 MMAP_SIZE_BYTES = 268_435_456
-# The index is a copy of the vault's text: private to its owner (issue 15).
+# The index is a copy of the vault's text: private to its owner (docs/reliability.md,
+# "Fixes (adapters)", 16c).
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 

@@ -15,7 +15,7 @@ from askvault.adapters.db import Connection
 from askvault.core.abstention import Calibration
 
 # How the indexed notes were cut: the chunker's version and its token cap
-# (services/indexer.chunking_key); a change re-chunks every note once.
+# (services/index/indexer.chunking_key); a change re-chunks every note once.
 CHUNKING = "chunking"
 # When the last reconcile or batch changed a note (core/timestamps.local_iso).
 LAST_CHANGE_INDEXED_AT = "last_change_indexed_at"
@@ -23,13 +23,13 @@ LAST_CHANGE_INDEXED_AT = "last_change_indexed_at"
 # vault paths): askvault does not rewrite them, `status` lists them.
 STALE_ANSWERS_EDITED = "stale_answers_edited"
 # The vault root's device at the last reconcile, and why the last one was refused
-# (empty when it was not): services/vault_presence.py.
+# (empty when it was not): services/index/deletion_guard.py.
 VAULT_DEVICE = "vault_device"
 VAULT_UNAVAILABLE = "vault_unavailable"
 # Why embeddings wait (Ollama down, model missing), and for which host and model.
 EMBED_WAITING_REASON = "embed_waiting_reason"
 EMBED_WAITING_FOR = "embed_waiting_for"
-# The distance cut-offs the vault calibrated (services/calibration.py): a JSON object, one
+# The distance cut-offs the vault calibrated (services/index/calibration.py): a JSON object, one
 # entry per embedding fingerprint key, so a model switched back to keeps its own.
 DISTANCE_CALIBRATIONS = "distance_calibrations"
 

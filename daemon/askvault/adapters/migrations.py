@@ -148,12 +148,13 @@ M031_ANSWER_PREVIOUS_HASH = """
 ALTER TABLE answers ADD COLUMN previous_sha256 TEXT NOT NULL DEFAULT '';
 """
 
-# Issue 15: a question is archived and logged from a durable record. `log_line` is the
-# line `queries/log.md` gets once the question is archived (status `archiving`, then
-# `logging` once the move is done), so a crash between the move and the log neither
-# loses the line nor writes it twice. `vault_placeholders` lists the empty files askvault
-# reserved with O_EXCL where hard links are refused (FAT, some shares): a crash before
-# the rename onto one leaves an empty file that the next start removes, and only those.
+# A question is archived and logged from a durable record (docs/reliability.md, "What was
+# fixed (issue 15)", F). `log_line` is the line `queries/log.md` gets once the question is
+# archived (status `archiving`, then `logging` once the move is done), so a crash between the
+# move and the log neither loses the line nor writes it twice. `vault_placeholders` lists the
+# empty files askvault reserved with O_EXCL where hard links are refused (FAT, some shares): a
+# crash before the rename onto one leaves an empty file that the next start removes, and only
+# those.
 M032_INBOX_ARCHIVE_STATE = """
 ALTER TABLE inbox_questions ADD COLUMN log_line TEXT NOT NULL DEFAULT '';
 CREATE TABLE vault_placeholders (path TEXT PRIMARY KEY, created_at REAL NOT NULL);
@@ -192,15 +193,16 @@ INSERT INTO chunks_trigram(rowid, body)
       AND c.id NOT IN (SELECT rowid FROM chunks_trigram);
 """
 
-# Issue 11: the embedding cache as a rowid table keyed by the 32 raw bytes of the text's
-# sha256, and the only place float vectors are kept. The old `embeddings` table was
-# WITHOUT ROWID: a 1,536-byte vector does not fit in its 4 KiB B-tree pages, so every row
-# spilled to an overflow page of its own (93 of its 142 MB unused on the hub vault), and
-# `count_pending` read those pages (0.8 s). The per-chunk float vec0 tables (`vec_fp<N>`,
-# 79 MB there) stored each vector once more per chunk; the vector scan reads sign bits
-# per chunk and rescores from the cache, so they go. Rows move in batches, each batch
-# copied and deleted in one transaction: a kill -9 loses nothing and the next open goes on
-# from the rows still left. Then VACUUM gives the freed pages back to the file system.
+# The embedding cache as a rowid table keyed by the 32 raw bytes of the text's sha256, and the
+# only place float vectors are kept (docs/decisions.md, "Lean and instant: storage, start-up,
+# renames"). The old `embeddings` table was WITHOUT ROWID: a 1,536-byte vector does not fit in
+# its 4 KiB B-tree pages, so every row spilled to an overflow page of its own (93 of its 142
+# MB unused on the hub vault), and `count_pending` read those pages (0.8 s). The per-chunk
+# float vec0 tables (`vec_fp<N>`, 79 MB there) stored each vector once more per chunk; the
+# vector scan reads sign bits per chunk and rescores from the cache, so they go. Rows move in
+# batches, each batch copied and deleted in one transaction: a kill -9 loses nothing and the
+# next open goes on from the rows still left. Then VACUUM gives the freed pages back to the
+# file system.
 M036_CACHE_TABLE = """
 CREATE TABLE IF NOT EXISTS embedding_cache (
     id INTEGER PRIMARY KEY,
@@ -319,19 +321,20 @@ def _vacuum(conn: Connection) -> None:
 m036_embedding_cache.schema_sql = M036_CACHE_TABLE  # type: ignore[attr-defined]
 
 
-# Issue 12: links resolved at index time (adapters/link_store.py). `note_names` files each
-# note under the keys a link can name it by (file name, aliases; normalised as Obsidian
-# compares them); `links.target_name` is the last segment of a link's target, the key its
-# re-resolution is found by when notes come and go; `links.target_id` the id of the note
-# it resolves to (NULL: none; an id, not the path: 2.3 MB less on the hub vault's 42k
-# links, and a rename keeps it). A question's backlinks are then one indexed query instead of
-# a resolution of every link of the vault. `note_names` is one B-tree (its key is the
-# lookup; a note's old keys are computed from its old path and aliases, never looked up by
-# note), and the never-queried index of link texts goes: the index grows by two B-trees,
-# not five (a 2 MB state disk must still hold a small vault: tests/faults). An older index
-# is filled in one transaction for the names (INSERT OR IGNORE: redone whole after a
-# kill), then in batches, each its own transaction, for the links whose `target_name` is
-# still NULL (a new link row always has one), so a kill resumes where it stopped.
+# Links resolved at index time (adapters/link_store.py; docs/architecture.md, "Index
+# design"). `note_names` files each note under the keys a link can name it by (file name,
+# aliases; normalised as Obsidian compares them); `links.target_name` is the last segment of
+# a link's target, the key its re-resolution is found by when notes come and go;
+# `links.target_id` the id of the note it resolves to (NULL: none; an id, not the path: 2.3
+# MB less on the hub vault's 42k links, and a rename keeps it). A question's backlinks are
+# then one indexed query instead of a resolution of every link of the vault. `note_names` is
+# one B-tree (its key is the lookup; a note's old keys are computed from its old path and
+# aliases, never looked up by note), and the never-queried index of link texts goes: the
+# index grows by two B-trees, not five (a 2 MB state disk must still hold a small vault:
+# tests/faults). An older index is filled in one transaction for the names (INSERT OR
+# IGNORE: redone whole after a kill), then in batches, each its own transaction, for the
+# links whose `target_name` is still NULL (a new link row always has one), so a kill resumes
+# where it stopped.
 M037_LINK_TARGETS = """
 CREATE TABLE IF NOT EXISTS note_names (
     key TEXT NOT NULL,

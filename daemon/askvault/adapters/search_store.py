@@ -136,7 +136,8 @@ def vector_chunks(
     filters = filters or SearchFilters()
     k = max(1, min(k, VEC_MAX_K))
     if bits_table is not None:
-        # numpy only here: a words-only search never imports it (issue 11).
+        # numpy only here: a words-only search never imports it (docs/decisions.md, "Lean
+        # and instant: storage, start-up, renames").
         import numpy as np
 
         from askvault.adapters import quantized

@@ -40,9 +40,9 @@ from askvault.app.work import IndexWork, WorkQueue
 from askvault.core.backoff import Backoff
 from askvault.errors import DiskFull, IndexBusy, StoreError, VaultUnavailable
 from askvault.records import ModelClients
-from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.inbox import Inbox
-from askvault.services.indexer import IndexReport, drop_folder, index_paths, reconcile
+from askvault.services.index.foreground import ForegroundWork
+from askvault.services.index.indexer import IndexReport, drop_folder, index_paths, reconcile
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)

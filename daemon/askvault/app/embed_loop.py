@@ -21,8 +21,8 @@ from askvault.app.db_tuning import connect_for_daemon
 from askvault.core.backoff import Backoff
 from askvault.errors import IndexBusy, OllamaError
 from askvault.records import Embedder, ModelClients
-from askvault.services.calibration import calibrate_cutoff
-from askvault.services.embedding import (
+from askvault.services.index.calibration import calibrate_cutoff
+from askvault.services.index.embedding import (
     EmbedReport,
     drain_backlog,
     embed_waiting_reason,
@@ -30,7 +30,7 @@ from askvault.services.embedding import (
     record_embed_waiting,
     target_fingerprint,
 )
-from askvault.services.foreground import ForegroundWork
+from askvault.services.index.foreground import ForegroundWork
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from askvault.adapters.db import is_disk_full
 from askvault.app.clients import OllamaClients
 from askvault.app.mcp_tools import INSTRUCTIONS, tool_specs
 from askvault.errors import AskvaultError, DiskFull
-from askvault.services.warm_session import WarmSession
+from askvault.services.agent.warm_session import WarmSession
 from askvault.settings import Settings, SettingsTrace
 
 log = logging.getLogger(__name__)

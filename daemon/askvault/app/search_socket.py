@@ -148,7 +148,7 @@ class SearchSocketWorker:
     one at a time, from a warm session (the index open, numpy loaded after the first)."""
 
     def __init__(self, settings: Settings, clients: ModelClients) -> None:
-        from askvault.services.warm_session import WarmSession
+        from askvault.services.agent.warm_session import WarmSession
 
         self.settings = settings
         self.key = settings_key(settings)

@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import (
+from askvault.cli.common import (
     build_settings,
-    cli,
     common_options,
     handle_errors,
     period_options,
@@ -19,7 +18,7 @@ from askvault.cli.main import (
 from askvault.errors import AskvaultError
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("question")
 @click.option(
@@ -54,8 +53,8 @@ def ask(
     from askvault.core.schema import to_json
     from askvault.records import QuestionOptions
     from askvault.services.answer import read_thread
-    from askvault.services.ask import ask_question
     from askvault.services.documents.answer import answer_document
+    from askvault.services.inbox.ask import ask_question
 
     settings = build_settings(**opts)
     thread = read_thread(settings, follow_up) if follow_up else None

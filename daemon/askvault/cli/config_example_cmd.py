@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from askvault.cli.main import cli, handle_errors
+from askvault.cli.common import handle_errors
 from askvault.settings import render_example_toml
 
 # `--write` given without a file: the user's config file, the one askvault reads by default.
 USER_FILE = "-"
 
 
-@cli.command("config-example")
+@click.command("config-example")
 @click.option(
     "--write",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -31,7 +31,7 @@ def config_example(write: Path | None, force: bool) -> None:
     if write is None:
         click.echo(text, nl=False)
         return
-    from askvault.services.config_file import write_config_example, write_user_config
+    from askvault.services.admin.config_file import write_config_example, write_user_config
 
     if str(write) == USER_FILE:
         target = write_user_config(text, force=force)

@@ -7,9 +7,8 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import (
+from askvault.cli.common import (
     build_settings,
-    cli,
     common_options,
     handle_errors,
     period_options,
@@ -18,10 +17,10 @@ from askvault.cli.main import (
 from askvault.settings import DEFAULT_BUDGET_TOKENS
 
 # Services are imported inside the command: `askvault --help` and the other commands
-# never pay for them (issue 11).
+# never pay for them (docs/decisions.md, "Lean and instant: storage, start-up, renames").
 
 
-@cli.command("context")
+@click.command("context")
 @click.argument("prompt")
 @click.option(
     "--budget",
@@ -58,9 +57,9 @@ def context_command(
     from askvault.app.clients import OllamaClients
     from askvault.core.schema import to_json
     from askvault.records import PeriodRequest
-    from askvault.services.context import build_context
     from askvault.services.documents.context import context_document
-    from askvault.services.search import open_search
+    from askvault.services.retrieval.context import build_context
+    from askvault.services.retrieval.search import open_search
 
     settings = build_settings(**opts)
     with open_search(settings, OllamaClients(settings)) as (conn, embedder):

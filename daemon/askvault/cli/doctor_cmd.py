@@ -8,17 +8,17 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_traced_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.common import build_traced_settings, common_options, handle_errors, print_json
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @handle_errors
 def doctor(as_json: bool, **opts: Any) -> None:
     """Check config, vault, index integrity, sqlite-vec and Ollama; exit 0 only if all pass."""
     from askvault.app.clients import OllamaClients
-    from askvault.services.doctor import run_checks
+    from askvault.services.admin.doctor import run_checks
 
     settings, trace = build_traced_settings(**opts)
     checks = run_checks(settings, OllamaClients(settings), config=trace)

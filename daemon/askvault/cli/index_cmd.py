@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.common import build_settings, common_options, handle_errors, print_json
 from askvault.errors import AskvaultError, ModelMissing
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option(
@@ -28,7 +28,7 @@ def index(as_json: bool, allow_empty: bool, **opts: Any) -> None:
     Exits 0 once the word index is complete, even when embeddings must wait for Ollama
     (it says so); 1 on a real failure, a refused Ollama host included."""
     from askvault.app.clients import OllamaClients
-    from askvault.services.index_pass import index_vault
+    from askvault.services.index.index_pass import index_vault
 
     settings = build_settings(**opts)
     show = sys.stderr.isatty() and not as_json

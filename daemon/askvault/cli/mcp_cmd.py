@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from askvault.cli.main import build_traced_settings, cli, common_options, handle_errors
+from askvault.cli.common import build_traced_settings, common_options, handle_errors
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.option(
     "--http",

@@ -20,9 +20,9 @@ from askvault.core.controls import strip_controls
 from askvault.core.progress import RateWindow, format_duration
 
 if TYPE_CHECKING:
-    from askvault.services.ask import AskOutcome
-    from askvault.services.doctor import Check
-    from askvault.services.service import ServiceFile, ServiceReport
+    from askvault.services.admin.doctor import Check
+    from askvault.services.admin.user_service import ServiceFile, ServiceReport
+    from askvault.services.inbox.ask import AskOutcome
 
 
 def echo_lines(lines: Iterable[str]) -> None:

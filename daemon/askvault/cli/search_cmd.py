@@ -7,9 +7,8 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import (
+from askvault.cli.common import (
     build_settings,
-    cli,
     common_options,
     handle_errors,
     period_options,
@@ -17,10 +16,10 @@ from askvault.cli.main import (
 )
 
 # Services are imported inside the command: `askvault --help` and the other commands
-# never pay for them (issue 11).
+# never pay for them (docs/decisions.md, "Lean and instant: storage, start-up, renames").
 
 
-@cli.command("search")
+@click.command("search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), help="Number of hits (default: search.limit).")
 @click.option(
@@ -52,14 +51,15 @@ def search_command(
 
     settings = build_settings(**opts)
     # The running daemon has everything loaded: its answer is this search's document, or
-    # None and the command searches by itself (app/search_socket.py, issue 22).
+    # None and the command searches by itself (app/search_socket.py; docs/decisions.md,
+    # "A search from the terminal as quick as the peer's").
     doc = ask_daemon(settings, query, limit=limit, explain=explain, since=since, until=until)
     if doc is None:
         from askvault.app.clients import OllamaClients
         from askvault.core.schema import to_json
         from askvault.records import PeriodRequest
         from askvault.services.documents.search import search_document
-        from askvault.services.search import open_search, search
+        from askvault.services.retrieval.search import open_search, search
 
         with open_search(settings, OllamaClients(settings)) as (conn, embedder):
             result = search(

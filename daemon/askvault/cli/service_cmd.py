@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.common import build_settings, common_options, handle_errors, print_json
 
 if TYPE_CHECKING:
-    from askvault.services.service import ServiceFile
+    from askvault.services.admin.user_service import ServiceFile
 
-# services.service.PLATFORMS (a test checks they agree); the service code itself is
+# services.admin.user_service.PLATFORMS (a test checks they agree); the service code itself is
 # imported only when a service command runs, not by every other command's start-up.
 PLATFORMS = ("linux", "macos")
 
@@ -47,7 +47,7 @@ def service_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _target(opts: dict[str, Any]) -> tuple[ServiceFile, Any]:
-    from askvault.services.service import current_platform, default_manager, service_file
+    from askvault.services.admin.user_service import current_platform, default_manager, service_file
 
     unit_dir, no_start = opts.pop("unit_dir"), opts.pop("no_start")
     platform = opts.pop("platform") or current_platform()
@@ -58,7 +58,7 @@ def _target(opts: dict[str, Any]) -> tuple[ServiceFile, Any]:
     return target, None if no_start else default_manager(platform)
 
 
-@cli.group()
+@click.group()
 def service() -> None:
     """Run askvault for this vault as a user service (systemd on Linux, launchd on macOS)."""
 
@@ -75,7 +75,7 @@ def service() -> None:
 @handle_errors
 def install(force: bool, **opts: Any) -> None:
     """Write the service file for this vault and enable and start it."""
-    from askvault.services.service import install_service
+    from askvault.services.admin.user_service import install_service
 
     target, manager = _target(opts)
     report = install_service(target, manager, force=force)
@@ -89,7 +89,7 @@ def install(force: bool, **opts: Any) -> None:
 @handle_errors
 def uninstall(force: bool, **opts: Any) -> None:
     """Stop and disable this vault's service and remove its file."""
-    from askvault.services.service import uninstall_service
+    from askvault.services.admin.user_service import uninstall_service
 
     target, manager = _target(opts)
     report = uninstall_service(target, manager, force=force)
@@ -103,7 +103,7 @@ def uninstall(force: bool, **opts: Any) -> None:
 @handle_errors
 def status(as_json: bool, **opts: Any) -> None:
     """Whether this vault's service file is installed and up to date, and if it runs."""
-    from askvault.services.service import service_status
+    from askvault.services.admin.user_service import service_status
 
     target, manager = _target(opts)
     report = service_status(target, manager)

@@ -7,10 +7,10 @@ from typing import Any
 import click
 
 from askvault.cli import render
-from askvault.cli.main import build_traced_settings, cli, common_options, handle_errors, print_json
+from askvault.cli.common import build_traced_settings, common_options, handle_errors, print_json
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.option(
     "--json",
@@ -22,7 +22,7 @@ from askvault.cli.main import build_traced_settings, cli, common_options, handle
 def status(as_json: bool, **opts: Any) -> None:
     """What the index holds, what waits, and whether the daemon and Ollama are up."""
     from askvault.core.schema import to_json
-    from askvault.services.status import collect_status
+    from askvault.services.admin.status import collect_status
 
     settings, trace = build_traced_settings(**opts)
     doc = to_json(collect_status(settings, config=trace))

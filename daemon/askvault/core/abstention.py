@@ -107,13 +107,13 @@ def measured_cutoff(embed_model: str) -> float | None:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A cut-off the vault calibrated for one model's vectors (services/calibration.py)."""
+    """A cut-off the vault calibrated for one model's vectors (services/index/calibration.py)."""
 
     fingerprint: str  # the vectors' fingerprint key (model, digest, dimension)
     cutoff: float | None  # None: fewer than CALIBRATION_MIN titles had a distance
     titles: int  # the held-out distances it rests on (too few: the titles there were)
     notes: int  # the vault's notes when it was made
-    chunking: str  # how the notes were cut then (services/indexer.chunking_key)
+    chunking: str  # how the notes were cut then (services/index/indexer.chunking_key)
 
 
 @dataclass(frozen=True)

@@ -207,7 +207,7 @@ def render_frontmatter(note: AnswerNote) -> str:
 
 def option_properties(options: QuestionOptions) -> list[str]:
     """The `ask_*` frontmatter lines of the options that are set, as a question note
-    writes them (services/question_options.py reads them back)."""
+    writes them (services/inbox/question_options.py reads them back)."""
     lines: list[str] = []
     for key, values in (("ask_folders", options.folders), ("ask_tags", options.tags)):
         if values:

@@ -105,7 +105,7 @@ def next_follow_up(text: str) -> FollowUp | None:
 class FollowUpThread:
     """An answer note read for its next follow-up: the thread's earlier questions, the
     follow-up's turn number (the first answer is turn 1), and the note's properties
-    (its `ask_*` options are the follow-up's: services/question_options.py)."""
+    (its `ask_*` options are the follow-up's: services/inbox/question_options.py)."""
 
     earlier: list[str]
     follow_up: FollowUp

@@ -5,7 +5,7 @@ string (`"` doubled inside), so `C++`, `sqlite-vec`, `title:`, `NEAR(`, `AND`
 and unbalanced quotes are plain words. Terms are OR-ed: BM25 then ranks pages
 holding more (and rarer) terms first, which suits questions in natural language.
 The AND of the same terms (`require_all`) lets search rank only the chunks holding
-every word when there are enough of them (services/search.py).
+every word when there are enough of them (services/retrieval/search.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from askvault.core.prompt import PromptPlan, resolve_numbered_citations
 from askvault.core.support import unknown_subjects
 from askvault.records import ParsedNote
 from askvault.services.answer.sources import review_candidate_slugs
-from askvault.services.note_reads import NoteReads
+from askvault.services.retrieval.note_reads import NoteReads
 from askvault.settings import Settings
 
 

@@ -38,9 +38,9 @@ from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
 from askvault.services.answer.verification import Verification, verify
-from askvault.services.calibration import cutoff_for
-from askvault.services.note_reads import NoteReads, ReadNote
-from askvault.services.periods import empty_period_reason, period_line
+from askvault.services.index.calibration import cutoff_for
+from askvault.services.retrieval.note_reads import NoteReads, ReadNote
+from askvault.services.retrieval.periods import empty_period_reason, period_line
 from askvault.settings import Settings
 
 

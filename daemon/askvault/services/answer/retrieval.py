@@ -20,8 +20,8 @@ from askvault.records import (
     QuestionOptions,
     SearchFilters,
 )
-from askvault.services.context import build_context
-from askvault.services.note_reads import NoteReads
+from askvault.services.retrieval.context import build_context
+from askvault.services.retrieval.note_reads import NoteReads
 from askvault.settings import Settings
 
 # Headers and quoting cost tokens the pack does not count: leave them room.

@@ -14,7 +14,7 @@ from askvault.core.citations import slug
 from askvault.core.links import extract_links
 from askvault.errors import AskvaultError
 from askvault.records import ParsedNote
-from askvault.services.note_reads import NoteReads
+from askvault.services.retrieval.note_reads import NoteReads
 from askvault.settings import Settings
 
 

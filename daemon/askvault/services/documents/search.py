@@ -7,7 +7,7 @@ from typing import Any
 from askvault.core.query import query_terms, snippet
 from askvault.core.schema import document, prop
 from askvault.records import Hit, PeriodScope
-from askvault.services.search import SearchResult
+from askvault.services.retrieval.search import SearchResult
 
 LINES = "First and last line in the file, 1-based, inclusive."
 DEGRADED = (

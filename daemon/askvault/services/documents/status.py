@@ -1,6 +1,6 @@
 """The `askvault status --json` document (DESIGN §6), also the MCP `status` tool's result.
 
-Built by services/status.py, which gathers its parts from the index, the inbox, the lock
+Built by services/admin/status.py, which gathers its parts from the index, the inbox, the lock
 and Ollama."""
 
 from __future__ import annotations

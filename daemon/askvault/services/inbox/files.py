@@ -46,7 +46,7 @@ from askvault.core.timestamps import local_iso
 from askvault.errors import AskvaultError, StoreError, VaultError, VaultUnavailable
 from askvault.records import AnswerStatus
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
-from askvault.services.question_options import question_summary
+from askvault.services.inbox.question_options import question_summary
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)

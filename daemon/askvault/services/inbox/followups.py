@@ -4,7 +4,7 @@
 unanswered `## Follow-up` whose question has settled by the same rule as a question
 note's (core/settling.py: a `?` at the end and 3 s of quiet, else a minute), answers it
 with the options the note keeps and writes the turn into the note
-(services/follow_up_turns.py, the path the MCP `ask` with `follow_up` takes too).
+(services/inbox/follow_up_turns.py, the path the MCP `ask` with `follow_up` takes too).
 
 A follow-up is the user's edit of the note, so the note is never rewritten as askvault's:
 the new text is the bytes read, unchanged, with the turn inserted right after the
@@ -34,9 +34,9 @@ from askvault.core.followup import FollowUpThread, thread_of
 from askvault.core.settling import NoteVersion, SettleTimes, settle_wait_s
 from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, ModelClients
-from askvault.services.follow_up_turns import answer_turn, with_turn, write_turn
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.focus import ObsidianFocus, focus_on
+from askvault.services.inbox.follow_up_turns import answer_turn, with_turn, write_turn
 from askvault.services.inbox.listing import SettleRule
 from askvault.services.inbox.schedule import QuestionSchedule, Signature
 from askvault.services.inbox.stale import StaleMarks

@@ -31,7 +31,6 @@ from askvault.core.backoff import BACKOFF_FIRST_S, BACKOFF_MAX_S
 from askvault.core.settling import settle_wait_s
 from askvault.errors import DiskFull, IndexBusy
 from askvault.records import ModelClients
-from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.clock import SYSTEM_CLOCK, Clock
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.inbox.followups import InboxFollowUps
@@ -41,6 +40,7 @@ from askvault.services.inbox.questions import InboxQuestions
 from askvault.services.inbox.schedule import QuestionSchedule
 from askvault.services.inbox.stale import StaleMarks
 from askvault.services.inbox.upkeep import AnswerUpkeep
+from askvault.services.index.foreground import ForegroundWork
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)

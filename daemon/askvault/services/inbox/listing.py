@@ -29,8 +29,8 @@ from askvault.core.workspace import WorkspaceFocus
 from askvault.errors import AskvaultError
 from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.focus import ObsidianFocus, focus_on
+from askvault.services.inbox.question_options import NoteState, question_note_state
 from askvault.services.inbox.schedule import QuestionSchedule, Signature
-from askvault.services.question_options import NoteState, question_note_state
 from askvault.settings import Settings
 
 # How long a version must stay unchanged before it is taken (<= 0: now), given the two

@@ -50,20 +50,20 @@ from askvault.records import (
     QuestionStatus,
 )
 from askvault.services.answer import AnswerResult, answer_question
-from askvault.services.foreground import ForegroundWork
 from askvault.services.inbox.clock import Clock
 from askvault.services.inbox.files import AnswerFiles, log_line_for, stem_of
 from askvault.services.inbox.listing import QuestionFile
 from askvault.services.inbox.presence import VaultPresence, question_present
-from askvault.services.inbox.schedule import QuestionSchedule, Signature
-from askvault.services.inbox.stale import StaleMarks
-from askvault.services.inbox.upkeep import AnswerUpkeep
-from askvault.services.question_options import (
+from askvault.services.inbox.question_options import (
     describe_options,
     question_note_state,
     read_question_options,
 )
-from askvault.services.search import word_hit_hashes
+from askvault.services.inbox.schedule import QuestionSchedule, Signature
+from askvault.services.inbox.stale import StaleMarks
+from askvault.services.inbox.upkeep import AnswerUpkeep
+from askvault.services.index.foreground import ForegroundWork
+from askvault.services.retrieval.search import word_hit_hashes
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -102,9 +102,10 @@ class InboxQuestions:
         self.stale = stale
         self.clock = clock
         self._warned_wait: str | None = None  # the waiting reason last logged as a warning
-        # Why each question was last put off, as logged: one line per reason, not one
-        # per retry (issue 25 item 11: a traceback every retry while answers could not
-        # be written); forgotten once its answer note is written.
+        # Why each question was last put off, as logged: one line per reason, not one per
+        # retry (a traceback every retry while answers could not be written:
+        # docs/reliability.md, "Fixes (issue 25)", 11); forgotten once its answer note is
+        # written.
         self._put_off_for: dict[str, str] = {}
 
     def put_off(self, rel: str, exc: Exception) -> None:

@@ -30,7 +30,7 @@ from askvault.errors import AskvaultError, DiskFull, IndexBusy
 from askvault.records import AnswerStatus
 from askvault.services.inbox.files import AnswerFiles, stem_of
 from askvault.services.inbox.presence import VaultPresence, question_present
-from askvault.services.question_options import is_draft
+from askvault.services.inbox.question_options import is_draft
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from askvault.adapters.db import Connection, connect
 from askvault.adapters.lockfile import VaultLock
 from askvault.errors import OllamaError, RemoteHostRefused
 from askvault.records import Embedder, ModelClients
-from askvault.services.calibration import calibrate_cutoff, calibration_target
-from askvault.services.embedding import (
+from askvault.services.index.calibration import calibrate_cutoff, calibration_target
+from askvault.services.index.embedding import (
     EmbedReport,
     active_model_is_current,
     drain_backlog,
@@ -23,7 +23,7 @@ from askvault.services.embedding import (
     record_embed_waiting,
     target_fingerprint,
 )
-from askvault.services.indexer import IndexReport, reconcile
+from askvault.services.index.indexer import IndexReport, reconcile
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def _index_vault(
 
 def _calibrate(conn: Connection, settings: Settings, embedder: Embedder) -> None:
     """The distance cut-off of a model never measured, once its vectors are complete
-    (services/calibration.py); Ollama failing meanwhile leaves it to the next pass or the
+    (services/index/calibration.py); Ollama failing meanwhile leaves it to the next pass or the
     daemon, the pass's report unchanged."""
     try:
         calibrate_cutoff(conn, settings, embedder)

@@ -14,10 +14,10 @@ from askvault.adapters.db import Connection, connect
 from askvault.adapters.ollama_http import model_present, probe_ollama
 from askvault.errors import AskvaultError
 from askvault.records import ModelClients
-from askvault.services import vault_presence
-from askvault.services.calibration import cutoff_for
-from askvault.services.embedding import PROBE_TEXT, active_model_is_current
-from askvault.services.status import lock_holder
+from askvault.services.admin.status import lock_holder
+from askvault.services.index import deletion_guard
+from askvault.services.index.calibration import cutoff_for
+from askvault.services.index.embedding import PROBE_TEXT, active_model_is_current
 from askvault.settings import SettingOrigin, Settings, SettingsTrace
 
 INDEX = "`askvault index`"
@@ -120,13 +120,13 @@ def _daemon_embeds(daemon: int | None, what: str) -> str:
 
 def _index_checks(conn: Connection, settings: Settings, daemon: int | None) -> list[Check]:
     out = []
-    refused = vault_presence.refusal_of(conn)
+    refused = deletion_guard.refusal_of(conn)
     out.append(
         Check(
             "vault present",
             not refused,
             refused or "the last reconcile found it",
-            vault_presence.ALLOW_HINT if refused else "",
+            deletion_guard.ALLOW_HINT if refused else "",
         )
     )
     problems = db.integrity_problems(conn)

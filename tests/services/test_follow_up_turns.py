@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from askvault.core.followup import next_follow_up, thread_of
-from askvault.services.follow_up_turns import with_turn
+from askvault.services.inbox.follow_up_turns import with_turn
 
 NOTE = (
     '---\nquestion: "How do I hide the ribbon?"\nstatus: answered\n---\n'

@@ -25,7 +25,7 @@ from askvault.adapters.ollama_http import model_digest, reported_dimension
 from askvault.core.embed_order import order_backlog
 from askvault.errors import InputRefused, OllamaError
 from askvault.records import Embedder
-from askvault.services.foreground import ForegroundWork
+from askvault.services.index.foreground import ForegroundWork
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,9 @@ from askvault.records import (
     SearchFilters,
     SourceWindow,
 )
-from askvault.services.context_graph import find_neighbours, source_windows
-from askvault.services.note_reads import NoteReads
-from askvault.services.search import search
+from askvault.services.retrieval.context_graph import find_neighbours, source_windows
+from askvault.services.retrieval.note_reads import NoteReads
+from askvault.services.retrieval.search import search
 from askvault.settings import Settings
 
 DEFAULT_BUDGET_TOKENS = settings_module.DEFAULT_BUDGET_TOKENS

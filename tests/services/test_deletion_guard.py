@@ -16,9 +16,9 @@ from askvault.adapters.db import connect
 from askvault.app.clients import OllamaClients
 from askvault.cli.main import cli
 from askvault.errors import VaultUnavailable
-from askvault.services.doctor import run_checks
-from askvault.services.indexer import drop_folder, index_paths, reconcile
-from askvault.services.status import collect_status
+from askvault.services.admin.doctor import run_checks
+from askvault.services.admin.status import collect_status
+from askvault.services.index.indexer import drop_folder, index_paths, reconcile
 from askvault.settings import Settings
 from support.fake_ollama import FakeOllama
 from support.settings_factory import cli_env, settings_for

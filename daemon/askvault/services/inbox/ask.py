@@ -22,9 +22,14 @@ from askvault.services.answer import (
     answer_question,
     read_thread,
 )
-from askvault.services.follow_up_turns import answer_turn, with_follow_up, with_turn, write_turn
 from askvault.services.inbox.files import AnswerFiles
-from askvault.services.question_options import follow_up_options, question_summary
+from askvault.services.inbox.follow_up_turns import (
+    answer_turn,
+    with_follow_up,
+    with_turn,
+    write_turn,
+)
+from askvault.services.inbox.question_options import follow_up_options, question_summary
 from askvault.settings import Settings
 
 
@@ -152,7 +157,7 @@ def ask_follow_up(
     """Ask `question` as a follow-up in the answer note `note` and write its turn there,
     exactly as the inbox answers a `## Follow-up` the user typed (the heading and the
     question appended at the end, then the turn after them, one atomic rename of the
-    bytes read; services/follow_up_turns.py). The turn is not written when the answer
+    bytes read; services/inbox/follow_up_turns.py). The turn is not written when the answer
     waits for Ollama, and not when the note changed while it was answered (the user's
     save wins; a warning says so). Raises AskvaultError before anything is asked when
     `note` is no answer note askvault wrote, its answer is not finished, a follow-up in

@@ -28,7 +28,7 @@ from askvault.records import AnswerOutcome, Embedder, Generator, QuestionOptions
 from askvault.services.answer import AnswerResult, answer_follow_up
 from askvault.services.answer.generation import TokenSink
 from askvault.services.answer.pipeline import iso_now
-from askvault.services.question_options import describe_options, follow_up_options
+from askvault.services.inbox.question_options import describe_options, follow_up_options
 from askvault.settings import Settings
 
 FOLLOW_UP_HEADING = "## Follow-up"

@@ -27,8 +27,6 @@ from askvault.core.followup import thread_of
 from askvault.core.notes import parse_note
 from askvault.errors import AskvaultError
 from askvault.records import InboxState, Skipped
-from askvault.services import vault_presence
-from askvault.services.calibration import cutoff_for
 from askvault.services.documents.status import (
     ConfigInForce,
     DistanceCutoff,
@@ -40,8 +38,10 @@ from askvault.services.documents.status import (
     StaleAnswer,
     StatusDocument,
 )
-from askvault.services.embedding import embed_waiting_reason, embedding_target, same_model
-from askvault.services.question_options import question_note_state
+from askvault.services.inbox.question_options import question_note_state
+from askvault.services.index import deletion_guard
+from askvault.services.index.calibration import cutoff_for
+from askvault.services.index.embedding import embed_waiting_reason, embedding_target, same_model
 from askvault.settings import Settings, SettingsTrace
 
 # The states a question note in the inbox can be in, as `status` reports them.
@@ -220,7 +220,7 @@ def _index_state(conn: Connection, settings: Settings) -> _IndexState:
         ),
         cutoff=_cutoff(conn, settings),
         stale_answers=_stale_answers(conn, settings),
-        vault_unavailable=vault_presence.refusal_of(conn),
+        vault_unavailable=deletion_guard.refusal_of(conn),
         note_days=NoteDays(**date_store.date_sources(conn)),
     )
 

@@ -33,7 +33,7 @@ from askvault.records import (
     PeriodScope,
     SearchFilters,
 )
-from askvault.services.periods import scope_search
+from askvault.services.retrieval.periods import scope_search
 from askvault.settings import Settings
 
 # convex, rrf and rerank are the configurable designs; the others exist for the benchmarks.
@@ -139,7 +139,7 @@ def search(
 ) -> SearchResult:
     """Search the index for `query`; hits collapsed per page (best chunk) unless `per_page`
     is False. `fusion_mode` overrides `settings.search.fusion` (see FUSION_MODES).
-    A period (`period`'s bounds, else the query's own words: services/periods.py)
+    A period (`period`'s bounds, else the query's own words: services/retrieval/periods.py)
     narrows the search to the notes of those days, and its words are not searched.
 
     While only part of the chunks have vectors, the hybrid modes scale the vector side by

@@ -47,7 +47,7 @@ from askvault.core.notes import parse_note
 from askvault.core.timestamps import local_iso
 from askvault.errors import NoteUnreadable, PathOutsideVault
 from askvault.records import Chunk, FileStamp, NoteFile, ParsedNote, Skipped
-from askvault.services import vault_presence
+from askvault.services.index import deletion_guard
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -139,17 +139,17 @@ def reconcile(
     `report` (filled in place, and returned) keeps what was done even when an error
     (IndexBusy, DiskFull) stops the pass half-way: the caller still learns of it.
     A vault that looks unmounted (missing, empty, another device) raises VaultUnavailable
-    before anything is written (services/vault_presence.py); `allow_empty` lets a
+    before anything is written (services/index/deletion_guard.py); `allow_empty` lets a
     reconcile of a vault emptied on purpose go through."""
     started = time.monotonic()
     root = settings.vault_path
-    vault_presence.root_device(root)
+    deletion_guard.root_device(root)
     rules = ignore_rules_for(settings)
     scan = scan_vault(root, rules)
     stored = store.stored_notes(conn)
     on_disk = {stamp.path for stamp in scan.notes}
     removed = {path: stored[path].content_hash for path in stored if path not in on_disk}
-    device = vault_presence.check_reconcile(
+    device = deletion_guard.check_reconcile(
         conn,
         root,
         indexed=len(stored),
@@ -223,7 +223,7 @@ def reconcile(
             store.replace_skipped(conn, report.skipped, time.time())
             _note_change(conn, report)
             meta.set_chunking(conn, key)
-            vault_presence.record_present(conn, device)
+            deletion_guard.record_present(conn, device)
         _pair_renames(conn, report, removed)
         with write_transaction(conn):
             date_store.date_notes(conn, dating_rules_for(settings))
@@ -263,7 +263,7 @@ def index_paths(
     report = report if report is not None else IndexReport()
     removed, to_read = _triage_paths(conn, root, rules, paths, report)
     if removed:
-        vault_presence.check_deletions(conn, root)  # an unmounted vault: every file "gone"
+        deletion_guard.check_deletions(conn, root)  # an unmounted vault: every file "gone"
     workers = settings.index.parse_workers
     with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
@@ -350,7 +350,7 @@ def drop_folder(
     report = report if report is not None else IndexReport()
     if undecodable_name(folder) is not None:
         return report  # nothing below a name SQLite cannot hold was ever indexed
-    vault_presence.check_deletions(conn, settings.vault_path)
+    deletion_guard.check_deletions(conn, settings.vault_path)
     with write_transaction(conn):
         report.deleted.extend(store.delete_notes_under(conn, folder))
         _note_change(conn, report)

@@ -26,18 +26,18 @@ from askvault.records import (
     QuestionOptions,
     SearchFilters,
 )
+from askvault.services.admin.status import collect_status
+from askvault.services.agent.note_view import read_vault_note
 from askvault.services.answer import read_thread
-from askvault.services.ask import ask_follow_up, ask_question
-from askvault.services.context import DEFAULT_BUDGET_TOKENS, build_context
 from askvault.services.documents.answer import AnswerDocument, answer_document
 from askvault.services.documents.context import ContextDocument, context_document
 from askvault.services.documents.note import NoteDocument
 from askvault.services.documents.search import SearchDocument, search_document
 from askvault.services.documents.status import StatusDocument
-from askvault.services.note_reader import read_vault_note
-from askvault.services.question_options import clean_tags, vault_folders
-from askvault.services.search import open_search, search
-from askvault.services.status import collect_status
+from askvault.services.inbox.ask import ask_follow_up, ask_question
+from askvault.services.inbox.question_options import clean_tags, vault_folders
+from askvault.services.retrieval.context import DEFAULT_BUDGET_TOKENS, build_context
+from askvault.services.retrieval.search import open_search, search
 from askvault.settings import Settings, SettingsTrace
 
 
@@ -147,7 +147,7 @@ class WarmSession:
         start_line: int | None = None,
         end_line: int | None = None,
     ) -> NoteDocument:
-        """One note, confined to the vault (services/note_reader.py)."""
+        """One note, confined to the vault (services/agent/note_view.py)."""
         with self._search_lock:
             conn: Connection | None = None
             with contextlib.suppress(AskvaultError):

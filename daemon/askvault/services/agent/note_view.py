@@ -44,7 +44,8 @@ SOURCE_FOLDERS = ("sources", "raw")
 READ_MAX_LINES = 1000
 # Whatever was asked (a range, a heading, a note of a few very long lines), the text
 # returned is at most this many bytes of UTF-8, cut at a line's end; a single line longer
-# than that is cut itself, and `problems` says so (issue 25 item 11).
+# than that is cut itself, and `problems` says so (docs/decisions.md, "read_note: the
+# index's rules, plus askvault's own folder").
 READ_MAX_BYTES = 128 * 1024
 PATH_HINT = "give the path relative to the vault root, as `search` returns it in `file`"
 

@@ -34,8 +34,8 @@ from askvault.core.abstention import (
     measured_cutoff,
 )
 from askvault.records import Embedder
-from askvault.services.embedding import same_model, vector_problem
-from askvault.services.foreground import ForegroundWork
+from askvault.services.index.embedding import same_model, vector_problem
+from askvault.services.index.foreground import ForegroundWork
 from askvault.settings import Settings
 
 log = logging.getLogger(__name__)
