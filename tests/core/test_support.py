@@ -275,3 +275,35 @@ def test_a_number_of_the_question_found_in_the_note_still_counts() -> None:
     note = "Tags cannot be only numbers: #1984 is not a valid tag, use #y1984."
     question = "why does my tag #1984 not work"
     assert _judge("Because #1984 is only numbers.", note, question)[0] == "supported"
+
+
+# -- a number's unit -------------------------------------------------------------------------
+
+
+def test_a_value_the_note_gives_in_another_unit_is_unsupported() -> None:
+    """Another currency, size or span of time says something else than the note: "100
+    euros" is not "$100", nor "5 GB" "5 MB"; the same unit written otherwise is the same."""
+    table = "| **Contribution (USD)** | **$25** | **$50** | **$100** |"
+    question = "how much is the catalyst vip tier in euros"
+    assert _judge("The VIP tier costs 100 euros.", table, question)[0] == "unsupported"
+    assert _judge("The VIP tier costs $100.", table, question)[0] != "unsupported"
+    sizes = "The maximum file size is 5 MB on the Standard plan."
+    assert _judge("The Standard plan allows files of 5 GB.", sizes, "")[0] == "unsupported"
+    assert _judge("The Standard plan allows files of 5MB.", sizes, "")[0] != "unsupported"
+    days = "You can ask for a refund within 30 days of your payment."
+    assert _judge("There is a 30-day refund window.", days, "")[0] != "unsupported"
+    assert _judge("You can get a refund within 30 months.", days, "")[0] == "unsupported"
+
+
+def test_a_number_the_note_gives_without_a_unit_is_not_contradicted_by_one() -> None:
+    from askvault.core.units import conflicting, values
+
+    assert conflicting(values("It costs 100 euros."), "| VIP | 100 |") == ()
+    assert conflicting(values("It takes 30 notes."), "30 days") == ()  # another kind
+    assert conflicting(values("It costs 100 euros."), "$100 or €100") == ()
+    assert conflicting(values("It costs 100 dollars."), "**$100**") == ()
+    assert conflicting(values("Keep 7 days, then 5 GB."), "7 weeks, 5 GB") == ("7 days",)
+    assert [(v.number, v.kind, v.unit) for v in values("US$ 1,200 and 2 hrs")] == [
+        ("1200", "money", "usd"),
+        ("2", "time", "hour"),
+    ]

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
+from askvault.core import units
 from askvault.core.claims import text_sentences
 from askvault.core.query import STOPWORDS, fold
 from askvault.records import SupportVerdict
@@ -230,11 +231,19 @@ def judge(
         if not all(p in evidence.folded_words for p in _WORD.findall(fold(n)))
     )
     check_polarity = not _negated(question)
+    claimed = units.values(sentence)  # "100 euros" is not backed by "$100"
     best: Support | None = None
     for window in evidence.windows:
         needed = tuple(x for x in exact if x not in given or _exact_found(x, window))
         support = _judge_window(
-            sentence, content, needed, missing_names, window, lenient, check_polarity
+            sentence,
+            content,
+            needed,
+            missing_names,
+            window,
+            lenient,
+            check_polarity,
+            units.conflicting(claimed, window.text),
         )
         if best is None or (_RANK[support.verdict], support.coverage) > (
             _RANK[best.verdict],
@@ -255,9 +264,11 @@ def _judge_window(
     window: Window,
     lenient: bool,
     check_polarity: bool,
+    conflicts: tuple[str, ...] = (),
 ) -> Support:
     found = [t for t in content if t in window.tokens]
-    missing_exact = tuple(x for x in exact if not _exact_found(x, window))
+    # A value the window gives with another unit is as missing as one it does not give.
+    missing_exact = tuple(x for x in exact if not _exact_found(x, window)) + conflicts
     items = len(content) + len(exact)
     hits = len(found) + len(exact) - len(missing_exact)
     share = hits / items
