@@ -450,10 +450,7 @@ def test_the_private_call_check_sees_a_call_through_a_part(tmp_path: Path) -> No
 THREADS_OUTSIDE_APP = {
     "adapters/watcher.py": "watchdog's observer and the debounce thread that flushes it",
     "adapters/mcp_server.py": "the MCP SDK runs each tool call in a worker thread",
-    "services/index/indexer.py": (
-        "a parsing pool worker process watches for its parent's death; issue 24 item 5 "
-        "moves it out of services/"
-    ),
+    "adapters/parse_pool.py": "each parsing pool worker process watches for its parent's death",
 }
 THREAD_STARTERS = {"Thread", "Timer", "ThreadPoolExecutor", "start_new_thread", "to_thread"}
 

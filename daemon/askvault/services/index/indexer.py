@@ -9,19 +9,13 @@ changed since the index was made, one reconcile reads every note and re-cuts it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import multiprocessing as mp
-import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from askvault.adapters import date_store, meta, store
+from askvault.adapters import date_store, meta, parse_pool, store
 from askvault.adapters.db import Connection, WriteBatch, write_transaction
 from askvault.adapters.ignore import IgnoreRules, ignore_reason, is_note_path
 from askvault.adapters.vault import (
@@ -56,10 +50,6 @@ log = logging.getLogger(__name__)
 _warned_rule_problems: dict[str, tuple[str, ...]] = {}
 
 Progress = Callable[[int, int], None]
-
-# Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
-POOL_MIN_NOTES = 400
-PARENT_POLL_S = 0.25  # how often a pool worker checks that its parent still lives
 
 
 @dataclass
@@ -184,7 +174,7 @@ def reconcile(
     if progress:
         progress(done, total)
     workers = settings.index.parse_workers
-    with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
+    with WriteBatch(conn) as batch, parse_pool.worker_map(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
             _prepare_note,
             [
@@ -265,7 +255,7 @@ def index_paths(
     if removed:
         deletion_guard.check_deletions(conn, root)  # an unmounted vault: every file "gone"
     workers = settings.index.parse_workers
-    with WriteBatch(conn) as batch, _preparer(len(to_read), workers) as prepare_all:
+    with WriteBatch(conn) as batch, parse_pool.worker_map(len(to_read), workers) as prepare_all:
         prepared = prepare_all(
             _prepare_note,
             [
@@ -386,63 +376,6 @@ def _prepare_note(root: str, path: str, max_bytes: int, max_tokens: int) -> _Pre
         return _Prepared(skip_reason=f"unreadable: {exc}")
     parsed = parse_note(path, file.text)
     return _Prepared(file, parsed, tuple(chunk_note(parsed, max_tokens)))
-
-
-@contextlib.contextmanager
-def _preparer(count: int, max_workers: int) -> Iterator[Callable[..., Iterable[_Prepared]]]:
-    """`map` in this process, or over a pool of worker processes for a large batch.
-
-    Reading, parsing and chunking are about half of a cold index; on the hub vault a pool
-    of two took the reconcile from 4.3-5.1 s to 3.3-3.4 s (bench/index_bench.py). The pool
-    costs ~0.5 s to start (spawned, not forked: the daemon has threads), so small batches
-    stay in this process; `index.parse_workers = 1` turns it off.
-    """
-    workers = min(max_workers, os.cpu_count() or 1)
-    if count < POOL_MIN_NOTES or workers < 2:
-        yield lambda fn, args: (fn(*a) for a in args)
-        return
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=mp.get_context("spawn"),
-        initializer=exit_with_parent,
-        initargs=(os.getpid(),),
-    )
-
-    def pooled(fn: Callable[..., _Prepared], args: list[tuple[object, ...]]) -> Iterator[_Prepared]:
-        done = 0
-        try:
-            for outcome in pool.map(fn, *zip(*args, strict=True), chunksize=32):
-                done += 1
-                yield outcome
-        except BrokenProcessPool:
-            # A worker could not start (e.g. a host script without a __main__ guard):
-            # finish in this process, slower but complete.
-            log.warning("parsing pool failed; continuing in one process")
-            for a in args[done:]:
-                yield fn(*a)
-
-    try:
-        yield pooled
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
-    """In a pool worker: exit as soon as the process that started it is gone.
-
-    A parent killed hard (kill -9, the OOM killer, a service manager's stop timeout) closes
-    nothing, so its spawned workers would run on, reparented to init, and the resource
-    tracker with them (it exits once every end of its pipe is closed). A daemon thread
-    compares `os.getppid()` with the parent's pid: portable, and a worker busy parsing
-    still notices within `poll_s` (the GIL is released to other threads every few ms).
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(poll_s)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="askvault-parent-watch", daemon=True).start()
 
 
 def _moves_of(removed: dict[str, str]) -> dict[str, list[str]]:
