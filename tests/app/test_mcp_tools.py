@@ -30,6 +30,7 @@ from askvault.errors import AnswerCancelled
 from askvault.records import Cancellation
 from askvault.services.agent.note_view import READ_MAX_BYTES
 from askvault.services.agent.warm_session import WarmSession
+from askvault.services.answer.resources import opened
 from askvault.services.inbox.ask import ask_question
 from askvault.settings import Settings, load_traced_settings
 from support.fake_ollama import FakeOllama
@@ -403,11 +404,11 @@ def test_ask_cancelled_before_saving_writes_nothing(
     settings, vault = settings_pair
     fake_ollama.chat_script = [REPLY]
     before = vault_files(vault)
-    with pytest.raises(AnswerCancelled):
+    with opened(settings, OllamaClients(settings)) as resources, pytest.raises(AnswerCancelled):
         ask_question(
-            settings,
-            OllamaClients(settings),
-            "What does an embed show?",
+            resources=resources,
+            settings=settings,
+            question="What does an embed show?",
             save=True,
             log=False,
             should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")),
@@ -555,29 +556,20 @@ def test_a_follow_up_while_ollama_is_away_waits_and_writes_nothing(
 def test_a_follow_up_cancelled_before_its_write_writes_nothing(
     settings_pair: tuple[Settings, Path], session: WarmSession, fake_ollama: FakeOllama
 ) -> None:
-    from askvault.adapters.db import connect
     from askvault.services.inbox.ask import ask_follow_up
 
     settings, vault = settings_pair
     note = _saved_answer(session, vault, fake_ollama)
     before = note.read_bytes()
     fake_ollama.chat_script = [FOLLOW_REPLY]
-    clients = OllamaClients(settings)
-    conn, generator = connect(settings.db_path), clients.generator()
-    try:
-        with pytest.raises(AnswerCancelled):
-            ask_follow_up(
-                settings,
-                str(note.relative_to(vault)),
-                "and its alias?",
-                conn=conn,
-                embedder=None,
-                generator=generator,
-                should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")[1:]),
-            )
-    finally:
-        generator.close()
-        conn.close()
+    with opened(settings, OllamaClients(settings)) as resources, pytest.raises(AnswerCancelled):
+        ask_follow_up(
+            settings,
+            str(note.relative_to(vault)),
+            "and its alias?",
+            resources=resources,
+            should_stop=lambda: bool(fake_ollama.requests_to("/api/chat")[1:]),
+        )
     assert note.read_bytes() == before
 
 

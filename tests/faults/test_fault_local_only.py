@@ -25,6 +25,7 @@ from askvault.app.clients import OllamaClients
 from askvault.app.daemon import Daemon, default_workers
 from askvault.errors import RemoteHostRefused
 from askvault.services.admin.doctor import run_checks
+from askvault.services.answer.resources import opened
 from askvault.services.inbox.ask import ask_question
 from invariants import FaultWorld, wait_until
 from support.daemon_process import DaemonProcess
@@ -53,8 +54,8 @@ def test_remote_ollama_host_is_refused_in_process_before_any_connection(
     checks = {c.name: c for c in run_checks(settings, OllamaClients(settings))}
     host = checks["ollama host allowed"]
     assert not host.ok and "loopback" in host.detail and "allow_remote_ollama" in host.hint
-    with pytest.raises(RemoteHostRefused):
-        ask_question(settings, OllamaClients(settings), "What are the local words?")
+    with pytest.raises(RemoteHostRefused), opened(settings, OllamaClients(settings)) as res:
+        ask_question(settings, res, "What are the local words?")
     assert fake_ollama.requests == [], "nothing was sent anywhere"
     # The opt-in is honoured (checked without connecting).
     assert check_host_allowed(REMOTE, allow_remote=True) == REMOTE

@@ -28,6 +28,7 @@ class MapFn(Protocol):
 
     def __call__(self, fn: Callable[..., T], args: list[tuple[object, ...]]) -> Iterable[T]: ...
 
+
 # Below this many notes to read, parsing stays in-process (a pool costs ~0.5 s to start).
 POOL_MIN_NOTES = 400
 PARENT_POLL_S = 0.25  # how often a pool worker checks that its parent still lives

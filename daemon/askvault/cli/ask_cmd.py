@@ -53,20 +53,22 @@ def ask(
     from askvault.core.schema import to_json
     from askvault.records import QuestionOptions
     from askvault.services.answer import read_thread
+    from askvault.services.answer.resources import opened
     from askvault.services.documents.answer import answer_document
     from askvault.services.inbox.ask import ask_question
 
     settings = build_settings(**opts)
     thread = read_thread(settings, follow_up) if follow_up else None
-    outcome = ask_question(
-        settings,
-        OllamaClients(settings),
-        question,
-        on_token=None if as_json else render.echo_token,
-        save=save,
-        options=QuestionOptions(since=since, until=until),
-        thread=thread,
-    )
+    with opened(settings, OllamaClients(settings)) as resources:
+        outcome = ask_question(
+            settings,
+            resources,
+            question,
+            on_token=None if as_json else render.echo_token,
+            save=save,
+            options=QuestionOptions(since=since, until=until),
+            thread=thread,
+        )
     result = outcome.result
     if as_json:
         print_json(to_json(answer_document(result, saved=outcome.saved, logged=outcome.logged)))

@@ -29,6 +29,7 @@ from askvault.records import (
 from askvault.services.admin.status import collect_status
 from askvault.services.agent.note_view import read_vault_note
 from askvault.services.answer import read_thread
+from askvault.services.answer.resources import AnswerResources
 from askvault.services.documents.answer import AnswerDocument, answer_document
 from askvault.services.documents.context import ContextDocument, context_document
 from askvault.services.documents.note import NoteDocument
@@ -187,30 +188,28 @@ class WarmSession:
                 with contextlib.suppress(OllamaError):
                     self._ask_embedder = self.clients.embedder()
             conn = connect(self.settings.db_path)
-            generator = _StoppedOnCancel(self._generator, cancelled)
+            # Lent: the clients stay open for the next call, the connection is closed here.
+            resources = AnswerResources(
+                conn, _StoppedOnCancel(self._generator, cancelled), self._ask_embedder
+            )
             try:
                 if follow_up is not None and save:
                     outcome = ask_follow_up(
                         self.settings,
                         follow_up,
                         question,
-                        conn=conn,
-                        embedder=self._ask_embedder,
-                        generator=generator,
+                        resources=resources,
                         options=options,
                         should_stop=cancelled.is_set,
                     )
                 else:
                     outcome = ask_question(
                         self.settings,
-                        self.clients,
+                        resources,
                         question,
                         save=save,
                         options=options,
                         log=False,
-                        conn=conn,
-                        embedder=self._ask_embedder,
-                        generator=generator,
                         should_stop=cancelled.is_set,
                         thread=read_thread(self.settings, follow_up) if follow_up else None,
                     )

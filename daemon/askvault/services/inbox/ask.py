@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from askvault.adapters import answer_store
-from askvault.adapters.db import Connection, connect
 from askvault.adapters.vault import resolve_inside
 from askvault.core.answer_note import render_answer_note
 from askvault.core.followup import FINISHED, next_follow_up, thread_of
-from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
-from askvault.records import Embedder, Generator, ModelClients, QuestionOptions
+from askvault.errors import AnswerCancelled, AskvaultError
+from askvault.records import QuestionOptions
 from askvault.services.answer import (
     AnswerResult,
     ThreadNote,
@@ -22,6 +20,7 @@ from askvault.services.answer import (
     answer_question,
     read_thread,
 )
+from askvault.services.answer.resources import AnswerResources
 from askvault.services.inbox.files import AnswerFiles
 from askvault.services.inbox.follow_up_turns import (
     answer_turn,
@@ -45,88 +44,69 @@ class AskOutcome:
 
 def ask_question(
     settings: Settings,
-    clients: ModelClients,
+    resources: AnswerResources,
     question: str,
     *,
     on_token: Callable[[str], None] | None = None,
     save: bool = False,
     options: QuestionOptions | None = None,
     log: bool = True,
-    conn: Connection | None = None,
-    embedder: Embedder | None = None,
-    generator: Generator | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     thread: ThreadNote | None = None,
 ) -> AskOutcome:
     """The inbox pipeline for one question from the terminal (`askvault ask`) or an agent.
 
-    A warm caller (the MCP server) hands in its open connection and Ollama clients, which
-    are then left open; otherwise they are made here from `clients` and closed. `save`
-    writes the answer note under queries/answers/ with the inbox's never-overwrite rule; `log` appends the
-    question to the log note. Raises AnswerCancelled when `should_stop()` turns true before
-    anything was written. With `thread` (an answer note read by `read_thread`: `askvault
-    ask --follow-up`), `question` is answered as a follow-up to its questions, with the
-    options the note keeps (`options` overriding them); the note is not changed.
-    Raises AskvaultError when the note's options are invalid."""
+    `resources` are the caller's (`answer.resources.opened` for one command, the warm
+    session's for many) and are left open. `save` writes the answer note under
+    queries/answers/ with the inbox's never-overwrite rule; `log` appends the question to
+    the log note. Raises AnswerCancelled when `should_stop()` turns true before anything
+    was written. With `thread` (an answer note read by `read_thread`: `askvault ask
+    --follow-up`), `question` is answered as a follow-up to its questions, with the options
+    the note keeps (`options` overriding them); the note is not changed. Raises
+    AskvaultError when the note's options are invalid."""
     files = AnswerFiles(settings)
-    own_conn = conn is None
-    conn = conn if conn is not None else connect(settings.db_path)
-    made: list[Embedder | Generator] = []  # the clients made here, closed here
-    try:
-        if generator is None:
-            generator = clients.generator()
-            made.append(generator)
-            with contextlib.suppress(OllamaError):
-                embedder = clients.embedder()
-                made.append(embedder)
-        try:
-            if thread is not None:
-                result = answer_follow_up(
-                    conn,
-                    settings,
-                    question,
-                    thread.questions,
-                    embedder=embedder,
-                    generator=generator,
-                    options=_thread_options(settings, thread, question, options),
-                    on_token=on_token,
-                    should_stop=should_stop,
-                ).result
-            else:
-                result = answer_question(
-                    conn,
-                    settings,
-                    question,
-                    options or QuestionOptions(),
-                    embedder=embedder,
-                    generator=generator,
-                    on_token=on_token,
-                    should_stop=should_stop,
-                )
-        finally:
-            for client in made:
-                client.close()
-        if should_stop():
-            raise AnswerCancelled()
-        saved = None
-        if save:
-            stem = _safe_stem(question)
-            saved = files.write_answer(
-                conn,
-                None,
-                render_answer_note(result.note),
-                "",
-                result.status,
-                tuple(result.cited_paths),
-                stem,
-            )
-        logged = None
-        if log and result.status in ("answered", "no-answer") and files.append_log(question, saved):
-            logged = f"query | {question_summary(question)}"
-        return AskOutcome(result, saved, logged)
-    finally:
-        if own_conn:
-            conn.close()
+    conn = resources.conn
+    if thread is not None:
+        result = answer_follow_up(
+            conn,
+            settings,
+            question,
+            thread.questions,
+            embedder=resources.embedder,
+            generator=resources.generator,
+            options=_thread_options(settings, thread, question, options),
+            on_token=on_token,
+            should_stop=should_stop,
+        ).result
+    else:
+        result = answer_question(
+            conn,
+            settings,
+            question,
+            options or QuestionOptions(),
+            embedder=resources.embedder,
+            generator=resources.generator,
+            on_token=on_token,
+            should_stop=should_stop,
+        )
+    if should_stop():
+        raise AnswerCancelled()
+    saved = None
+    if save:
+        stem = _safe_stem(question)
+        saved = files.write_answer(
+            conn,
+            None,
+            render_answer_note(result.note),
+            "",
+            result.status,
+            tuple(result.cited_paths),
+            stem,
+        )
+    logged = None
+    if log and result.status in ("answered", "no-answer") and files.append_log(question, saved):
+        logged = f"query | {question_summary(question)}"
+    return AskOutcome(result, saved, logged)
 
 
 def _thread_options(
@@ -148,9 +128,7 @@ def ask_follow_up(
     note: str,
     question: str,
     *,
-    conn: Connection,
-    embedder: Embedder | None,
-    generator: Generator,
+    resources: AnswerResources,
     options: QuestionOptions | None = None,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> AskOutcome:
@@ -163,6 +141,7 @@ def ask_follow_up(
     `note` is no answer note askvault wrote, its answer is not finished, a follow-up in
     it waits for the daemon, or its options are invalid; AnswerCancelled when
     `should_stop()` turns true before the write."""
+    conn = resources.conn
     thread_note = read_thread(settings, note)
     rel = thread_note.rel
     if answer_store.get_answer(conn, rel) is None:
@@ -200,8 +179,8 @@ def ask_follow_up(
         conn,
         settings,
         thread,
-        embedder=embedder,
-        generator=generator,
+        embedder=resources.embedder,
+        generator=resources.generator,
         given=options,
         should_stop=should_stop,
     )
