@@ -11,8 +11,10 @@ OLLAMA_HOST. Indexes go to --state-dir and are reused (and the stand-in's
 from the Obsidian hub vault) copied into --work, and the questions of
 bench/data/hub_questions.json over them; words, vector and convex (the default) only. A
 question may list more notes than its `path` (`also`): page recall@5 is then the share of
-them in the top 5, MRR the rank of the first. Words only: --host http://127.0.0.1:9 (nothing
-listens there), its own --state-dir.
+them in the top 5, MRR the rank of the first. --hub-notes N builds the first N notes of the
+draw only (for a slow embedder) and asks the questions answered among them. Words only:
+--host http://127.0.0.1:9 (nothing listens there). A --work and a --state-dir per model (the
+vault lock is per vault).
 """
 
 from __future__ import annotations
@@ -208,12 +210,14 @@ def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 
 
 def run_hub(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    sample = json.loads(SAMPLE_FILE.read_text(encoding="utf-8"))
-    vault = args.work / "hub_sample_vault"
+    # --hub-notes N: the first N notes of the draw (a slow embedder's share); only the
+    # questions all of whose notes are among them are asked.
+    notes = json.loads(SAMPLE_FILE.read_text(encoding="utf-8"))["paths"][: args.hub_notes or None]
+    vault = args.work / f"hub_sample_vault_{len(notes)}"
     if not vault.exists():
         if not HUB_VAULT.is_dir():
             raise SystemExit(f"skipped: {HUB_VAULT} is absent (the bench needs ../shared/data)")
-        copy_sample(HUB_VAULT, sample["paths"], vault)
+        copy_sample(HUB_VAULT, notes, vault)
     settings = _settings(
         vault, args.state_dir, args.embed_model, args.host, DEPTH, args.chunk_tokens
     )
@@ -221,7 +225,11 @@ def run_hub(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     report = index_vault(settings, OllamaClients(settings)).as_dict()
     index_s = round(time.time() - started, 1)
     print(f"hub index: {report} ({index_s} s)", file=sys.stderr)
-    questions = json.loads(HUB_QUESTIONS.read_text(encoding="utf-8"))
+    questions = [
+        q
+        for q in json.loads(HUB_QUESTIONS.read_text(encoding="utf-8"))
+        if {q["path"], *q.get("also", [])} <= set(notes)
+    ]
     conn = connect(settings.db_path)
     embedder = CachedQueries(OllamaClients(settings).embedder())
     results: dict[str, dict[str, float]] = {}
@@ -253,7 +261,7 @@ def run_hub(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         conn.close()
     results["_questions"] = {"count": len(questions)}
     results["_index"] = {
-        "notes": len(sample["paths"]),
+        "notes": len(notes),
         "chunks": chunks,
         "seconds": index_s,
         "texts_embedded": report["texts_embedded"],
@@ -277,6 +285,9 @@ def main() -> None:
         "--hub-sample",
         action="store_true",
         help="run the hub-sample questions (bench/data/hub_sample.json, hub_questions.json)",
+    )
+    parser.add_argument(
+        "--hub-notes", type=int, default=0, help="hub sample: its first N notes only"
     )
     parser.add_argument("--max-queries", type=int, default=0, help="first N SciFact queries only")
     parser.add_argument(
