@@ -6,6 +6,15 @@ OLLAMA_HOST. Indexes go to --state-dir and are reused (and the stand-in's
 
     OLLAMA_HOST=http://127.0.0.1:11435 .venv/bin/python bench/quality_bench.py \
         --embed-model all-minilm --state-dir /tmp/bench-state [--scifact] [--help-vault]
+
+--hub-sample: the notes of bench/data/hub_sample.json (bench/hub_sample.py: a fixed draw
+from the Obsidian hub vault) copied into --work, and the questions of
+bench/data/hub_questions.json over them; words, vector and convex (the default) only. A
+question may list more notes than its `path` (`also`): page recall@5 is then the share of
+them in the top 5, MRR the rank of the first. --hub-notes N builds the first N notes of the
+draw only (for a slow embedder) and asks the questions answered among them. Words only:
+--host http://127.0.0.1:9 (nothing listens there). A --work and a --state-dir per model (the
+vault lock is per vault).
 """
 
 from __future__ import annotations
@@ -27,12 +36,15 @@ from askvault.services.retrieval.search import search
 from askvault.settings import Settings, load_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hub_sample import HUB_VAULT, SAMPLE_FILE, copy_sample  # noqa: E402
 from scifact_vault import DEFAULT_DATA, write_vault  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 HELP_VAULT = SHARED / "vaults" / "obsidian-help-en"
 HELP_QUESTIONS = Path(__file__).resolve().parent / "data" / "help_questions.json"
+HUB_QUESTIONS = Path(__file__).resolve().parent / "data" / "hub_questions.json"
 MODES = ("words", "vector", "convex", "rrf", "rerank", "rerank-local")
+HUB_MODES = ("words", "vector", "convex")
 DEPTH = 100
 EMBED_BATCH = 8
 
@@ -197,6 +209,67 @@ def run_help(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     return results
 
 
+def run_hub(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    # --hub-notes N: the first N notes of the draw (a slow embedder's share); only the
+    # questions all of whose notes are among them are asked.
+    notes = json.loads(SAMPLE_FILE.read_text(encoding="utf-8"))["paths"][: args.hub_notes or None]
+    vault = args.work / f"hub_sample_vault_{len(notes)}"
+    if not vault.exists():
+        if not HUB_VAULT.is_dir():
+            raise SystemExit(f"skipped: {HUB_VAULT} is absent (the bench needs ../shared/data)")
+        copy_sample(HUB_VAULT, notes, vault)
+    settings = _settings(
+        vault, args.state_dir, args.embed_model, args.host, DEPTH, args.chunk_tokens
+    )
+    started = time.time()
+    report = index_vault(settings, OllamaClients(settings)).as_dict()
+    index_s = round(time.time() - started, 1)
+    print(f"hub index: {report} ({index_s} s)", file=sys.stderr)
+    questions = [
+        q
+        for q in json.loads(HUB_QUESTIONS.read_text(encoding="utf-8"))
+        if {q["path"], *q.get("also", [])} <= set(notes)
+    ]
+    conn = connect(settings.db_path)
+    embedder = CachedQueries(OllamaClients(settings).embedder())
+    results: dict[str, dict[str, float]] = {}
+    try:
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        for mode in HUB_MODES:
+            recall5 = mrr = heading5 = 0.0
+            for q in questions:
+                expected = {q["path"], *q.get("also", [])}
+                hits = search(
+                    conn, settings, q["question"], limit=20, embedder=embedder, fusion_mode=mode
+                ).hits
+                paths = list(dict.fromkeys(h.note_path for h in hits))
+                recall5 += len(expected & set(paths[:5])) / len(expected)
+                mrr += reciprocal_rank(paths[:10], expected)
+                heading5 += any(
+                    h.note_path == q["path"] and (q["heading"] is None or h.heading == q["heading"])
+                    for h in hits[:5]
+                )
+            n = len(questions)
+            results[mode] = {
+                "page_recall@5": round(recall5 / n, 4),
+                "mrr@10": round(mrr / n, 4),
+                "heading_hit@5": round(heading5 / n, 4),
+            }
+            print(f"hub {mode}: {results[mode]}", file=sys.stderr)
+    finally:
+        embedder.inner.close()
+        conn.close()
+    results["_questions"] = {"count": len(questions)}
+    results["_index"] = {
+        "notes": len(notes),
+        "chunks": chunks,
+        "seconds": index_s,
+        "texts_embedded": report["texts_embedded"],
+        "pending_embeddings": report["pending_embeddings"],
+    }
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -208,6 +281,14 @@ def main() -> None:
     parser.add_argument("--scifact-data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--scifact", action="store_true", help="run SciFact")
     parser.add_argument("--help-vault", action="store_true", help="run the Help vault questions")
+    parser.add_argument(
+        "--hub-sample",
+        action="store_true",
+        help="run the hub-sample questions (bench/data/hub_sample.json, hub_questions.json)",
+    )
+    parser.add_argument(
+        "--hub-notes", type=int, default=0, help="hub sample: its first N notes only"
+    )
     parser.add_argument("--max-queries", type=int, default=0, help="first N SciFact queries only")
     parser.add_argument(
         "--scifact-subset",
@@ -224,8 +305,10 @@ def main() -> None:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     out: dict[str, object] = {"embed_model": args.embed_model}
-    if args.help_vault or not args.scifact:
+    if args.help_vault or not (args.scifact or args.hub_sample):
         out["help"] = run_help(args)
+    if args.hub_sample:
+        out["hub_sample"] = run_hub(args)
     if args.scifact:
         out["scifact"] = run_scifact(args)
     text = json.dumps(out, indent=2, sort_keys=True)
