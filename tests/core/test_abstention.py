@@ -189,3 +189,11 @@ def test_calibrated_cut_off_needs_enough_distances() -> None:
     assert calibrated_cutoff([0.5] * (CALIBRATION_MIN - 1)) is None
     assert calibrated_cutoff([0.5] * (CALIBRATION_MIN - 1) + [float("nan")]) is None
     assert calibrated_cutoff([0.5] * CALIBRATION_MIN) == pytest.approx(0.5)
+
+
+def test_the_distance_gate_applies_once_nearly_every_chunk_has_a_vector() -> None:
+    from askvault.core.abstention import GATE_MIN_SHARE, gate_applies
+
+    assert GATE_MIN_SHARE == 0.95
+    assert gate_applies(None) and gate_applies(1.0) and gate_applies(0.95)
+    assert not gate_applies(0.949) and not gate_applies(0.0)

@@ -323,3 +323,44 @@ def test_backlog_texts_count_links_from_other_notes_only(
     assert by_title["Hub"] == 6
     assert by_title["Selfie"] == 0
     assert by_title["Zebra"] == 0
+
+
+def test_the_distance_gate_waits_until_nearly_every_chunk_has_a_vector(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    """With two of nine chunks embedded, the nearest chunk with a vector says nothing of
+    whether the vault holds the answer (its chunk may have none yet): the cut-off, however
+    small, withholds nothing then; once all have vectors it does again."""
+    from askvault.records import QuestionOptions
+    from askvault.services.answer.pipeline import answer_question
+
+    settings = _indexed_without_vectors(tmp_path, fake_ollama)
+    settings = settings_for(
+        settings.vault_path,
+        Path(settings.state_dir),
+        fake_ollama.url,
+        **{"ollama.embed_batch_size": 1, "queries.max_distance": 0.01},
+    )
+    question = "where do zebras live?"
+
+    def ask(conn: Connection):  # type: ignore[no-untyped-def]
+        fake_ollama.chat_script = ["Zebras graze on the savanna [[Zebra]]."]
+        clients = OllamaClients(settings)
+        embedder, generator = clients.embedder(), clients.generator()
+        try:
+            return answer_question(
+                conn, settings, question, QuestionOptions(), embedder=embedder, generator=generator
+            )
+        finally:
+            embedder.close()
+            generator.close()
+
+    with _index(settings) as conn:
+        _drain(settings, conn, max_batches=2)
+        partial = ask(conn)
+        _drain(settings, conn)
+        complete = ask(conn)
+    assert partial.nearest_distance is not None and partial.nearest_distance > 0.01
+    assert (partial.status, partial.decided_by) == ("answered", "supported")
+    assert any("the distance cut-off waits for 95% of them" in line for line in partial.note.trace)
+    assert (complete.status, complete.decided_by) == ("no-answer", "too-far")

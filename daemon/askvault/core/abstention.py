@@ -165,6 +165,20 @@ def distance_cutoff(
     return cutoff_in_force(setting, embed_model, calibration).value
 
 
+# The distance to the nearest chunk says "nothing in the vault is about this" only when
+# (nearly) every chunk has a vector: during a first index, or right after many notes came
+# in, the chunk that answers may have none yet, and the nearest one with a vector is far
+# (seen: 0.61-0.92 with 0-6% embedded, all three questions withheld as "far from every
+# note"). Below this share the gate waits; the checks of the reply still decide.
+GATE_MIN_SHARE = 0.95
+
+
+def gate_applies(vector_share: float | None) -> bool:
+    """Whether the distance gate may withhold a reply: the active vectors cover at least
+    GATE_MIN_SHARE of the chunks (None, no share measured: it may)."""
+    return vector_share is None or vector_share >= GATE_MIN_SHARE
+
+
 def too_far(nearest_distance: float | None, cutoff: float | None) -> bool:
     """True when the nearest chunk is farther from the question than `cutoff` allows
     (never when either is unknown: words-only search, or no cut-off in force)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from askvault.core.abstention import Cutoff
+from askvault.core.abstention import GATE_MIN_SHARE, Cutoff, gate_applies
 from askvault.core.answer_note import LedgerEntry, Passage, SupportingPage
 from askvault.core.citations import CitationReport
 from askvault.core.links import page_link
@@ -166,9 +166,14 @@ def trace_lines(
         lines.append(f"nearest passage at cosine distance {nearest:.3f}{gate}")
     share, weight = pack.trace.get("vector_share"), pack.trace.get("vector_weight")
     if share is not None and weight is not None and share < 1.0:
+        waits = (
+            ""
+            if gate_applies(share)
+            else f"; the distance cut-off waits for {GATE_MIN_SHARE:.0%} of them"
+        )
         lines.append(
             f"vectors for {share * 100:.1f}% of the chunks so far: the vector channel at "
-            f"{weight:.2f} of its weight"
+            f"{weight:.2f} of its weight{waits}"
         )
     for i, page in enumerate(pack.pages, 1):
         channels = " + ".join(f"{name} {points:.4f}" for name, points in page.matched)

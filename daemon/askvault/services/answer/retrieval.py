@@ -41,6 +41,12 @@ class Retrieval:
         value = self.pack.trace.get("nearest_distance")
         return float(value) if value is not None else None
 
+    @property
+    def vector_share(self) -> float | None:
+        """The share of chunks with a vector of the model searched (None: not measured)."""
+        value = self.pack.trace.get("vector_share")
+        return float(value) if value is not None else None
+
 
 def retrieve(
     conn: Connection,
