@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from askvault.services.admin.status import collect_status
 from askvault.services.index.embedding import drain_backlog, target_fingerprint
 from askvault.services.index.index_pass import index_vault
 from askvault.services.index.indexer import IndexReport, drop_folder, index_paths, reconcile
+from askvault.services.retrieval.search import search
 from askvault.settings import Settings
 from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
@@ -235,45 +237,42 @@ def test_changing_the_embedding_model_builds_new_vectors_then_switches(
     conn.close()
 
 
+def _switching(vault: Path, tmp_path: Path, fake_ollama: FakeOllama) -> tuple[Settings, Any]:
+    """An index of the suite's model, then all-minilm configured: its vectors building,
+    none made yet. The settings of the switch and a connection (closed by the caller)."""
+    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
+    index_vault(settings, OllamaClients(settings))
+    other = settings_for(
+        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
+    )
+    conn = connect(other.db_path)
+    assert target_fingerprint(conn, OllamaClients(other).embedder()).state == "building"
+    return other, conn
+
+
 def test_while_a_new_model_is_built_searches_embed_the_query_with_the_old_one(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     """The old vectors serve until the new ones take over, so the query must be the old
     model's: a query of the new model against them is noise when the two have the same
     length (here both 64), and a dimension error (words only) when they do not."""
-    from askvault.services.retrieval.search import search
-
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings, OllamaClients(settings))
-    other = settings_for(
-        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
-    )
-    conn = connect(other.db_path)
-    clients = OllamaClients(other)
-    assert target_fingerprint(conn, clients.embedder()).state == "building"
+    other, conn = _switching(vault, tmp_path, fake_ollama)
     seen = len(fake_ollama.requests_to("/api/embed"))
-    result = search(conn, other, "fermentation of rye", embedder=clients.query_embedder())
+    query = OllamaClients(other).query_embedder()
+    result = search(conn, other, "fermentation of rye", embedder=query)
     conn.close()
     assert result.degraded is None and result.hits
-    (query,) = fake_ollama.requests_to("/api/embed")[seen:]
-    assert query["model"] == FAKE_EMBED_MODEL
+    (body,) = fake_ollama.requests_to("/api/embed")[seen:]
+    assert body["model"] == FAKE_EMBED_MODEL
 
 
 def test_while_a_new_model_is_built_and_the_old_one_is_gone_search_falls_back_to_words(
     vault: Path, tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
-    from askvault.services.retrieval.search import search
-
-    settings = settings_for(vault, tmp_path / "state", fake_ollama.url)
-    index_vault(settings, OllamaClients(settings))
-    other = settings_for(
-        vault, tmp_path / "state", fake_ollama.url, **{"ollama.embed_model": "all-minilm"}
-    )
-    conn = connect(other.db_path)
-    clients = OllamaClients(other)
-    assert target_fingerprint(conn, clients.embedder()).state == "building"
+    other, conn = _switching(vault, tmp_path, fake_ollama)
     fake_ollama.models.remove(f"{FAKE_EMBED_MODEL}:latest")  # `ollama rm` of the old model
-    result = search(conn, other, "fermentation of rye", embedder=clients.query_embedder())
+    query = OllamaClients(other).query_embedder()
+    result = search(conn, other, "fermentation of rye", embedder=query)
     conn.close()
     assert result.hits  # from words
     assert result.degraded is not None and FAKE_EMBED_MODEL in result.degraded
