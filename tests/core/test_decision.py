@@ -188,3 +188,11 @@ def test_the_more_telling_reasons_come_before_the_answering_claim() -> None:
     assert decide("x", report, nearest_distance=0.9, cutoff=0.5).decided_by == "too-far"
     assert decide("x", report, unknown_subjects=("Excalidraw",)).decided_by == "unknown-subject"
     assert decide("x", report).decided_by == "answer-unsupported"
+
+
+def test_the_distance_withholds_nothing_while_most_chunks_have_no_vector() -> None:
+    report = CitationReport(claims=(SUPPORTED,))
+    far = {"nearest_distance": 0.9, "cutoff": 0.5}
+    assert decide("x", report, **far, vector_share=0.2).decided_by == "supported"
+    assert decide("x", report, **far, vector_share=0.95).decided_by == "too-far"
+    assert decide("x", report, **far).decided_by == "too-far"

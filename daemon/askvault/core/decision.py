@@ -12,7 +12,8 @@ asked (the first that holds decides):
 - its yes or no to a yes/no question is the opposite of what the notes say about it;
 - none of its claims is supported by what the model saw;
 - the question is far from every chunk of the vault (the cut-off in force: the setting
-  `queries.max_distance`, the one measured for the model, or the vault's calibration);
+  `queries.max_distance`, the one measured for the model, or the vault's calibration),
+  once nearly every chunk has a vector (`abstention.GATE_MIN_SHARE`);
 - checked for meaning (`queries.verify = judge`), the passages its claims rest on do not
   answer the question as asked;
 - asked again with the excerpts reversed (`queries.verify = again`), the second reply
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from askvault.core.abstention import is_no_answer, too_far
+from askvault.core.abstention import gate_applies, is_no_answer, too_far
 from askvault.core.citations import CitationReport, quote_text
 from askvault.core.inert import inert_line
 from askvault.core.verification import Verdict
@@ -79,6 +80,7 @@ def decide(
     nearest_distance: float | None = None,
     cutoff: float | None = None,
     cutoff_from: str = "of `queries.max_distance`",
+    vector_share: float | None = None,
     unknown_subjects: Sequence[str] = (),
     judged: Verdict | None = None,
     steady: bool | None = None,
@@ -86,6 +88,8 @@ def decide(
     """The status of a checked reply (see the module docstring for the reasons, in order).
 
     `cutoff_from` says where `cutoff` comes from (abstention.Cutoff.reason_words).
+    `vector_share` is the share of chunks with a vector of the model searched: below
+    abstention.GATE_MIN_SHARE the distance withholds nothing (`gate_applies`).
     `unknown_subjects` are the question's names the reply repeats that no excerpt and no
     note of the vault mentions (`support.unknown_subjects`, then the word index)."""
     if report.error is not None:
@@ -104,7 +108,7 @@ def decide(
         )
     if report.supported_claims == 0:
         return Decision("no-answer", "nothing-supported")
-    if too_far(nearest_distance, cutoff):
+    if gate_applies(vector_share) and too_far(nearest_distance, cutoff):
         assert nearest_distance is not None and cutoff is not None  # too_far checked both
         return Decision(
             "no-answer",

@@ -20,7 +20,7 @@ from datetime import datetime
 from askvault.adapters import meta, search_store
 from askvault.adapters.db import Connection
 from askvault.core import answer_parts
-from askvault.core.abstention import Cutoff, gate_applies
+from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
@@ -167,10 +167,10 @@ def answer_question(
     decision = decide(
         safe.text,
         checked.report,
-        # The gate waits while most chunks have no vector yet (core/abstention.GATE_MIN_SHARE).
-        nearest_distance=found.nearest_distance if gate_applies(found.vector_share) else None,
+        nearest_distance=found.nearest_distance,
         cutoff=cutoff.value,
         cutoff_from=cutoff.reason_words,
+        vector_share=found.vector_share,
         unknown_subjects=checked.unknown_subjects,
         judged=verification.judged.verdict if verification.judged else None,
         steady=steady,
