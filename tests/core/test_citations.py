@@ -347,3 +347,17 @@ def test_a_quote_drops_the_callout_marker_of_the_notes_sentence() -> None:
     assert quote_text("Write [!note] to make a note callout.") == (
         "Write [!note] to make a note callout."
     )
+
+
+def test_claims_that_end_at_one_link_get_its_footnote_once() -> None:
+    # A link on a line of its own closes every claim above it: one added link and one
+    # footnote there, not "[[L]][^1] [[L]][^1]".
+    answer = (
+        "The second section explains fermentation of rye. "
+        "Rye fermentation is covered by the second section.\n\n[[Embeds]]"
+    )
+    report = _check_with(answer, [_excerpt("folder/Deep Note.md", "Section two")])
+    assert len({c.anchor for c in report.claims}) == 1 and len(report.claims) == 2
+    annotated = annotate_answer(answer, report, quotes=True)
+    assert annotated.count("[[Deep Note#Section two]]") == 1
+    assert annotated.count("[^1]") == 1

@@ -229,3 +229,53 @@ def test_asked_again_the_same_excerpts_come_in_reverse_order_numbered_again() ->
     assert resolve_numbered_citations("Ctrl+W [1].", again.excerpts) == (
         f"Ctrl+W {plan.excerpts[-1].cite_as}."
     )
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # The excerpt's number alone on the last line cites the sentence before it.
+        ("Hold Shift+Alt while dragging.\n\nExcerpt [2]", "Hold Shift+Alt while dragging. [2]"),
+        ("It is Ctrl+W.\n[1, 3]\n", "It is Ctrl+W. [1, 3]\n"),
+        ("It is Ctrl+W.\n\n[[Tabs#Close a tab]]", "It is Ctrl+W. [[Tabs#Close a tab]]"),
+        ("It is Ctrl+W.\n[[Tabs]], [[Hotkeys]]:", "It is Ctrl+W. [[Tabs]] [[Hotkeys]]"),
+        # Two such lines both go to the text.
+        ("It is Ctrl+W.\n[2]\n[3]", "It is Ctrl+W. [2] [3]"),
+        # A copied header cites the quote under it, to the quote's last line.
+        (
+            "Use the highlighter.\n\nExcerpt [2] from [[Highlighter]]:\n> Web Clipper lets you"
+            " highlight.\n> Highlights are saved.\n\nThat is all.",
+            "Use the highlighter.\n\n> Web Clipper lets you highlight.\n"
+            "> Highlights are saved. [2]\n\nThat is all.",
+        ),
+    ],
+)
+def test_a_line_that_is_only_citations_goes_to_the_text_it_cites(reply: str, expected: str) -> None:
+    from askvault.core.prompt import attach_citation_lines
+
+    assert attach_citation_lines(reply) == expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Excerpt [2]",  # nothing to cite
+        "[2]\nIt is Ctrl+W.",  # a citation before any text: left where it is
+        "See [2] for the rest.\nIt is Ctrl+W.",  # a line with words of its own
+        "Use it:\n```md\n![x](y)\n```\n\n[3]",  # after a code fence ("``` [3]" opens none)
+        "```\nIt is Ctrl+W.\n[2]\n```",  # inside code
+        "It is Ctrl+W.\n![[Tabs.png]]",  # an embed is content, not a citation
+    ],
+)
+def test_a_citation_line_with_no_text_to_go_to_is_left_as_it_is(reply: str) -> None:
+    from askvault.core.prompt import attach_citation_lines
+
+    assert attach_citation_lines(reply) == reply
+
+
+def test_a_citation_line_resolves_to_the_link_after_its_sentence() -> None:
+    pack = _pack(_page("A.md", [("H", "Alpha.")]), _page("B.md", [(None, "Beta.")]))
+    plan = build_messages("q?", pack, num_ctx=8192)
+    assert resolve_numbered_citations("Beta is second.\n\nExcerpt [2]", plan.excerpts) == (
+        "Beta is second. [[B]]"
+    )

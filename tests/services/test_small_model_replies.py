@@ -594,3 +594,51 @@ def test_a_reply_nothing_supports_is_not_asked_again(
     result = _ask(conn, _verifying(settings, "again"), "what is my wifi password?")
     assert result.status == "no-answer"
     assert len(fake_ollama.requests_to("/api/chat")) == 1
+
+
+def _cited_on_its_own_line(messages: list[dict[str, Any]]) -> str:
+    """Two sentences, then the excerpt's number alone on a line, as the 1.5B model ends a
+    reply ("...lines of text.\\n\\nExcerpt [2]")."""
+    user = messages[-1]["content"]
+    number = re.search(r"Excerpt \[(\d+)\] from \[\[Snapshots", user)
+    assert number, "Snapshots was not among the excerpts"
+    return (
+        "Snapshots are saved a minimum of 5 minutes from each other. They are kept for 7 days."
+        f"\n\nExcerpt [{number.group(1)}]"
+    )
+
+
+def test_a_citation_on_a_line_of_its_own_cites_the_sentence_before_it_once(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _cited_on_its_own_line
+    result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
+    _assert_golden("citation_on_its_own_line", result)
+    assert result.status == "answered"
+    # Not a line of its own read as a claim ("Snapshots [[Snapshots]][^1]
+    # [[Snapshots]][^1]", the link as a word and every claim's marks there): each
+    # sentence is followed by its own link and footnote.
+    assert result.answer == (
+        "Snapshots are saved a minimum of 5 minutes from each other. [[Snapshots]][^1] "
+        "They are kept for 7 days. [[Snapshots]][^1]"
+    )
+
+
+def test_a_copied_excerpt_header_cites_the_quote_under_it(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    def reply(messages: list[dict[str, Any]]) -> str:
+        number = re.search(r"Excerpt \[(\d+)\] from \[\[Snapshots", messages[-1]["content"])
+        assert number
+        return (
+            "Snapshots are kept for 7 days.\n\n"
+            f"Excerpt [{number.group(1)}] from [[Snapshots]]:\n"
+            "> By default, snapshots are saved a minimum of 5 minutes from each other."
+        )
+
+    fake_ollama.chat_script = reply
+    result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
+    _assert_golden("copied_excerpt_header", result)
+    assert result.status == "answered"
+    assert "Excerpt" not in result.answer and "Snapshots:" not in result.answer
+    assert result.answer.endswith("from each other. [[Snapshots]][^1]")

@@ -784,7 +784,8 @@ def annotate_answer(
 
     - A link stays where it backs the claim it closes (or is pending); elsewhere it is
       taken out, or shown as its text where the sentence reads it as a word (a broken or
-      unsupported link is never published as a link); the same link twice in a row once.
+      unsupported link is never published as a link); the same link twice in a row once,
+      and claims that end at one place get one added link and footnote there.
     - An embed is shown as code: an answer never transcludes.
     - The links askvault added go after their claims; with `quotes`, a footnote `[^n]`
       after each supported claim points to the words of the note it rests on
@@ -829,16 +830,41 @@ def annotate_answer(
             continue
         edits.append(_unlinked(answer, span))
     numbers = {(n.quote, n.source): n.number for n in quote_notes(report)} if quotes else {}
+    edits += _claim_marks(
+        answer, report, numbers, add_links=add_links and keep_links, footnotes=keep_links, flag=flag
+    )
+    return _apply(answer, edits)
+
+
+def _claim_marks(
+    answer: str,
+    report: CitationReport,
+    numbers: dict[tuple[str, str], int],
+    *,
+    add_links: bool,
+    footnotes: bool,
+    flag: bool,
+) -> list[tuple[int, int, str]]:
+    """The insertions after each claim: the link askvault added, its footnote (`numbers`:
+    the quote's footnote by quote and source) or, for a claim nothing supports, the flag
+    opening it. Claims that end at one place get one added link and footnote there."""
+    edits: list[tuple[int, int, str]] = []
+    placed: set[tuple[int, str]] = set()
     for check in report.claims:
-        if add_links and keep_links and check.added:
-            edits.append((check.anchor, check.anchor, f" [[{check.added}]]"))
+        marks: list[str] = []
+        if add_links and check.added:
+            marks.append(f" [[{check.added}]]")
         key = _quote_key(check)
-        if keep_links and key in numbers:
-            edits.append((check.anchor, check.anchor, f"[^{numbers[key]}]"))
+        if footnotes and key in numbers:
+            marks.append(f"[^{numbers[key]}]")
         elif flag and check.flagged:
             at = _marker_position(answer, check.start)
             edits.append((at, at, f"{FLAG_MARKER} "))
-    return _apply(answer, edits)
+        for mark in marks:
+            if (check.anchor, mark) not in placed:
+                placed.add((check.anchor, mark))
+                edits.append((check.anchor, check.anchor, mark))
+    return edits
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:

@@ -240,15 +240,84 @@ _COPIED_HEADER = re.compile(
 )
 
 
+# A line that is nothing but a citation or a copied excerpt header ("Excerpt [2]",
+# "[2]", "Excerpt [2] from [[Page]]:"): it cites the text it stands beside.
+_HEADER_LINE = re.compile(
+    r"^[ \t]*(?:(?:the\s+)?excerpts?\s*)?\[(?:excerpts?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]"
+    r"(?:\s+from\s+!?\[\[[^\]\n]*\]\])?[ \t]*:?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A line of nothing but links ("[[Page]]", "[[A]], [[B]]:"), not embeds: the same.
+_LINKS_LINE = re.compile(r"^[ \t]*(?:\[\[[^\]\n]+\]\][ \t]*[,;]?[ \t]*)+:?[ \t]*$")
+_LINK = re.compile(r"\[\[[^\]\n]+\]\]")
+_BLOCKQUOTE_LINE = re.compile(r"^[ \t]*>")
+_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)")
+_CITED_NUMBERS = re.compile(r"\d{1,3}(?:\s*[,;]\s*\d{1,3})*")
+_BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+
+
+def _citation_line(line: str) -> str | None:
+    """What a line that is only citations cites, as it goes after a sentence ("[2]",
+    "[[A]] [[B]]"), or None for a line with words of its own."""
+    if _HEADER_LINE.match(line):
+        number = _CITED_NUMBERS.search(line)
+        return f"[{number.group(0)}]" if number else None
+    if _LINKS_LINE.match(line):
+        return " ".join(_LINK.findall(line))
+    return None
+
+
+def attach_citation_lines(reply: str) -> str:
+    """`reply` with each line that is only citations (numbers or links) or a copied
+    excerpt header moved to the text it cites: the end of the quote right under it (a copied header introduces
+    the excerpt's words), else the end of the text line before it. Left on a line of its
+    own, it was read as a claim: its link shown as a word, and every claim above it
+    anchored there (the same link and footnote twice). One with no text to go to (the
+    line before it is code, or there is none), and lines inside code, are left as they
+    are."""
+    if "[" not in reply or "\n" not in reply:
+        return reply
+    masked = mask_code(reply)
+    lines = reply.split("\n")
+    shown = masked.split("\n")
+    gone: set[int] = set()
+    for i, line in enumerate(shown):
+        cite = _citation_line(line) if line == lines[i] else None
+        if cite is None:
+            continue  # code, or a line with text of its own
+        after = next((j for j in range(i + 1, len(lines)) if lines[j].strip()), None)
+        before = next((j for j in range(i - 1, -1, -1) if lines[j].strip() and j not in gone), None)
+        if after is not None and _BLOCKQUOTE_LINE.match(shown[after]):
+            target = after
+            while target + 1 < len(lines) and _BLOCKQUOTE_LINE.match(shown[target + 1]):
+                target += 1
+        elif (
+            before is not None
+            and shown[before].strip()  # not code (a fence's line would stop closing it)
+            and _FENCE_LINE.match(lines[before]) is None
+            and _citation_line(shown[before]) is None
+        ):
+            target = before
+        else:
+            continue
+        lines[target] = f"{lines[target].rstrip()} {cite}"
+        gone.add(i)
+    if not gone:
+        return reply
+    text = "\n".join(line for i, line in enumerate(lines) if i not in gone)
+    return _BLANK_RUN.sub("\n\n", text).rstrip() + ("\n" if reply.endswith("\n") else "")
+
+
 def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str:
     """`[2]` (and `[1, 3]`, `[Excerpt 2]`) outside code -> the wikilinks of those excerpts.
 
     A number that names no excerpt is left as it is (it is then plain text, not a link).
-    A copied header ("Excerpt [2] from [[Page]]") keeps only its link.
+    A copied header ("Excerpt [2] from [[Page]]") keeps only its link; a line that is
+    only a citation goes to the text it cites (`attach_citation_lines`).
     """
     if "[" not in reply or not excerpts:
         return reply
-    reply = _COPIED_HEADER.sub("", reply)
+    reply = _COPIED_HEADER.sub("", attach_citation_lines(reply))
     masked = mask_code(reply)
     out: list[str] = []
     cursor = 0
