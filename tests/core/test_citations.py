@@ -361,3 +361,17 @@ def test_claims_that_end_at_one_link_get_its_footnote_once() -> None:
     annotated = annotate_answer(answer, report, quotes=True)
     assert annotated.count("[[Deep Note#Section two]]") == 1
     assert annotated.count("[^1]") == 1
+
+
+def test_a_link_after_a_word_that_wants_a_noun_stays_as_its_name_at_a_sentence_end() -> None:
+    # "... described in [[Aliases]]." read "described in." once its link went.
+    cases = {
+        "Add the property to your [[Nowhere]].": "Add the property to your Nowhere.",
+        "This is described in [[Nowhere#Some heading]].": "This is described in Nowhere.",
+        "Follow the steps outlined in [[Nowhere]]": "Follow the steps outlined in Nowhere",
+        # After any other word a link that closes the claim is a citation: it goes.
+        "Rye ferments in three days [[Nowhere]].": "Rye ferments in three days.",
+        "Press Ctrl+W [[Nowhere]].": "Press Ctrl+W.",
+    }
+    for answer, expected in cases.items():
+        assert render_broken_as_text(answer, _check(answer)) == expected, answer

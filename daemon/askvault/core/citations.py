@@ -709,11 +709,25 @@ def _as_code(span: CitedLink) -> str:
     return f"`{span.link.raw}`" if "`" not in span.link.raw else span.link.raw.lstrip("!")
 
 
+# Words after which a link is the noun the sentence needs, even where it closes the claim:
+# "add the property to your [[Properties]]." reads "your Properties", not "your".
+_WANTS_A_NOUN = frozenset(
+    """a an the your my our their its his her this that these those of in into to from with
+    for on by via use using see open called named""".split()
+)
+_LAST_WORD = re.compile(r"(\w+)[ \t]*$")
+
+
 def _unlinked(answer: str, span: CitedLink) -> tuple[int, int, str]:
     """The edit that takes a link out of the published text: a link in citation position
     (closing a claim, beside other links, after a full stop) goes, with the space before
-    it; one the sentence reads as a word, or one that opens a line, becomes its text."""
-    reads_as_word = _word_before(answer, span.start) and not _CLOSES_CLAIM.match(answer, span.end)
+    it; one the sentence reads as a word (after a word, not closing the claim, or after a
+    word that wants a noun: `_WANTS_A_NOUN`), or one that opens a line, becomes its text."""
+    before = _LAST_WORD.search(answer, max(0, span.start - 40), span.start)
+    reads_as_word = _word_before(answer, span.start) and (
+        not _CLOSES_CLAIM.match(answer, span.end)
+        or (before is not None and before.group(1).casefold() in _WANTS_A_NOUN)
+    )
     if reads_as_word or _opens_line(answer, span.start) or span.link.label:
         return (span.start, span.end, _link_words(span.link))
     start = span.start
