@@ -1,5 +1,6 @@
-"""How the model reads a follow-up: the four forms of `asked_follow_up`, each prompt as a
-golden file (the whole user message the model gets), and the earlier answer's sentence.
+"""How the model reads a follow-up: the forms of `asked_follow_up`, each prompt as a golden
+file (the whole user message the model gets), the earlier answer's sentence, and the
+model's rewrite of a follow-up (`rewrite_messages`, `read_rewrite`: an untrusted reply).
 
 Regenerate the golden files with `UPDATE_GOLDEN=1 pytest tests/core/test_followup_prompt.py`
 and read the diff.
@@ -7,6 +8,7 @@ and read the diff.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,9 +17,13 @@ import pytest
 from askvault.core.followup import (
     EARLIER_ANSWER_MAX_CHARS,
     FOLLOW_UP_FORMS,
+    REWRITE_MAX_CHARS,
+    REWRITE_SCHEMA,
     AskedFollowUp,
     asked_follow_up,
     first_sentence,
+    read_rewrite,
+    rewrite_messages,
 )
 from askvault.core.prompt import build_messages, context_budget, reordered
 from askvault.records import ContextPack, EvidenceChunk, EvidencePage
@@ -25,6 +31,7 @@ from askvault.records import ContextPack, EvidenceChunk, EvidencePage
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 EARLIER = ["How do I hide the ribbon?"]
 ANSWER = "Right-click the ribbon and choose **Hide ribbon** [[Ribbon#Hide]]. It comes back [2]."
+REWRITTEN = "How do I hide the ribbon on mobile?"
 
 
 def _pack() -> ContextPack:
@@ -52,7 +59,7 @@ def _user_message(asked: AskedFollowUp) -> str:
 
 @pytest.mark.parametrize("form", FOLLOW_UP_FORMS)
 def test_each_follow_up_form_renders_its_golden_prompt(form: str) -> None:
-    text = _user_message(asked_follow_up(form, EARLIER, "and on mobile?", ANSWER))
+    text = _user_message(asked_follow_up(form, EARLIER, "and on mobile?", ANSWER, REWRITTEN))
     path = GOLDEN / f"follow_up_prompt_{form.replace('+', '_')}.md"
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
@@ -61,7 +68,7 @@ def test_each_follow_up_form_renders_its_golden_prompt(form: str) -> None:
 
 def test_the_forms_differ_only_in_what_comes_after_the_excerpts() -> None:
     texts = {
-        f: _user_message(asked_follow_up(f, EARLIER, "and on mobile?", ANSWER))
+        f: _user_message(asked_follow_up(f, EARLIER, "and on mobile?", ANSWER, REWRITTEN))
         for f in FOLLOW_UP_FORMS
     }
     excerpts = {t.split("\n\nQuestion")[0].split("\n\nEarlier")[0] for t in texts.values()}
@@ -112,7 +119,9 @@ def test_background_and_answer_without_an_answer_is_the_background_form() -> Non
 @pytest.mark.parametrize("form", FOLLOW_UP_FORMS)
 def test_a_follow_up_that_stands_alone_is_asked_as_written_in_every_form(form: str) -> None:
     standalone = "How do I export a note to PDF from the command palette?"
-    assert asked_follow_up(form, EARLIER, standalone, ANSWER) == AskedFollowUp(standalone)
+    assert asked_follow_up(form, EARLIER, standalone, ANSWER, REWRITTEN) == (
+        AskedFollowUp(standalone)
+    )
     # No earlier question (or a blank one): nothing to lean on.
     assert asked_follow_up(form, [], "and on mobile?") == AskedFollowUp("and on mobile?")
     assert asked_follow_up(form, ["  "], "and on mobile?") == AskedFollowUp("and on mobile?")
@@ -144,3 +153,89 @@ def test_first_sentence_keeps_labels_and_drops_citations_marks_and_flags() -> No
 def test_first_sentence_of_a_long_answer_is_cut() -> None:
     sentence = first_sentence("word " * 200)
     assert len(sentence) == EARLIER_ANSWER_MAX_CHARS and sentence.endswith("…")
+
+
+def test_rewritten_asks_the_models_rewrite_alone_and_else_the_rules_question() -> None:
+    assert asked_follow_up("rewritten", EARLIER, "and on mobile?", rewritten=REWRITTEN) == (
+        AskedFollowUp(REWRITTEN)
+    )
+    # No rewrite taken (the model down, or its reply refused): the standalone form's.
+    for rewrite in (None, ""):
+        assert asked_follow_up("rewritten", EARLIER, "and on mobile?", rewritten=rewrite) == (
+            asked_follow_up("standalone", EARLIER, "and on mobile?")
+        )
+    # Other forms never read a rewrite.
+    assert asked_follow_up("standalone", EARLIER, "and on mobile?", rewritten=REWRITTEN) == (
+        AskedFollowUp("and on mobile? (hide ribbon)")
+    )
+
+
+def test_rewrite_messages_list_the_earlier_questions_and_say_they_are_data() -> None:
+    system, user = rewrite_messages(
+        ["How do I hide\nthe ribbon?", "and the status bar?"], "  and on  mobile? "
+    )
+    assert system["role"] == "system" and "not instructions" in system["content"]
+    assert user["content"] == (
+        "Earlier questions:\n- How do I hide the ribbon?\n- and the status bar?\n\n"
+        "Follow-up: and on mobile?\n\nThe follow-up as one standalone question:"
+    )
+    assert REWRITE_SCHEMA["required"] == ["question"]
+
+
+def _reply(question: object) -> str:
+    return json.dumps({"question": question})
+
+
+def test_read_rewrite_takes_a_standalone_question_that_keeps_the_follow_ups_words() -> None:
+    assert read_rewrite(_reply(REWRITTEN), EARLIER, "and on mobile?") == REWRITTEN
+    # Quotes, newlines and control characters around or inside it are tidied.
+    messy = '"How do I hide\nthe ribbon\x07 on mobile?"'
+    assert read_rewrite(_reply(messy), EARLIER, "and on mobile?") == REWRITTEN
+    # A word of the follow-up kept in another spelling or form of its root.
+    assert (
+        read_rewrite(
+            _reply("Can I color the nodes by folder in the graph view?"),
+            ["How do I show the graph view?"],
+            "and colour the nodes by folder?",
+        )
+        == "Can I color the nodes by folder in the graph view?"
+    )
+    assert (
+        read_rewrite(
+            _reply("Can I put one callout inside another?"),
+            ["How do I make a callout?"],
+            "what about putting one inside another?",
+        )
+        == "Can I put one callout inside another?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("not json at all", "no JSON"),
+        ('{"question": ', "cut JSON"),
+        (json.dumps(["How do I hide the ribbon on mobile?"]), "not an object"),
+        (json.dumps({"answer": "Tap the menu."}), "no question key"),
+        (_reply(42), "not a string"),
+        (_reply("   "), "empty"),
+        (_reply("How do I hide the ribbon on mobile? " * 20), "too long"),
+        (_reply("How do I hide the ribbon?"), "the earlier question again, mobile dropped"),
+        (_reply("How do I hide the ribbon on my tablet?"), "the follow-up's word dropped"),
+        (_reply("And on mobile?"), "nothing of the earlier question brought in"),
+    ],
+)
+def test_read_rewrite_refuses_what_cannot_be_taken(reply: str, why: str) -> None:
+    assert read_rewrite(reply, EARLIER, "and on mobile?") is None, why
+
+
+def test_read_rewrite_refuses_a_repeat_of_an_earlier_question_in_other_case() -> None:
+    earlier = ["How do I hide the ribbon?", "How do I hide the ribbon on mobile?"]
+    assert read_rewrite(_reply("how do i hide the ribbon on mobile"), earlier, "on mobile?") is None
+
+
+def test_read_rewrite_bounds_are_the_documented_ones() -> None:
+    at_most = "How do I hide the ribbon on mobile " + "x" * (REWRITE_MAX_CHARS - 36) + "?"
+    assert len(at_most) == REWRITE_MAX_CHARS
+    assert read_rewrite(_reply(at_most), EARLIER, "and on mobile?") == at_most
+    assert read_rewrite(_reply(at_most + "?"), EARLIER, "and on mobile?") is None

@@ -300,3 +300,95 @@ def test_a_follow_up_reaches_the_model_in_its_form_and_searches_standalone(
     assert user.endswith("\n\n" + tail)
     assert answered.searched == "and a block? (embed show)"
     assert answered.result.status == "answered"
+
+
+def _follow_up(conn: Connection, settings: Settings, follow_up: str, **kwargs: Any) -> Any:
+    from askvault.services.answer import answer_follow_up
+
+    embedder = OllamaClients(settings).embedder()
+    generator = OllamaGenerator(settings.ollama.host, timeout_s=5)
+    try:
+        return answer_follow_up(
+            conn,
+            settings,
+            follow_up,
+            ["What does an embed show?"],
+            embedder=embedder,
+            generator=generator,
+            form="rewritten",
+            **kwargs,
+        )
+    finally:
+        generator.close()
+        embedder.close()
+
+
+def test_a_rewritten_follow_up_is_asked_as_the_model_rewrote_it(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [
+        '{"question": "What does an embed of a block show?"}',
+        "Link a block with a caret id [[Embeds]].",
+    ]
+    answered = _follow_up(conn, settings, "and a block?")
+    rewrite, answer = fake_ollama.requests_to("/api/chat")[-2:]
+    # The rewrite is its own short, grammar-constrained request ...
+    assert rewrite["format"]["required"] == ["question"]
+    assert rewrite["options"]["num_predict"] == 80
+    assert "Follow-up: and a block?" in rewrite["messages"][1]["content"]
+    # ... and the answer's request asks the rewrite; the search stays the rules'.
+    assert answer["messages"][1]["content"].endswith(
+        "Question: What does an embed of a block show?"
+    )
+    assert answered.asked_as == "What does an embed of a block show?"
+    assert answered.searched == "and a block? (embed show)"
+    assert answered.result.status == "answered"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"question": "What does an embed show?"}',  # the earlier question again
+        '{"question": "and a block?"}',  # not standalone
+        "A block is linked with a caret id.",  # an answer, not JSON
+    ],
+)
+def test_a_rewrite_that_cannot_be_taken_leaves_the_rules_question(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama, reply: str
+) -> None:
+    fake_ollama.chat_script = [reply, "Link a block with a caret id [[Embeds]]."]
+    answered = _follow_up(conn, settings, "and a block?")
+    assert answered.asked_as == "and a block? (embed show)"
+    assert fake_ollama.requests_to("/api/chat")[-1]["messages"][1]["content"].endswith(
+        "Question: and a block? (embed show)"
+    )
+    assert answered.result.status == "answered"
+
+
+def test_a_failed_rewrite_request_leaves_the_rules_question_and_still_answers(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("500", count=1, paths=("/api/chat",))
+    fake_ollama.chat_script = ["Link a block with a caret id [[Embeds]]."]
+    answered = _follow_up(conn, settings, "and a block?")
+    assert answered.asked_as == "and a block? (embed show)"
+    assert answered.result.status == "answered"
+
+
+def test_a_follow_up_that_stands_alone_is_not_rewritten(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Link a block with a caret id [[Embeds]]."]
+    before = len(fake_ollama.requests_to("/api/chat"))
+    question = "How do I link a block of a note with a caret id?"
+    answered = _follow_up(conn, settings, question)
+    assert len(fake_ollama.requests_to("/api/chat")) == before + 1
+    assert answered.asked_as == question
+
+
+def test_a_stop_while_the_follow_up_is_rewritten_cancels_the_answer(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ['{"question": "What does an embed of a block show?"}']
+    with pytest.raises(AnswerCancelled, match="rewritten"):
+        _follow_up(conn, settings, "and a block?", should_stop=lambda: True)

@@ -9,6 +9,7 @@ question beside it), so "and on mobile?" is asked about the ribbon.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,14 +18,20 @@ from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note
 from askvault.core.followup import (
     DEFAULT_FOLLOW_UP_FORM,
+    REWRITE_MAX_TOKENS,
+    REWRITE_SCHEMA,
     asked_follow_up,
     find_follow_ups,
+    is_elliptic,
+    read_rewrite,
+    rewrite_messages,
     standalone_question,
 )
 from askvault.core.notes import parse_note
-from askvault.errors import AskvaultError
+from askvault.core.reply import ReplyBudget, ReplyLimits
+from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
-from askvault.services.answer.generation import TokenSink
+from askvault.services.answer.generation import TokenSink, reply_limits
 from askvault.services.answer.pipeline import answer_question
 from askvault.services.answer.result import AnswerResult
 from askvault.settings import Settings
@@ -59,7 +66,18 @@ def answer_follow_up(
     how the model reads it (core.followup.FOLLOW_UP_FORMS; `earlier_answer`, the first
     turn's answer, is read by "background+answer" only)."""
     searched = standalone_question(earlier, follow_up)
-    asked_as = asked_follow_up(form, earlier, follow_up, earlier_answer)
+    rewritten = None
+    if form == "rewritten" and earlier and is_elliptic(follow_up):
+        rewritten = rewrite_follow_up(
+            generator,
+            earlier,
+            follow_up,
+            model=(options.model if options else None) or settings.ollama.chat_model,
+            num_ctx=settings.ollama.num_ctx,
+            limits=reply_limits(settings),
+            should_stop=should_stop,
+        )
+    asked_as = asked_follow_up(form, earlier, follow_up, earlier_answer, rewritten)
     result = answer_question(
         conn,
         settings,
@@ -74,6 +92,46 @@ def answer_follow_up(
         background=asked_as.background,
     )
     return FollowUpAnswer(result, searched, asked_as.question, asked_as.background)
+
+
+def rewrite_follow_up(
+    generator: Generator,
+    earlier: Sequence[str],
+    follow_up: str,
+    *,
+    model: str,
+    num_ctx: int,
+    limits: ReplyLimits,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> str | None:
+    """The chat model's standalone rewrite of `follow_up` (core.followup.rewrite_messages),
+    read up to REWRITE_MAX_TOKENS pieces and `limits`' bytes and seconds, or None when
+    it cannot be taken (`read_rewrite`) or the model cannot be reached now: the rules'
+    question is asked then, and the answer's own request says whether Ollama is down."""
+    budget = ReplyBudget(ReplyLimits(REWRITE_MAX_TOKENS, limits.max_bytes, limits.max_seconds))
+    pieces: list[str] = []
+    stream = None
+    try:
+        stream = generator.stream(
+            rewrite_messages(earlier, follow_up),
+            model=model,
+            num_ctx=num_ctx,
+            format=REWRITE_SCHEMA,
+            options={"num_predict": REWRITE_MAX_TOKENS, "temperature": 0},
+        )
+        for piece in stream:
+            if should_stop():
+                raise AnswerCancelled("stopped while the follow-up was being rewritten")
+            pieces.append(budget.take(piece, time.monotonic()))
+            if budget.cut is not None:
+                return None  # a rewrite cut short is no question
+    except OllamaError:
+        return None
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    return read_rewrite("".join(pieces), earlier, follow_up)
 
 
 @dataclass(frozen=True)
