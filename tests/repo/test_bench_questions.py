@@ -15,6 +15,7 @@ SETS = [
         "answer_questions_holdout.json",
         "answer_questions_fresh.json",
         "answer_questions_fresh2.json",
+        "answer_questions_fresh3.json",
     )
 ]
 REQUIRED = {"id", "question", "answerable", "expected", "facts"}
@@ -79,3 +80,13 @@ def test_the_second_fresh_set_shares_no_question_with_the_earlier_sets() -> None
     assert not {q["id"] for q in fresh2} & {
         q["id"] for p in SETS[:3] for q in json.loads(p.read_text())
     }
+
+
+def test_the_third_fresh_set_is_new_and_as_large_as_the_issue_asks() -> None:
+    earlier = {q["question"].casefold() for p in SETS[:4] for q in json.loads(p.read_text())}
+    fresh = json.loads(SETS[4].read_text(encoding="utf-8"))
+    assert not {q["question"].casefold() for q in fresh} & earlier
+    assert sum(q["answerable"] for q in fresh) >= 40
+    assert sum(not q["answerable"] for q in fresh) >= 10
+    # Every question says what a blind reader needs: the right answer and its kind.
+    assert all(q.get("reference") and q.get("kind") for q in fresh)
