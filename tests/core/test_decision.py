@@ -196,3 +196,38 @@ def test_the_distance_withholds_nothing_while_most_chunks_have_no_vector() -> No
     assert decide("x", report, **far, vector_share=0.2).decided_by == "supported"
     assert decide("x", report, **far, vector_share=0.95).decided_by == "too-far"
     assert decide("x", report, **far).decided_by == "too-far"
+
+
+def test_a_reply_that_begins_with_an_excerpts_number_is_a_pasted_excerpt() -> None:
+    """The 1.5B model pastes a passage ("[3] You can open hidden sidebars ...") rather than
+    answering; its words are the note's, so the claims are supported."""
+    report = CitationReport(claims=(SUPPORTED,))
+    for reply in (
+        "[3] Embeds use an exclamation mark.",
+        "  [1, 2] Embeds use an exclamation mark.",
+        "[1] [4] Embeds use an exclamation mark.",
+        'Excerpt [1] from [[Embed files]]: "Embeds use an exclamation mark."',
+        "the excerpt [2] from [[Embed files]] says embeds use an exclamation mark.",
+    ):
+        decision = decide(reply, report)
+        assert (decision.status, decision.decided_by) == ("no-answer", "pasted-excerpt"), reply
+        assert "begins with an excerpt's number" in decision.reason
+        assert not decision.keeps_links
+
+
+def test_words_of_its_own_before_a_number_are_an_answer() -> None:
+    report = CitationReport(claims=(SUPPORTED,))
+    for reply in (
+        "Embeds use an exclamation mark [3].",
+        "The excerpt [1] states that embeds use an exclamation mark.",  # reported, not pasted
+        "In [[Embed files]], embeds use an exclamation mark.",
+        "[[Embed files]] Embeds use an exclamation mark.",  # a link, not the prompt's number
+    ):
+        assert decide(reply, report).decided_by == "supported", reply
+
+
+def test_a_pasted_excerpt_comes_after_the_reasons_that_say_more() -> None:
+    report = CitationReport(claims=(SUPPORTED,))
+    assert decide("[3] I don't know.", report).decided_by == "refusal"
+    assert decide("[3] Embeds ...", NONE_SUPPORTED).decided_by == "nothing-supported"
+    assert decide("[3] x", report, unknown_subjects=("Kanban",)).decided_by == "unknown-subject"

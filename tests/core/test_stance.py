@@ -175,3 +175,33 @@ def test_a_not_yet_or_not_currently_support_is_a_refusal(sentence: str) -> None:
     (words,) = content_tokens(["Can I use nested properties in the editor?"], simple_tokens)
     stance = note_stance(words, evidence)
     assert stance is not None and stance.refuses and not stance.says_yes
+
+
+def test_a_refusal_speaks_for_the_notes_over_a_sentence_sharing_more_words() -> None:
+    # The first sentence shares more of the question, but the page refuses what is asked
+    # in the second: "can I password protect only one page ... and leave the rest public"
+    # was answered "Yes" from a site-password sentence.
+    question = "Can I set an end-to-end encryption password as individual protection of a vault?"
+    stance = _stance(question)
+    assert stance is not None and stance.refuses
+    assert "Individual password protection" in stance.sentence
+
+
+def test_a_refusal_that_shares_three_words_of_a_long_question_speaks_for_the_notes() -> None:
+    # Three of many question words: under the share a sentence needs, but a sentence that
+    # refuses in so many words does not need the share.
+    question = (
+        "my writing group reads my drafts, can i put password protection on just single "
+        "notes and leave everything else open to the group?"
+    )
+    stance = _stance(question)
+    assert stance is not None and stance.refuses and len(stance.shared) == 3
+
+
+def test_a_refusal_sharing_two_words_of_a_long_question_does_not() -> None:
+    question = (
+        "my writing group reads my drafts, can i add password protection for the whole "
+        "group and leave everything else open to visitors?"
+    )
+    stance = _stance(question)
+    assert stance is None or not stance.refuses

@@ -19,6 +19,8 @@ asked (the first that holds decides):
 - asked again with the excerpts reversed (`queries.verify = again`), the second reply
   rests on none of the sentences the first does;
 - the reply names what the question asks about, and no note mentions it;
+- the reply begins with an excerpt's number or a copied excerpt header, not with words
+  of its own (`prompt.opens_with_citation`): it pastes a passage instead of answering;
 - the claim that answers (its first that does more than say the question again) is
   unsupported (not merely weak), only what follows it is backed; or it has no such claim.
 """
@@ -32,6 +34,7 @@ from typing import Literal
 from askvault.core.abstention import gate_applies, is_no_answer, too_far
 from askvault.core.citations import CitationReport, quote_text
 from askvault.core.inert import inert_line
+from askvault.core.prompt import opens_with_citation
 from askvault.core.verification import Verdict
 from askvault.records import AnswerOutcome
 
@@ -49,6 +52,7 @@ DecisionReason = Literal[
     "judged-wrong",  # no-answer: the passages do not answer the question as asked
     "reversed",  # no-answer: the reply's yes or no is the opposite of what the notes say
     "unsteady",  # no-answer: asked again, the model's answer rested on other sentences
+    "pasted-excerpt",  # no-answer: the reply opens with an excerpt's number, not an answer
 ]
 
 
@@ -138,6 +142,20 @@ def decide(
             "unknown-subject",
             f"Your notes do not cover what the question asks about: no note mentions "
             f"{named}, so the reply is not published as an answer.",
+        )
+    return _answering(reply, report)
+
+
+def _answering(reply: str, report: CitationReport) -> Decision:
+    """The last reasons, about how the reply answers: it begins by pasting an excerpt, it
+    only says the question again, or the claim that answers is unsupported."""
+    if opens_with_citation(reply):
+        return Decision(
+            "no-answer",
+            "pasted-excerpt",
+            "The reply begins with an excerpt's number, not with an answer: it copies a "
+            "passage of your notes instead of answering the question, so it is not "
+            "published as an answer.",
         )
     lead = report.lead
     if lead is None:

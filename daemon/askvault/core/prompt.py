@@ -308,6 +308,21 @@ def attach_citation_lines(reply: str) -> str:
     return _BLANK_RUN.sub("\n\n", text).rstrip() + ("\n" if reply.endswith("\n") else "")
 
 
+# The prompt's own citation format before any word of the reply's: "[3] You can open
+# hidden sidebars ...", "Excerpt [1] from [[Page]]: ...".
+_OPENS_WITH_CITATION = re.compile(
+    r"^\s*(?:\[\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]|(?:the\s+)?excerpts?\s*\[\d{1,3}\]\s*from\b)",
+    re.IGNORECASE,
+)
+
+
+def opens_with_citation(reply: str) -> bool:
+    """Whether `reply` begins with an excerpt's number or a copied excerpt header, before
+    any words of its own: the 1.5B model's sign of pasting a passage instead of answering
+    ("The excerpt [1] states ..." is words of its own, and is not this)."""
+    return _OPENS_WITH_CITATION.match(reply) is not None
+
+
 def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str:
     """`[2]` (and `[1, 3]`, `[Excerpt 2]`) outside code -> the wikilinks of those excerpts.
 

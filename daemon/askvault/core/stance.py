@@ -33,6 +33,8 @@ _NO = re.compile(r"^\W*(?:no|nope|nein|non|não|nee)\b(?![-\w])", re.IGNORECASE)
 # How much of the question the sentence must share to speak for the notes.
 MIN_SHARED_WORDS = 2
 MIN_SHARED_SHARE = 0.4
+# A sentence that refuses speaks for the notes with this many of the question's words.
+REFUSAL_SHARED_WORDS = 3
 
 
 # What says "no" plainly: a small model's yes is the common error, and only a sentence
@@ -76,8 +78,14 @@ def reply_says_yes(sentence: str) -> bool | None:
 
 
 def note_stance(question_words: Collection[str], evidence: Sequence[Evidence]) -> NoteStance | None:
-    """The excerpt sentence that shares the most of `question_words` (the question's
-    content tokens), if it shares enough of them, and its stance on them."""
+    """The excerpt sentence that speaks for the notes on `question_words` (the question's
+    content tokens), and its stance on them: of the sentences sharing enough of them, one
+    that refuses in so many words, else the one sharing the most. A refusal needs only
+    REFUSAL_SHARED_WORDS of them, not the share: a page's "Individual password protection
+    for published notes is currently not supported" answers a long "can i password protect
+    only one page of my published site and leave the rest public", whose site-password
+    sentence shares more words (docs/decisions.md, "A yes or no against what the notes say:
+    the stance rule")."""
     wanted = set(question_words)
     if not wanted:
         return None
@@ -93,10 +101,11 @@ def note_stance(question_words: Collection[str], evidence: Sequence[Evidence]) -
                 enough = len(shared) >= MIN_SHARED_WORDS and (
                     len(shared) >= MIN_SHARED_SHARE * len(wanted)
                 )
-                if enough and (best is None or len(shared) > len(best.shared)):
-                    # "... is currently not supported" refuses what the sentence is
-                    # about, though no question word follows the "not".
-                    refuses = bool(_REFUSES.search(sentence.replace("’", "'")))
+                refuses = bool(_REFUSES.search(sentence.replace("’", "'")))
+                if not enough and not (refuses and len(shared) >= REFUSAL_SHARED_WORDS):
+                    continue
+                better = best is None or (refuses, len(shared)) > (best.refuses, len(best.shared))
+                if better:
                     says_yes = not refuses and not negates(sentence, shared)
                     best = NoteStance(sentence, index, says_yes, tuple(shared), refuses)
     return best
