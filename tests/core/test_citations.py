@@ -375,3 +375,19 @@ def test_a_link_after_a_word_that_wants_a_noun_stays_as_its_name_at_a_sentence_e
     }
     for answer, expected in cases.items():
         assert render_broken_as_text(answer, _check(answer)) == expected, answer
+
+
+def test_a_link_inside_an_opening_emphasis_after_a_word_becomes_its_name() -> None:
+    # "under **[[Settings]] → Files & Links**" read "under ** → Files & Links**".
+    cases = {
+        "Choose it under **[[Nowhere]] → Files & Links**.": (
+            "Choose it under **Nowhere → Files & Links**."
+        ),
+        "Go to *[[Nowhere]] → About* and select it.": "Go to *Nowhere → About* and select it.",
+        # After a full stop an emphasised link is still a citation of the sentence before:
+        # it goes with its emphasis, which would be empty.
+        "Rye ferments in three days. **[[Nowhere]]**": "Rye ferments in three days.",
+        "Rye ferments in three days. *[[Nowhere]]*\n": "Rye ferments in three days.\n",
+    }
+    for answer, expected in cases.items():
+        assert render_broken_as_text(answer, _check(answer)) == expected, answer

@@ -730,15 +730,20 @@ def _unlinked(answer: str, span: CitedLink) -> tuple[int, int, str]:
     )
     if reads_as_word or _opens_line(answer, span.start) or span.link.label:
         return (span.start, span.end, _link_words(span.link))
-    start = span.start
+    start, end = span.start, span.end
+    for mark in ("**", "__", "*", "_"):  # emphasis around nothing but the link goes too
+        if answer[start - len(mark) : start] == mark and answer[end : end + len(mark)] == mark:
+            start, end = start - len(mark), end + len(mark)
+            break
     while start > 0 and answer[start - 1] in " \t":
         start -= 1
-    return (start, span.end, "")
+    return (start, end, "")
 
 
 def _word_before(text: str, end: int) -> bool:
     """Whether text[:end] ends (or ends before a last line break) with a word, then closing
-    emphasis, code, brackets and spaces (`\\w[*_`)\\]]*[ \\t]*$`)."""
+    emphasis, code, brackets and spaces (`\\w[*_`)\\]]*[ \\t]*$`), or with a word, spaces
+    and an opening emphasis ("under **[[Settings]] → Files & Links**")."""
     for stop in (end, end - 1) if text[end - 1 : end] == "\n" else (end,):
         pos = stop
         while pos > 0 and text[pos - 1] in " \t":
@@ -748,6 +753,12 @@ def _word_before(text: str, end: int) -> bool:
             run -= 1
         if "_" in text[run:pos] or (run > 0 and _is_word_char(text[run - 1])):
             return True
+        if pos == stop and run < pos and set(text[run:pos]) <= {"*"}:  # "word **[[Link]]"
+            gap = run
+            while gap > 0 and text[gap - 1] in " \t":
+                gap -= 1
+            if gap < run and gap > 0 and _is_word_char(text[gap - 1]):
+                return True
     return False
 
 
