@@ -30,11 +30,17 @@ def write_notes(
 
 
 def stored_text_hashes(db_path: Path) -> set[str]:
-    """Hashes of every text whose vector is stored in the embedding cache."""
+    """Hashes of every text whose vector is stored in the embedding cache.
+
+    A kill can land after the index file is created and before its first migration has made
+    the cache table (each migration is its own transaction): then nothing is stored yet."""
     if not db_path.exists():
         return set()
     conn = connect(db_path, readonly=True)
     try:
+        made = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embedding_cache'"
+        if conn.execute(made).fetchone() is None:
+            return set()
         return {bytes(r[0]).hex() for r in conn.execute("SELECT text_key FROM embedding_cache")}
     finally:
         conn.close()
