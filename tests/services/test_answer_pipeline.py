@@ -375,6 +375,20 @@ def test_a_failed_rewrite_request_leaves_the_rules_question_and_still_answers(
     assert answered.result.status == "answered"
 
 
+def test_a_rewrite_that_never_ends_is_closed_at_its_cap_and_leaves_the_rules_question(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """A rewrite cut at REWRITE_MAX_TOKENS pieces is no question, even when it parses."""
+    fake_ollama.set_fault("endless", count=1, paths=("/api/chat",))
+    fake_ollama.chat_script = [
+        '{"question": "What does an embed of a block show?"} ',
+        "Link a block with a caret id [[Embeds]].",
+    ]
+    answered = _follow_up(conn, settings, "and a block?")
+    assert answered.asked_as == "and a block? (embed show)"
+    assert answered.result.status == "answered"
+
+
 def test_a_follow_up_that_stands_alone_is_not_rewritten(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:

@@ -9,7 +9,6 @@ question beside it), so "and on mobile?" is asked about the ribbon.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +27,10 @@ from askvault.core.followup import (
     standalone_question,
 )
 from askvault.core.notes import parse_note
-from askvault.core.reply import ReplyBudget, ReplyLimits
-from askvault.errors import AnswerCancelled, AskvaultError, OllamaError
+from askvault.core.reply import ReplyLimits
+from askvault.errors import AskvaultError, OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
-from askvault.services.answer.generation import TokenSink, reply_limits
+from askvault.services.answer.generation import TokenSink, reply_limits, short_reply
 from askvault.services.answer.pipeline import answer_question
 from askvault.services.answer.result import AnswerResult
 from askvault.settings import Settings
@@ -108,30 +107,23 @@ def rewrite_follow_up(
     read up to REWRITE_MAX_TOKENS pieces and `limits`' bytes and seconds, or None when
     it cannot be taken (`read_rewrite`) or the model cannot be reached now: the rules'
     question is asked then, and the answer's own request says whether Ollama is down."""
-    budget = ReplyBudget(ReplyLimits(REWRITE_MAX_TOKENS, limits.max_bytes, limits.max_seconds))
-    pieces: list[str] = []
-    stream = None
     try:
-        stream = generator.stream(
+        read = short_reply(
+            generator,
             rewrite_messages(earlier, follow_up),
             model=model,
             num_ctx=num_ctx,
-            format=REWRITE_SCHEMA,
-            options={"num_predict": REWRITE_MAX_TOKENS, "temperature": 0},
+            schema=REWRITE_SCHEMA,
+            max_tokens=REWRITE_MAX_TOKENS,
+            limits=limits,
+            should_stop=should_stop,
+            stopped="stopped while the follow-up was being rewritten",
         )
-        for piece in stream:
-            if should_stop():
-                raise AnswerCancelled("stopped while the follow-up was being rewritten")
-            pieces.append(budget.take(piece, time.monotonic()))
-            if budget.cut is not None:
-                return None  # a rewrite cut short is no question
     except OllamaError:
         return None
-    finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
-    return read_rewrite("".join(pieces), earlier, follow_up)
+    if read.cut is not None:
+        return None  # a rewrite cut short is no question
+    return read_rewrite(read.text, earlier, follow_up)
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,16 @@ Waits on silence (the Generator's timeouts) for each piece; a reply is read up t
 `ReplyLimits` (tokens, bytes, seconds of writing: core/reply.py) and no further, so a
 model that never stops keeps nobody waiting; a piece at a time goes to `on_token`;
 `should_stop()` is asked between pieces, and the stream is closed on every way out so
-that the server stops generating.
+that the server stops generating. `short_reply` reads the short, grammar-constrained
+replies of the other turns (the verdict, the follow-up's rewrite) the same way.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from askvault.core.prompt import PromptPlan
 from askvault.core.reply import Cut, ReplyBudget, ReplyLimits
@@ -91,3 +93,56 @@ def generate(
     if cut is None and getattr(usage, "done_reason", None) == "length":
         cut = "tokens"  # Ollama itself stopped at num_predict
     return Generation("".join(pieces).strip(), timings, counted, cut, limits)
+
+
+@dataclass(frozen=True)
+class ShortReply:
+    """A short structured reply as read, and the limit that stopped it (None: it ended)."""
+
+    text: str
+    cut: Cut | None = None
+
+
+def short_reply(
+    generator: Generator,
+    messages: Sequence[dict[str, str]],
+    *,
+    model: str,
+    num_ctx: int,
+    schema: Mapping[str, Any],
+    max_tokens: int,
+    limits: ReplyLimits | None,
+    should_stop: Callable[[], bool],
+    stopped: str,
+) -> ShortReply:
+    """The reply to `messages` in the JSON `schema` (Ollama's `format`), asked for at most
+    `max_tokens` at temperature 0 and read up to `max_tokens` pieces and `limits`' bytes
+    and seconds (None: as the pieces come); reading stops at the first limit reached and
+    the stream is closed on every way out. Raises OllamaError (the model cannot be
+    reached now) and AnswerCancelled(`stopped`) when `should_stop()` turns true."""
+    budget = (
+        ReplyBudget(ReplyLimits(max_tokens, limits.max_bytes, limits.max_seconds))
+        if limits is not None
+        else None
+    )
+    pieces: list[str] = []
+    stream = None
+    try:
+        stream = generator.stream(
+            messages,
+            model=model,
+            num_ctx=num_ctx,
+            format=schema,
+            options={"num_predict": max_tokens, "temperature": 0},
+        )
+        for piece in stream:
+            if should_stop():
+                raise AnswerCancelled(stopped)
+            pieces.append(budget.take(piece, time.monotonic()) if budget else piece)
+            if budget is not None and budget.cut is not None:
+                break  # a reply that never ends is closed here: the model stops writing
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    return ShortReply("".join(pieces), budget.cut if budget is not None else None)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from askvault.core.citations import CitationReport, ClaimCheck
-from askvault.core.reply import ReplyBudget, ReplyLimits
+from askvault.core.reply import ReplyLimits
 from askvault.core.verification import (
     VERDICT_MAX_TOKENS,
     VERDICT_SCHEMA,
@@ -22,8 +22,9 @@ from askvault.core.verification import (
     judged_claims,
     read_verdict,
 )
-from askvault.errors import AnswerCancelled, OllamaError
+from askvault.errors import OllamaError
 from askvault.records import Generator
+from askvault.services.answer.generation import short_reply
 
 
 @dataclass(frozen=True)
@@ -53,31 +54,19 @@ def verify(
     if not claims:
         return Verification()
     started = time.monotonic()
-    pieces: list[str] = []
-    stream = None
-    budget = (
-        ReplyBudget(ReplyLimits(VERDICT_MAX_TOKENS, limits.max_bytes, limits.max_seconds))
-        if limits is not None
-        else None
-    )
     try:
-        stream = generator.stream(
+        read = short_reply(
+            generator,
             judge_messages(question, claims),
             model=model,
             num_ctx=num_ctx,
-            format=VERDICT_SCHEMA,
-            options={"num_predict": VERDICT_MAX_TOKENS, "temperature": 0},
+            schema=VERDICT_SCHEMA,
+            max_tokens=VERDICT_MAX_TOKENS,
+            limits=limits,
+            should_stop=should_stop,
+            stopped="stopped while the answer was being checked",
         )
-        for piece in stream:
-            if should_stop():
-                raise AnswerCancelled("stopped while the answer was being checked")
-            pieces.append(budget.take(piece, time.monotonic()) if budget else piece)
-            if budget is not None and budget.cut is not None:
-                break  # a verdict that never ends is no verdict: the stream is closed
     except OllamaError as exc:
         return Verification(None, claims, exc.message, time.monotonic() - started)
-    finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
-    return Verification(read_verdict("".join(pieces)), claims, "", time.monotonic() - started)
+    # A verdict cut short is read as far as it came: unreadable, it is no verdict.
+    return Verification(read_verdict(read.text), claims, "", time.monotonic() - started)
