@@ -193,7 +193,8 @@ class QueriesSettings:
         " request) whether the passages the claims rest on answer the question as asked;"
         " an answer judged wrong is not published. again: the model is asked the question a"
         " second time with the excerpts in reverse order, and an answer whose second reply"
-        " rests on none of the same sentences is not published. off: the lexical check alone.",
+        " rests on none of the same sentences and gives other values (numbers, code) is not"
+        " published. off: the lexical check alone.",
     )
     max_distance: float = _opt(
         0.0,

@@ -12,6 +12,7 @@ from askvault.core.verification import (
     judged_claims,
     read_verdict,
     same_ground,
+    same_values,
 )
 
 RIGHT = ClaimCheck(
@@ -76,7 +77,8 @@ def test_a_verdict_is_read_from_the_schema_s_json_or_a_bare_word(reply: str, ver
 def _report(*quotes: str | None, verdict: str = "supported") -> CitationReport:
     return CitationReport(
         claims=tuple(
-            ClaimCheck(f"claim {i}", verdict, 0.9, quote=q, span=q) for i, q in enumerate(quotes)
+            ClaimCheck(f"claim {chr(97 + i)}", verdict, 0.9, quote=q, span=q)
+            for i, q in enumerate(quotes)
         )
     )
 
@@ -95,3 +97,46 @@ def test_other_lines_or_nothing_supported_is_not_the_same_ground() -> None:
         _report("Zoom to fit: Shift+1."), _report("Zoom to fit: Shift+1.", verdict="weak")
     )
     assert not same_ground(_report(None), _report(None))  # no quote is no ground
+
+
+def _lead(sentence: str, verdict: str = "supported") -> CitationReport:
+    return CitationReport(claims=(ClaimCheck(sentence, verdict, 0.9, quote=None, span=None),))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("The maximum file size on the Standard plan is 5 MB.", "You can sync up to 5 MB."),
+        ("It is `Cmd + ;`.", "Press `Cmd/Ctrl+;` to add one."),  # spaces, Obsidian's either key
+        ("Use `![[File.base#View]]`.", "Embed it as `![[file.base#view]]`."),  # case
+    ],
+)
+def test_answering_claims_with_the_same_values_stand_on_the_same_ground(
+    first: str, second: str
+) -> None:
+    """The same value taken from another sentence or a table row of the notes."""
+    assert same_values(_lead(first).lead, _lead(second).lead)
+    assert same_ground(_lead(first), _lead(second))
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "verdict"),
+    [
+        ("You have 7 days to get a refund.", "You have 30 days to get a refund.", "supported"),
+        ("Press `Shift+1`.", "Press `Shift+1` or `Shift+2`.", "supported"),  # one value more
+        ("Press `Cmd+;`.", "Press `Ctrl+;`.", "supported"),  # another platform's key
+        ("It is encrypted end to end.", "It is encrypted end to end.", "supported"),  # no value
+        ("The limit is 5 MB.", "The limit is 5 MB.", "unsupported"),  # the second has no ground
+    ],
+)
+def test_other_values_no_values_or_an_unsupported_second_claim_do_not_agree(
+    first: str, second: str, verdict: str
+) -> None:
+    assert not same_values(_lead(first).lead, _lead(second, verdict).lead)
+    assert not same_ground(_lead(first), _lead(second, verdict))
+
+
+def test_a_weak_second_claim_agrees_but_a_weak_first_one_does_not() -> None:
+    assert same_values(_lead("It is 5 MB.").lead, _lead("It is 5 MB.", "weak").lead)
+    assert not same_values(_lead("It is 5 MB.", "weak").lead, _lead("It is 5 MB.").lead)
+    assert not same_values(None, _lead("It is 5 MB.").lead)

@@ -17,7 +17,7 @@ asked (the first that holds decides):
 - checked for meaning (`queries.verify = judge`), the passages its claims rest on do not
   answer the question as asked;
 - asked again with the excerpts reversed (`queries.verify = again`), the second reply
-  rests on none of the sentences the first does;
+  rests on none of the sentences the first does and gives other values;
 - the reply names what the question asks about, and no note mentions it;
 - the reply begins with an excerpt's number or a copied excerpt header, not with words
   of its own (`prompt.opens_with_citation`): it pastes a passage instead of answering;

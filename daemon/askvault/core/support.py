@@ -195,8 +195,8 @@ def restates(sentence: str, content: Sequence[str], asked: Collection[str], ques
 def asked_items_only(sentence: str, question: str) -> tuple[str, ...]:
     """The sentence's numbers and code spans that the question does not hold: those it
     must find in the notes ("like 10 lines" taken from the question is no claim)."""
-    given = set(_exact_items(question)) if question else set()
-    return tuple(i for i in _exact_items(sentence) if i not in given)
+    given = set(exact_items(question)) if question else set()
+    return tuple(i for i in exact_items(sentence) if i not in given)
 
 
 def judge(
@@ -219,7 +219,7 @@ def judge(
     page must be about it); a negation the question does not bring must agree with the
     window's.
     """
-    exact = _exact_items(sentence)
+    exact = exact_items(sentence)
     # A number or code the question holds ("like 10 lines") counts where a window has it,
     # and is not required where one does not: saying it again claims nothing.
     given = frozenset(exact) - frozenset(asked_items_only(sentence, question))
@@ -335,7 +335,7 @@ EXACT_MIN_SHARE = 0.5
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
-def _exact_items(sentence: str) -> tuple[str, ...]:
+def exact_items(sentence: str) -> tuple[str, ...]:
     """Numbers outside code, and code spans: what must be found exactly."""
     codes = [c.strip() for c in _CODE_SPAN.findall(sentence) if c.strip()]
     outside = _CODE_SPAN.sub(" ", sentence)
@@ -384,13 +384,13 @@ SHAPE_WORDS = frozenset(
 def said_items(sentence: str, content: Sequence[str], shape: Collection[str]) -> set[str]:
     """What a claim says, for telling a repeat: its content tokens and exact items, less
     `shape` (SHAPE_WORDS as the word index tokenizes them)."""
-    return {t for t in content if t not in shape} | set(_exact_items(sentence))
+    return {t for t in content if t not in shape} | set(exact_items(sentence))
 
 
 def is_claim(sentence: str, content: Sequence[str]) -> bool:
     """True when the sentence says something checkable: at least MIN_CLAIM_ITEMS content
     words and numbers ("For example:", "Yes." are not judged, neither backed nor flagged)."""
-    return len(content) + len(_exact_items(sentence)) >= MIN_CLAIM_ITEMS
+    return len(content) + len(exact_items(sentence)) >= MIN_CLAIM_ITEMS
 
 
 def _numbers(text: str) -> frozenset[str]:

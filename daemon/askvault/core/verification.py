@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from askvault.core.citations import CitationReport, ClaimCheck, quote_text
 from askvault.core.schema import document, output_schema
+from askvault.core.support import exact_items
 
 Verdict = Literal["yes", "no"]
 
@@ -105,11 +106,38 @@ def read_verdict(reply: str) -> Judged:
 def same_ground(first: CitationReport, second: CitationReport) -> bool:
     """Whether two replies to one question rest on the same words of the notes: some
     supported claim of each is backed by the same sentence(s) (one quote holds the
-    other). Two answers from other lines of a page, or a second reply with no supported
-    claim, are not."""
+    other), or their answering claims give the same values (`same_values`). Two answers
+    from other lines of a page, or a second reply with no supported claim, are not."""
     ours = [_plain(c.quote or c.span or "") for c in first.claims if c.verdict == "supported"]
     theirs = [_plain(c.quote or c.span or "") for c in second.claims if c.verdict == "supported"]
-    return any(a and b and (a in b or b in a) for a in ours for b in theirs)
+    if any(a and b and (a in b or b in a) for a in ours for b in theirs):
+        return True
+    return same_values(first.lead, second.lead)
+
+
+# Obsidian's own spelling of a shortcut on every desktop ("Cmd/Ctrl+;"): the macOS key.
+_EITHER_KEY = re.compile(r"cmd/ctrl|ctrl/cmd")
+
+
+def same_values(first: ClaimCheck | None, second: ClaimCheck | None) -> bool:
+    """Whether two answering claims give the same numbers and code spans, none missing
+    and none more ("The limit is 5 MB." and "You can sync files of up to 5 MB."), the
+    first supported and the second not unsupported: the same value taken from another
+    sentence or a table row. Compared without spaces, backticks or case, "Cmd/Ctrl" read
+    as "Cmd" ("`Cmd + ;`" and "`Cmd/Ctrl+;`"). Claims with no such value never agree."""
+    if first is None or second is None:
+        return False
+    if first.verdict != "supported" or second.verdict == "unsupported":
+        return False
+    ours, theirs = _values(first.sentence), _values(second.sentence)
+    return bool(ours) and ours == theirs
+
+
+def _values(sentence: str) -> frozenset[str]:
+    return frozenset(
+        _EITHER_KEY.sub("cmd", "".join(item.casefold().replace("`", "").split()))
+        for item in exact_items(sentence)
+    )
 
 
 def _plain(text: str) -> str:
