@@ -16,6 +16,7 @@ SETS = [
         "answer_questions_fresh.json",
         "answer_questions_fresh2.json",
         "answer_questions_fresh3.json",
+        "answer_questions_fresh4.json",
     )
 ]
 REQUIRED = {"id", "question", "answerable", "expected", "facts"}
@@ -90,3 +91,24 @@ def test_the_third_fresh_set_is_new_and_as_large_as_the_issue_asks() -> None:
     assert sum(not q["answerable"] for q in fresh) >= 10
     # Every question says what a blind reader needs: the right answer and its kind.
     assert all(q.get("reference") and q.get("kind") for q in fresh)
+
+
+def test_the_fourth_fresh_set_is_new_its_ids_its_own_and_its_quotes_verbatim() -> None:
+    """Written for the next round's check, without sight of any earlier set or reply."""
+    earlier = [q for p in SETS[:5] for q in json.loads(p.read_text(encoding="utf-8"))]
+    fresh = json.loads(SETS[5].read_text(encoding="utf-8"))
+    assert not {q["question"].casefold() for q in fresh} & {
+        q["question"].casefold() for q in earlier
+    }
+    assert not {q["id"] for q in fresh} & {q["id"] for q in earlier}
+    assert sum(q["answerable"] for q in fresh) >= 40
+    assert sum(not q["answerable"] for q in fresh) >= 10
+    assert all(q.get("reference") and q.get("kind") for q in fresh)
+    if HELP_VAULT.is_dir():
+        for q in fresh:
+            texts = [
+                " ".join((HELP_VAULT / p).read_text(encoding="utf-8").split())
+                for p in q["expected"]
+            ]
+            for quote in q.get("quote", []):
+                assert any(" ".join(quote.split()) in t for t in texts), (q["id"], quote)
