@@ -231,3 +231,26 @@ def test_a_pasted_excerpt_comes_after_the_reasons_that_say_more() -> None:
     assert decide("[3] I don't know.", report).decided_by == "refusal"
     assert decide("[3] Embeds ...", NONE_SUPPORTED).decided_by == "nothing-supported"
     assert decide("[3] x", report, unknown_subjects=("Kanban",)).decided_by == "unknown-subject"
+
+
+def test_a_reply_most_of_whose_claims_are_not_backed_is_a_no_answer_saying_how_many() -> None:
+    """Its lead found in the notes, but most of what it says is not: "To export a note to
+    PDF, use the Exporter tool [backed]. It exports to PDF [not]. ...". Fewer than half of
+    the claims supported withholds; half or more publishes."""
+    report = CitationReport(claims=(SUPPORTED, WEAK, UNSUPPORTED))
+    decision = decide("x", report)
+    assert (decision.status, decision.decided_by) == ("no-answer", "mostly-unsupported")
+    assert "only 1 of its 3 sentences" in decision.reason
+    assert not decision.keeps_links
+    half = CitationReport(claims=(SUPPORTED, WEAK))
+    assert decide("x", half).decided_by == "supported"
+    two_of_four = CitationReport(claims=(SUPPORTED, WEAK, SUPPORTED, UNSUPPORTED))
+    assert decide("x", two_of_four).decided_by == "supported"
+    two_of_five = CitationReport(claims=(SUPPORTED, WEAK, SUPPORTED, UNSUPPORTED, WEAK))
+    assert decide("x", two_of_five).decided_by == "mostly-unsupported"
+
+
+def test_an_unsupported_lead_is_told_before_the_share_of_claims() -> None:
+    """The sentence that answers, named, says more than a count."""
+    report = CitationReport(claims=(UNSUPPORTED, SUPPORTED, WEAK))
+    assert decide("x", report).decided_by == "answer-unsupported"

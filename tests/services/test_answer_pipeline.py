@@ -205,8 +205,9 @@ def test_an_answer_reads_each_note_once(
     embeds = vault / "Embeds.md"
     embeds.write_text(embeds.read_text(encoding="utf-8") + "\nMore later.\n", encoding="utf-8")
     fake_ollama.chat_script = [
-        "An embed shows another note inline [[Embeds]]. Carets mark blocks [[Embeds#^block-1]]. "
-        "It is also called transclusion [[Transclusion]]. Welcome [[Welcome]]."
+        "An embed shows another note inline [[Embeds]]. Link a block with a caret id "
+        "[[Embeds#^block-1]]. An embed shows a note inline [[Transclusion]]. This vault is "
+        "about embeds [[Welcome]]."
     ]
     reads: list[str] = []
 

@@ -22,7 +22,8 @@ asked (the first that holds decides):
 - the reply begins with an excerpt's number or a copied excerpt header, not with words
   of its own (`prompt.opens_with_citation`): it pastes a passage instead of answering;
 - the claim that answers (its first that does more than say the question again) is
-  unsupported (not merely weak), only what follows it is backed; or it has no such claim.
+  unsupported (not merely weak), only what follows it is backed; or it has no such claim;
+- fewer than half of its claims are supported: most of what it says is not in the notes.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ DecisionReason = Literal[
     "reversed",  # no-answer: the reply's yes or no is the opposite of what the notes say
     "unsteady",  # no-answer: asked again, the model's answer rested on other sentences
     "pasted-excerpt",  # no-answer: the reply opens with an excerpt's number, not an answer
+    "mostly-unsupported",  # no-answer: fewer than half of the reply's claims are supported
 ]
 
 
@@ -172,5 +174,14 @@ def _answering(reply: str, report: CitationReport) -> Decision:
             f"What the reply answers, “{inert_line(lead.sentence.strip(), QUOTED_MAX_CHARS)}”, "
             "is not found in the passages of your notes the model saw (only what follows "
             "it is), so the reply is not published as an answer.",
+        )
+    backed, claims = report.supported_claims, len(report.claims)
+    if 2 * backed < claims:
+        return Decision(
+            "no-answer",
+            "mostly-unsupported",
+            f"Most of what the reply says is not found in the passages of your notes the "
+            f"model saw (only {backed} of its {claims} sentences are), so it is not "
+            "published as an answer.",
         )
     return Decision("answered", "supported")

@@ -82,7 +82,7 @@ class AnswerDocument:
     reason: str | None = prop("Why it is not `answered`.")
     decided_by: DecisionReason | None = prop(
         "What decided the status: supported, unchecked, refusal, reversed, nothing-supported, "
-        "answer-unsupported, pasted-excerpt, "
+        "answer-unsupported, pasted-excerpt, mostly-unsupported, "
         "too-far, judged-wrong, unsteady or unknown-subject (none when no reply was checked)."
     )
     citations: tuple[CitationDocument, ...] = prop("Each unique link, in first-use order.")
