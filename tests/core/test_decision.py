@@ -247,7 +247,9 @@ def test_a_reply_most_of_whose_claims_are_not_backed_is_a_no_answer_saying_how_m
     two_of_four = CitationReport(claims=(SUPPORTED, WEAK, SUPPORTED, UNSUPPORTED))
     assert decide("x", two_of_four).decided_by == "supported"
     two_of_five = CitationReport(claims=(SUPPORTED, WEAK, SUPPORTED, UNSUPPORTED, WEAK))
-    assert decide("x", two_of_five).decided_by == "mostly-unsupported"
+    two_backed = decide("x", two_of_five)
+    assert two_backed.decided_by == "mostly-unsupported"
+    assert "only 2 of its 5 sentences are" in two_backed.reason
 
 
 def test_an_unsupported_lead_is_told_before_the_share_of_claims() -> None:

@@ -220,6 +220,22 @@ def test_half_supported_answer_is_published_with_the_rest_flagged(
     assert "citations_unsupported: 0" in text  # the link backs its other sentence
 
 
+def test_an_answer_most_of_whose_sentences_are_not_in_the_notes_is_withheld(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """One sentence found, two not: the reply is shown with its markers, and the note says
+    how many of its sentences the notes hold (decision: mostly-unsupported)."""
+    fake_ollama.chat_script = [
+        "Snapshots are kept for 7 days [[Snapshots]]. They are also uploaded to a cloud server "
+        "every night [[Snapshots]]. You can restore them from the web dashboard."
+    ]
+    result = _ask(conn, settings, "How long are snapshots kept?")
+    text = _assert_golden("mostly_unsupported", result)
+    assert result.status == "no-answer" and result.decided_by == "mostly-unsupported"
+    assert "only 1 of its 3 sentences is" in text
+    assert "[[Snapshots]]" not in result.answer  # withheld for a reason: its links as text
+
+
 def test_trace_names_prompt_tokens_and_the_time_of_each_stage(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:

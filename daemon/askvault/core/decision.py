@@ -181,7 +181,8 @@ def _answering(reply: str, report: CitationReport) -> Decision:
             "no-answer",
             "mostly-unsupported",
             f"Most of what the reply says is not found in the passages of your notes the "
-            f"model saw (only {backed} of its {claims} sentences are), so it is not "
+            f"model saw (only {backed} of its {claims} sentences "
+            f"{'is' if backed == 1 else 'are'}), so it is not "
             "published as an answer.",
         )
     return Decision("answered", "supported")
