@@ -17,6 +17,7 @@ SETS = [
         "answer_questions_fresh2.json",
         "answer_questions_fresh3.json",
         "answer_questions_fresh4.json",
+        "answer_questions_fresh5.json",
     )
 ]
 REQUIRED = {"id", "question", "answerable", "expected", "facts"}
