@@ -434,7 +434,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="queries.max_distance (0: measured default; 2: no cut-off)",
     )
-    parser.add_argument("--verify", default=None, help="queries.verify (off | judge | again)")
+    parser.add_argument(
+        "--verify", default=None, help="queries.verify (off | judge | again | doubtful)"
+    )
     parser.add_argument("--prompt", default=None, help="queries.prompt (answer | quote-first)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")

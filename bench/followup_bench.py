@@ -123,6 +123,9 @@ def main() -> None:
         help="how the model reads a follow-up (with --host)",
     )
     parser.add_argument("--limit", type=int, help="the first N threads only")
+    parser.add_argument(
+        "--verify", help="queries.verify for every turn (off | judge | again | doubtful)"
+    )
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="replies by prompt")
     parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
     parser.add_argument(
@@ -226,6 +229,7 @@ def answer_threads(
             "ollama.embed_model": "all-minilm",
             "ollama.host": args.host,
             **({"ollama.chat_model": args.chat_model} if args.chat_model else {}),
+            **({"queries.verify": args.verify} if args.verify else {}),
         },
     )
     embedder = OllamaClients(settings).embedder()

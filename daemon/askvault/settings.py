@@ -33,7 +33,7 @@ LogFormat = Literal["text", "json"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 FusionMethod = Literal["convex", "rrf", "rerank"]
 PromptForm = Literal["answer", "quote-first"]
-VerifyMode = Literal["off", "judge", "again"]
+VerifyMode = Literal["off", "judge", "again", "doubtful"]
 
 
 def _opt(default: Any, help: str, **checks: Any) -> Any:
@@ -194,7 +194,9 @@ class QueriesSettings:
         " an answer judged wrong is not published. again: the model is asked the question a"
         " second time with the excerpts in reverse order, and an answer whose second reply"
         " rests on none of the same sentences and gives other values (numbers, code) is not"
-        " published. off: the lexical check alone.",
+        " published. doubtful: the same second asking, only for a reply the lexical check"
+        " backs in part (some of its sentences are not found in the notes). off: the"
+        " lexical check alone.",
     )
     max_distance: float = _opt(
         0.0,

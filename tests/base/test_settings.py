@@ -143,7 +143,7 @@ CHOICE_SETTINGS = {
     "daemon.log_level": ("debug", "info", "warning", "error"),
     "search.fusion": ("convex", "rrf", "rerank"),
     "queries.prompt": ("answer", "quote-first"),
-    "queries.verify": ("off", "judge", "again"),
+    "queries.verify": ("off", "judge", "again", "doubtful"),
 }
 
 

@@ -612,6 +612,60 @@ def test_a_reply_nothing_supports_is_not_asked_again(
     assert len(fake_ollama.requests_to("/api/chat")) == 1
 
 
+def test_doubtful_a_reply_the_notes_back_in_full_is_asked_once(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _asked_twice(
+        "To reopen the tab you closed last, press Ctrl+Shift+T.", "To close a tab, press Ctrl+W."
+    )
+    doubtful = _verifying(settings, "doubtful")
+    result = _ask(conn, doubtful, "i closed a tab by mistake, how do i get it back")
+    assert result.status == "answered" and result.decided_by == "supported"
+    assert len(fake_ollama.requests_to("/api/chat")) == 1
+    assert "verify_s" not in result.timings
+
+
+def test_doubtful_a_reply_backed_in_part_is_asked_again_and_withheld_when_unsteady(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # One sentence found in the notes, one not: asked again, and the second reply rests
+    # on another line of the page.
+    partly = (
+        "To reopen the tab you closed last, press Ctrl+Shift+T. "
+        "Closed tabs are also kept in the trash folder for a month."
+    )
+    fake_ollama.chat_script = _asked_twice(partly, "To close the active tab, press Ctrl+W.")
+    doubtful = _verifying(settings, "doubtful")
+    result = _ask(conn, doubtful, "i closed a tab by mistake, how do i get it back")
+    assert result.report.supported_claims == 1 and len(result.report.claims) == 2
+    assert result.status == "no-answer" and result.decided_by == "unsteady"
+    assert len(fake_ollama.requests_to("/api/chat")) == 2
+
+
+def test_doubtful_a_reply_backed_in_part_and_steady_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    partly = (
+        "To reopen the tab you closed last, press Ctrl+Shift+T. "
+        "Closed tabs are also kept in the trash folder for a month."
+    )
+    fake_ollama.chat_script = _asked_twice(
+        partly, "Press Ctrl+Shift+T to reopen the tab you closed last."
+    )
+    doubtful = _verifying(settings, "doubtful")
+    result = _ask(conn, doubtful, "i closed a tab by mistake, how do i get it back")
+    assert result.status == "answered" and "verify_s" in result.timings
+
+
+def test_doubtful_a_reply_nothing_supports_is_not_asked_again(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _asked_twice("The Wi-Fi password is hunter2.", "unused")
+    result = _ask(conn, _verifying(settings, "doubtful"), "what is my wifi password?")
+    assert result.status == "no-answer"
+    assert len(fake_ollama.requests_to("/api/chat")) == 1
+
+
 def _cited_on_its_own_line(messages: list[dict[str, Any]]) -> str:
     """Two sentences, then the excerpt's number alone on a line, as the 1.5B model ends a
     reply ("...lines of text.\\n\\nExcerpt [2]")."""

@@ -148,7 +148,7 @@ def answer_question(
         )
         timings["verify_s"] = verification.seconds
     steady: bool | None = None
-    if settings.queries.verify == "again" and checked.report.supported_claims:
+    if _ask_again(settings.queries.verify, checked.report):
         started = time.monotonic()
         steady = _asked_again(
             conn,
@@ -185,6 +185,17 @@ def answer_question(
         _Steps(found, plan, generation, safe, checked, verification, decision, cutoff),
         timings,
     )
+
+
+def _ask_again(mode: str, report: CitationReport) -> bool:
+    """Whether the reply is asked a second time: every reply with a supported claim
+    (`again`), or only one the notes back in part (`doubtful`: docs/decisions.md, "Asked
+    again only when the notes back part of the reply")."""
+    if not report.supported_claims:
+        return False
+    if mode == "again":
+        return True
+    return mode == "doubtful" and report.supported_claims < len(report.claims)
 
 
 def _asked_again(
