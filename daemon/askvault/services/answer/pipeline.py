@@ -106,6 +106,7 @@ def answer_question(
         excerpt_tokens=settings.queries.excerpt_tokens,
         form=settings.queries.prompt,
         background=background,
+        order=settings.queries.excerpt_order,
     )
     timings["retrieval_s"] = time.monotonic() - started
     try:
