@@ -411,8 +411,6 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
         flags["queries.verify"] = args.verify
     if getattr(args, "prompt", None):
         flags["queries.prompt"] = args.prompt
-    if getattr(args, "excerpt_order", None):
-        flags["queries.excerpt_order"] = args.excerpt_order
     settings = load_settings(env={}, flags=flags)
     report = index_vault(settings, OllamaClients(settings))
     if report.embed_error or report.pending_embeddings:
@@ -440,9 +438,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--verify", default=None, help="queries.verify (off | judge | again | doubtful)"
     )
     parser.add_argument("--prompt", default=None, help="queries.prompt (answer | quote-first)")
-    parser.add_argument(
-        "--excerpt-order", default=None, help="queries.excerpt_order (best-first | best-last)"
-    )
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)

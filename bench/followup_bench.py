@@ -126,9 +126,6 @@ def main() -> None:
     parser.add_argument(
         "--verify", help="queries.verify for every turn (off | judge | again | doubtful)"
     )
-    parser.add_argument(
-        "--excerpt-order", help="queries.excerpt_order for every turn (best-first | best-last)"
-    )
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="replies by prompt")
     parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
     parser.add_argument(
@@ -233,7 +230,6 @@ def answer_threads(
             "ollama.host": args.host,
             **({"ollama.chat_model": args.chat_model} if args.chat_model else {}),
             **({"queries.verify": args.verify} if args.verify else {}),
-            **({"queries.excerpt_order": args.excerpt_order} if args.excerpt_order else {}),
         },
     )
     embedder = OllamaClients(settings).embedder()

@@ -34,7 +34,6 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 FusionMethod = Literal["convex", "rrf", "rerank"]
 PromptForm = Literal["answer", "quote-first"]
 VerifyMode = Literal["off", "judge", "again", "doubtful"]
-ExcerptOrder = Literal["best-first", "best-last"]
 
 
 def _opt(default: Any, help: str, **checks: Any) -> Any:
@@ -187,11 +186,6 @@ class QueriesSettings:
         "answer",
         "answer: the model answers from the numbered excerpts. quote-first: it first copies"
         " the sentence that answers, then answers from it (the copy is never published).",
-    )
-    excerpt_order: ExcerptOrder = _opt(
-        "best-first",
-        "Order of the excerpts in the prompt. best-first: the best-scored excerpt is"
-        " excerpt [1]. best-last: it stands last, right before the question.",
     )
     verify: VerifyMode = _opt(
         "off",

@@ -144,7 +144,6 @@ CHOICE_SETTINGS = {
     "search.fusion": ("convex", "rrf", "rerank"),
     "queries.prompt": ("answer", "quote-first"),
     "queries.verify": ("off", "judge", "again", "doubtful"),
-    "queries.excerpt_order": ("best-first", "best-last"),
 }
 
 

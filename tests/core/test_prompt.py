@@ -231,28 +231,6 @@ def test_asked_again_the_same_excerpts_come_in_reverse_order_numbered_again() ->
     )
 
 
-def test_best_last_puts_the_best_scored_excerpt_right_before_the_question() -> None:
-    pack = _pack(
-        _page("Canvas.md", [("Zoom", "Zoom to fit: Shift+1."), ("Select", "Shift+2 zooms in.")]),
-        _page("Tabs.md", [(None, "Ctrl+W closes a tab.")]),
-    )
-    first = build_messages("How do I zoom to fit?", pack, num_ctx=8192)
-    last = build_messages("How do I zoom to fit?", pack, num_ctx=8192, order="best-last")
-    assert last.excerpts == tuple(reversed(first.excerpts))
-    text = last.messages[1]["content"]
-    best = f"Excerpt [3] from {first.excerpts[0].cite_as}:"
-    assert best in text and text.index(best) > text.index("Excerpt [1] from")
-    assert text.rindex("Excerpt [") == text.index(best)  # nothing between it and the question
-    # The same excerpts, budget and grounding: only the order and the numbers change.
-    assert (last.grounding, last.used_tokens, last.dropped_chunks) == (
-        first.grounding,
-        first.used_tokens,
-        first.dropped_chunks,
-    )
-    # Asked again (`queries.verify = again`), the order is the other one: best first.
-    assert reordered(last, "How do I zoom to fit?").excerpts == first.excerpts
-
-
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

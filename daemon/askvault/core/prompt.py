@@ -169,13 +169,10 @@ def build_messages(
     excerpt_tokens: int | None = None,
     form: str = "answer",
     background: str = "",
-    order: str = "best-first",
 ) -> PromptPlan:
     """The system and user messages for `question`, with the excerpts that fit the budget
     (`form`: the instructions of PROMPT_FORMS). `background` (a follow-up's thread so far:
     core/followup.py) stands right before the question, which is then the "Question now".
-    `order` "best-last" numbers the excerpts from the worst-scored, so the best stands right
-    before the question.
 
     Chunks are taken best first (by their own score, ties in pack order); a chunk that would
     overflow the budget is left out (and counted in `dropped_chunks`), later smaller ones
@@ -209,10 +206,7 @@ def build_messages(
     user = f"{text}\n\n{_user_tail(question, language, background)}"
     system = PROMPT_FORMS[form]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    plan = PromptPlan(messages, tuple(grounding), used, budget, dropped, tuple(excerpts))
-    if order == "best-last":
-        return reordered(plan, question, language=language, form=form, background=background)
-    return plan
+    return PromptPlan(messages, tuple(grounding), used, budget, dropped, tuple(excerpts))
 
 
 def reordered(

@@ -106,7 +106,6 @@ def answer_question(
         excerpt_tokens=settings.queries.excerpt_tokens,
         form=settings.queries.prompt,
         background=background,
-        order=settings.queries.excerpt_order,
     )
     timings["retrieval_s"] = time.monotonic() - started
     try:
