@@ -202,7 +202,7 @@ class QueriesSettings:
         0.0,
         "No answer is published when the nearest chunk is farther than this cosine distance"
         " from the question (nothing in the vault is about it). 0: the value measured for"
-        " the embedding model (all-minilm: 0.58, nomic-embed-text: 0.35), else the one the"
+        " the embedding model (all-minilm: 0.58, nomic-embed-text: 0.31), else the one the"
         " vault calibrates from its note titles once every chunk has a vector (`askvault"
         " status` shows the cut-off in force).",
         min=0,

@@ -61,12 +61,12 @@ def test_status_shows_the_distance_cut_off_in_force_and_where_it_comes_from(
     assert status_json(measured)["distance_cutoff"]["source"] == "none"
     assert invoke(["index"], measured)[0] == 0
     assert status_json(measured)["distance_cutoff"] == {
-        "value": 0.35,
+        "value": 0.31,
         "source": "measured",
         "detail": "measured for nomic-embed-text",
     }
     lines = invoke(["status"], measured)[1].splitlines()
-    assert "cut-off      0.35 (measured for nomic-embed-text)" in lines
+    assert "cut-off      0.31 (measured for nomic-embed-text)" in lines
     setting = {**env, "ASKVAULT_QUERIES__MAX_DISTANCE": "0.5"}
     lines = invoke(["status"], setting)[1].splitlines()
     assert "cut-off      0.5 (set by queries.max_distance)" in lines

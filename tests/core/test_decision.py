@@ -126,12 +126,12 @@ def test_a_question_far_from_every_note_is_told_where_the_cut_off_comes_from() -
         "x y z.",
         ONE_SUPPORTED,
         nearest_distance=0.41,
-        cutoff=0.35,
+        cutoff=0.31,
         cutoff_from="measured for nomic-embed-text (`queries.max_distance` sets another)",
     )
     assert measured.decided_by == "too-far"
     assert (
-        "cosine distance 0.41, beyond the 0.35 measured for nomic-embed-text "
+        "cosine distance 0.41, beyond the 0.31 measured for nomic-embed-text "
         "(`queries.max_distance` sets another), so the reply is not published" in measured.reason
     )
 
