@@ -603,13 +603,21 @@ def test_asked_again_when_the_second_request_fails_the_first_reply_stands(
     assert result.status == "answered" and result.decided_by == "supported"
 
 
+@pytest.mark.parametrize("mode", ["again", "doubtful"])
 def test_a_reply_nothing_supports_is_not_asked_again(
-    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama, mode: str
 ) -> None:
     fake_ollama.chat_script = _asked_twice("The Wi-Fi password is hunter2.", "unused")
-    result = _ask(conn, _verifying(settings, "again"), "what is my wifi password?")
+    result = _ask(conn, _verifying(settings, mode), "what is my wifi password?")
     assert result.status == "no-answer"
     assert len(fake_ollama.requests_to("/api/chat")) == 1
+
+
+# One sentence found in the notes, one not: what `doubtful` asks again.
+PARTLY_BACKED = (
+    "To reopen the tab you closed last, press Ctrl+Shift+T. "
+    "Closed tabs are also kept in the trash folder for a month."
+)
 
 
 def test_doubtful_a_reply_the_notes_back_in_full_is_asked_once(
@@ -630,11 +638,7 @@ def test_doubtful_a_reply_backed_in_part_is_asked_again_and_withheld_when_unstea
 ) -> None:
     # One sentence found in the notes, one not: asked again, and the second reply rests
     # on another line of the page.
-    partly = (
-        "To reopen the tab you closed last, press Ctrl+Shift+T. "
-        "Closed tabs are also kept in the trash folder for a month."
-    )
-    fake_ollama.chat_script = _asked_twice(partly, "To close the active tab, press Ctrl+W.")
+    fake_ollama.chat_script = _asked_twice(PARTLY_BACKED, "To close the active tab, press Ctrl+W.")
     doubtful = _verifying(settings, "doubtful")
     result = _ask(conn, doubtful, "i closed a tab by mistake, how do i get it back")
     assert result.report.supported_claims == 1 and len(result.report.claims) == 2
@@ -645,25 +649,12 @@ def test_doubtful_a_reply_backed_in_part_is_asked_again_and_withheld_when_unstea
 def test_doubtful_a_reply_backed_in_part_and_steady_is_published(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
-    partly = (
-        "To reopen the tab you closed last, press Ctrl+Shift+T. "
-        "Closed tabs are also kept in the trash folder for a month."
-    )
     fake_ollama.chat_script = _asked_twice(
-        partly, "Press Ctrl+Shift+T to reopen the tab you closed last."
+        PARTLY_BACKED, "Press Ctrl+Shift+T to reopen the tab you closed last."
     )
     doubtful = _verifying(settings, "doubtful")
     result = _ask(conn, doubtful, "i closed a tab by mistake, how do i get it back")
     assert result.status == "answered" and "verify_s" in result.timings
-
-
-def test_doubtful_a_reply_nothing_supports_is_not_asked_again(
-    conn: Connection, settings: Settings, fake_ollama: FakeOllama
-) -> None:
-    fake_ollama.chat_script = _asked_twice("The Wi-Fi password is hunter2.", "unused")
-    result = _ask(conn, _verifying(settings, "doubtful"), "what is my wifi password?")
-    assert result.status == "no-answer"
-    assert len(fake_ollama.requests_to("/api/chat")) == 1
 
 
 def _cited_on_its_own_line(messages: list[dict[str, Any]]) -> str:
