@@ -76,7 +76,7 @@ def test_distance_cut_off_defaults_to_the_measured_value_of_the_model_any_tag() 
 
 
 def test_nomic_embed_text_has_its_measured_cut_off_under_any_tag() -> None:
-    # Its self-calibrated 0.312 on the Help vault, rounded (docs/benchmarks.md).
+    # Chosen on six read answer sets (docs/decisions.md, "nomic-embed-text's cut-off: 0.31").
     assert MEASURED_MAX_DISTANCE["nomic-embed-text"] == 0.31
     for name in ("nomic-embed-text", "nomic-embed-text:latest", "Nomic-Embed-Text:v1.5"):
         assert distance_cutoff(0.0, name) == 0.31

@@ -41,7 +41,7 @@ from askvault.services.answer.verification import Verification, verify
 from askvault.services.index.calibration import cutoff_for
 from askvault.services.retrieval.note_reads import NoteReads, ReadNote
 from askvault.services.retrieval.periods import empty_period_reason, period_line
-from askvault.settings import Settings
+from askvault.settings import Settings, VerifyMode
 
 
 def iso_now(now: float | None = None) -> str:
@@ -187,7 +187,7 @@ def answer_question(
     )
 
 
-def _ask_again(mode: str, report: CitationReport) -> bool:
+def _ask_again(mode: VerifyMode, report: CitationReport) -> bool:
     """Whether the reply is asked a second time: every reply with a supported claim
     (`again`), or only one the notes back in part (`doubtful`: docs/decisions.md, "Asked
     again only when the notes back part of the reply")."""
