@@ -18,6 +18,7 @@ SETS = [
         "answer_questions_fresh3.json",
         "answer_questions_fresh4.json",
         "answer_questions_fresh5.json",
+        "answer_questions_fresh6.json",
     )
 ]
 REQUIRED = {"id", "question", "answerable", "expected", "facts"}
