@@ -83,7 +83,14 @@ class OllamaSettings:
         " stops reading there, checks what arrived and says the reply was cut.",
         min_excl=0,
     )
-    embed_batch_size: int = _opt(32, "Texts per embedding request.", min=1)
+    embed_batch_size: int = _opt(32, "Most texts per embedding request.", min=1)
+    embed_batch_seconds: float = _opt(
+        4.0,
+        "Aim for each embedding request of the backlog, in seconds: it holds what the model"
+        " embeds in that time at its measured rate (a question waits for the request in"
+        " flight). 0: always embed_batch_size texts.",
+        min=0,
+    )
     embed_max_tokens: int = _opt(
         2048,
         "Longest input sent to the embedding model; longer text is split, never truncated.",

@@ -33,7 +33,8 @@ def _wait(check: Callable[[], bool], timeout_s: float, what: str) -> None:
 
 
 def _vault_of_words(tmp_path: Path, fake: FakeOllama, notes: int) -> Settings:
-    """`notes` notes reconciled (words only: every chunk waits for a vector)."""
+    """`notes` notes reconciled (words only: every chunk waits for a vector); the backlog
+    goes in full batches (no request sized by time), so one request embeds them all."""
     vault = tmp_path / "vault"
     vault.mkdir()
     for i in range(notes):
@@ -41,7 +42,9 @@ def _vault_of_words(tmp_path: Path, fake: FakeOllama, notes: int) -> Settings:
             f"# Subject {i}\n\nNotes on subject {i}: topic{i} and word{i} are explained.\n",
             encoding="utf-8",
         )
-    settings = settings_for(vault, tmp_path / "state", fake.url)
+    settings = settings_for(
+        vault, tmp_path / "state", fake.url, **{"ollama.embed_batch_seconds": 0.0}
+    )
     conn = connect(settings.db_path)
     try:
         reconcile(conn, settings)

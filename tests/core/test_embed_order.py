@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from askvault.core.embed_order import BacklogText, order_backlog
+import pytest
+
+from askvault.core.embed_order import (
+    FIRST_BATCH_TEXTS,
+    BacklogText,
+    next_batch_size,
+    order_backlog,
+    smoothed_rate,
+)
 
 
 def _text(name: str, mtime_ns: int = 0, links: int = 0) -> BacklogText:
@@ -46,3 +54,29 @@ def test_order_backlog_breaks_ties_by_hash() -> None:
 
 def test_order_backlog_of_nothing_is_empty() -> None:
     assert order_backlog([], urgent=["x"]) == []
+
+
+@pytest.mark.parametrize(
+    ("rate", "seconds", "maximum", "expected"),
+    [
+        (None, 4.0, 32, FIRST_BATCH_TEXTS),  # no rate yet: a short first request
+        (None, 4.0, 2, 2),  # ... never above the maximum
+        (1.5, 4.0, 32, 6),  # nomic-embed-text on 2 cores: 6 texts, not 32 (21 s)
+        (16.0, 4.0, 32, 32),  # a fast model keeps full batches
+        (0.05, 4.0, 32, 1),  # slower than a text in the aim: still one text
+        (1.5, 0.0, 32, 32),  # 0 seconds: fixed batches of the maximum
+        (None, 0.0, 32, 32),
+    ],
+)
+def test_next_batch_size_holds_what_the_embedder_does_in_the_aim(
+    rate: float | None, seconds: float, maximum: int, expected: int
+) -> None:
+    assert next_batch_size(rate, seconds=seconds, maximum=maximum) == expected
+
+
+def test_smoothed_rate_starts_at_the_first_request_and_follows_later_ones() -> None:
+    assert smoothed_rate(None, 4, 2.0) == 2.0
+    assert smoothed_rate(2.0, 8, 2.0) == 3.0  # half the latest (4/s), half the figure
+    # A request that gives no rate (nothing sent, or no time measured) changes nothing.
+    assert smoothed_rate(None, 0, 1.0) is None
+    assert smoothed_rate(2.0, 4, 0.0) == 2.0

@@ -22,7 +22,7 @@ from askvault.cli.render import search_lines
 from askvault.core.fusion import coverage_weight
 from askvault.core.schema import to_json
 from askvault.services.documents.search import search_document
-from askvault.services.index.embedding import drain_backlog, target_fingerprint
+from askvault.services.index.embedding import EmbedReport, drain_backlog, target_fingerprint
 from askvault.services.index.foreground import ForegroundWork
 from askvault.services.index.index_pass import index_vault
 from askvault.services.retrieval.search import search, word_hit_hashes
@@ -52,9 +52,16 @@ def _vault(root: Path) -> Path:
     return vault
 
 
-def _indexed_without_vectors(tmp_path: Path, fake_ollama: FakeOllama) -> Settings:
+def _indexed_without_vectors(
+    tmp_path: Path, fake_ollama: FakeOllama, batch_size: int = 1
+) -> Settings:
+    """The vault's words indexed, no vector yet (Ollama was down); the embedder's requests
+    hold at most `batch_size` inputs."""
     settings = settings_for(
-        _vault(tmp_path), tmp_path / "state", fake_ollama.url, **{"ollama.embed_batch_size": 1}
+        _vault(tmp_path),
+        tmp_path / "state",
+        fake_ollama.url,
+        **{"ollama.embed_batch_size": batch_size},
     )
     fake_ollama.set_fault("down")
     report = index_vault(settings, OllamaClients(settings))
@@ -88,7 +95,9 @@ def _drain(
     foreground: ForegroundWork | None = None,
     max_batches: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
-) -> object:
+    batch_size: int = 1,
+    batch_seconds: float = 0.0,
+) -> EmbedReport:
     clients = OllamaClients(settings)
     embedder = clients.embedder()
     try:
@@ -97,7 +106,8 @@ def _drain(
             conn,
             embedder,
             fp,
-            batch_size=1,
+            batch_size=batch_size,
+            batch_seconds=batch_seconds,
             foreground=foreground,
             max_batches=max_batches,
             should_stop=should_stop,
@@ -364,3 +374,42 @@ def test_the_distance_gate_waits_until_nearly_every_chunk_has_a_vector(
     assert (partial.status, partial.decided_by) == ("answered", "supported")
     assert any("the distance cut-off waits for 95% of them" in line for line in partial.note.trace)
     assert (complete.status, complete.decided_by) == ("no-answer", "too-far")
+
+
+def _texts_per_request(fake_ollama: FakeOllama) -> list[int]:
+    """Inputs of each embed request of the drain (the model's probe of one text left out)."""
+    return [len(batch) for batch in fake_ollama.embed_batches if len(batch) > 1 or "# " in batch[0]]
+
+
+def test_a_slow_embedder_gets_requests_of_a_few_seconds_not_full_batches(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    """A question waits for the request in flight: at 0.05 s a text and an aim of 0.2 s,
+    the drain's requests hold 4 texts after its first (FIRST_BATCH_TEXTS), not 32."""
+    settings = _indexed_without_vectors(tmp_path, fake_ollama, batch_size=32)
+    fake_ollama.embed_batches.clear()
+    fake_ollama.embed_delay_per_input_s = 0.05
+    with _index(settings) as conn:
+        report = _drain(settings, conn, batch_size=32, batch_seconds=0.2)
+        assert store.count_pending(conn, store.active_fingerprint(conn)) == 0
+    sizes = _texts_per_request(fake_ollama)
+    assert sum(sizes) == 9 and report.batches == len(sizes)
+    assert sizes[0] == 4 and max(sizes) <= 4  # 0.2 s at ~20 texts/s is ~4, never 32
+
+
+def test_a_fast_embedder_and_fixed_batches_keep_full_batches(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    """With no delay the rate allows far more than the maximum: the first request is the
+    short one, the next hold `batch_size`; with an aim of 0 every request does."""
+    settings = _indexed_without_vectors(tmp_path, fake_ollama, batch_size=32)
+    fake_ollama.embed_batches.clear()
+    with _index(settings) as conn:
+        _drain(settings, conn, batch_size=3, batch_seconds=4.0)
+    assert _texts_per_request(fake_ollama) == [3, 3, 3]  # min(FIRST_BATCH_TEXTS, 3), then 3
+    (tmp_path / "fixed").mkdir()
+    settings = _indexed_without_vectors(tmp_path / "fixed", fake_ollama, batch_size=32)
+    fake_ollama.embed_batches.clear()
+    with _index(settings) as conn:
+        _drain(settings, conn, batch_size=2, batch_seconds=0.0)
+    assert _texts_per_request(fake_ollama) == [2, 2, 2, 2, 1]

@@ -13,7 +13,8 @@ follow the client's pydantic types (ollama 0.6.x). What it offers:
 - `num_predict` honoured as Ollama does (the reply stops there, `done_reason: length`);
 - malformed vectors for chosen texts (`malformed`: a marker in the text -> `short`, `long`,
   `empty`, `nan` or `inf`), so one batch can come back ragged or with non-finite values;
-- a request log (`requests`, `embedded_inputs`, `embed_calls`);
+- a request log (`requests`, `embedded_inputs`, `embed_calls`, `embed_batches`);
+- a slow embedder: `embed_delay_per_input_s` seconds per input of an /api/embed request;
 - whether a client went away before its response ended (`abandoned`, `hung_up`): as
   Ollama, the fake watches the connection while it "computes" (a `slow` fault, the delay
   between tokens) and stops there, so a test can tell a closed stream from a forgotten one.
@@ -186,6 +187,8 @@ class FakeOllama:
         self.version = version
         self.chat_script: list[str] | Callable[[list[dict[str, Any]]], str] | None = None
         self.token_delay_s = 0.0
+        # Seconds an /api/embed request takes per input (a slow embedder's rate).
+        self.embed_delay_per_input_s = 0.0
         self.requests: list[tuple[str, Any]] = []
         self.embed_batches: list[list[str]] = []
         self.refused_batches: list[list[str]] = []
@@ -551,6 +554,8 @@ class _Handler(BaseHTTPRequestHandler):
                 refusal, {"error": "failed to process inputs: this input cannot be embedded"}
             )
             return
+        if self.fake.embed_delay_per_input_s:
+            time.sleep(self.fake.embed_delay_per_input_s * len(texts))
         # Ollama truncates silently when `truncate` is true (its default).
         clipped = [t[: limit * FAKE_CHARS_PER_TOKEN] for t in texts]
         vectors = [self.fake.vector(t, model) for t in clipped]

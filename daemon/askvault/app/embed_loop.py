@@ -139,6 +139,7 @@ class EmbedLoop:
                 embedder,
                 fp,
                 batch_size=self.settings.ollama.embed_batch_size,
+                batch_seconds=self.settings.ollama.embed_batch_seconds,
                 should_stop=stop.is_set,
                 progress=progress.stored,
                 foreground=self.foreground,

@@ -4,7 +4,9 @@ A first index with a slow embedder (nomic-embed-text on a CPU: ~2.8 texts/s, hou
 a big vault) is searchable by words at once; its vector side fills in over time. The
 texts most likely to be asked about go first: the word hits of a question waiting for its
 answer, then the notes edited most recently and the most linked, taken in turns so that
-neither kind waits for the whole of the other. Pure: the adapter reads the facts.
+neither kind waits for the whole of the other. And how many go in one request: as many as
+the embedder does in a few seconds at its measured rate, since a question waits for the
+request in flight before it searches. Pure: the adapter reads the facts and the clock.
 """
 
 from __future__ import annotations
@@ -56,3 +58,35 @@ def _take_next(ranked: Sequence[BacklogText], at: int, taken: set[str], order: l
             order.append(text_hash)
             break
     return at
+
+
+# Texts in a drain's first request, before the embedder's rate is known: a slow model's
+# first request is as short as its later ones, a fast one's grows at the next.
+FIRST_BATCH_TEXTS = 4
+# Weight of the latest request's rate in the running figure (the rest: the figure so far).
+RATE_SMOOTHING = 0.5
+
+
+def next_batch_size(texts_per_s: float | None, *, seconds: float, maximum: int) -> int:
+    """Texts for the next embedding request: what the embedder does in `seconds` at
+    `texts_per_s`, at least 1 and at most `maximum`; FIRST_BATCH_TEXTS (at most
+    `maximum`) while no rate is known; `maximum` when `seconds` is 0 (fixed batches).
+
+    A question waits for the request in flight (docs/decisions.md, "A request of a few
+    seconds"): at 1.5 texts/s a batch of 32 is 21 s of waiting, 4 s is 6 texts."""
+    if seconds <= 0:
+        return maximum
+    if texts_per_s is None:
+        return max(1, min(maximum, FIRST_BATCH_TEXTS))
+    return max(1, min(maximum, int(texts_per_s * seconds)))
+
+
+def smoothed_rate(previous: float | None, texts: int, seconds: float) -> float | None:
+    """The running texts-per-second figure after a request of `texts` in `seconds`
+    (`previous` until a request with both > 0 gives a rate)."""
+    if texts <= 0 or seconds <= 0:
+        return previous
+    latest = texts / seconds
+    if previous is None:
+        return latest
+    return RATE_SMOOTHING * latest + (1 - RATE_SMOOTHING) * previous

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from askvault.adapters import meta, store
 from askvault.adapters.db import Connection, write_transaction
 from askvault.adapters.ollama_http import model_digest, reported_dimension
-from askvault.core.embed_order import order_backlog
+from askvault.core.embed_order import next_batch_size, order_backlog, smoothed_rate
 from askvault.errors import InputRefused, OllamaError
 from askvault.records import Embedder
 from askvault.services.index.foreground import ForegroundWork
@@ -152,6 +152,7 @@ def drain_backlog(
     fp: store.FingerprintRow,
     *,
     batch_size: int = 32,
+    batch_seconds: float = 0.0,
     should_stop: Callable[[], bool] = lambda: False,
     progress: Callable[[int], None] | None = None,
     max_batches: int | None = None,
@@ -160,24 +161,30 @@ def drain_backlog(
     """Embed pending texts batch by batch until none is left (or asked to stop), in the
     order of core/embed_order.py: the texts `foreground` prefers (a waiting question's
     word hits), then the most recently edited and the most linked notes' in turns. No
-    batch starts while `foreground` answers a question.
+    batch starts while `foreground` answers a question. A batch holds what the embedder
+    does in `batch_seconds` at the rate measured in this drain, at most `batch_size`
+    texts (`batch_seconds` 0: always `batch_size`).
 
     Raises OllamaUnavailable / ModelMissing from the embedder; what was stored
     before that stays stored.
     """
     report = EmbedReport()
     held = _HeldVectors(conn, fp, report, progress)
-    backlog = _Backlog(conn, fp, held, batch_size)
+    backlog = _Backlog(conn, fp, held)
+    rate: float | None = None
     try:
         while not should_stop() and (max_batches is None or report.batches < max_batches):
             preferred = _give_way(foreground, held.flush, should_stop, report)
             if should_stop():
                 break
-            batch = backlog.next_batch(preferred)
+            size = next_batch_size(rate, seconds=batch_seconds, maximum=batch_size)
+            batch = backlog.next_batch(preferred, size)
             if batch is None:
                 break
             if batch:
+                waited = report.seconds_waiting
                 held.add(*_embed_batch(embedder, batch, fp, report))
+                rate = smoothed_rate(rate, len(batch), report.seconds_waiting - waited)
     except OllamaError:
         held.flush()  # keep what was embedded before Ollama failed
         raise
@@ -233,23 +240,21 @@ class _Backlog:
     """The texts a drain has still to embed, in core/embed_order.py's order, read again
     when emptied or when the foreground prefers some."""
 
-    def __init__(
-        self, conn: Connection, fp: store.FingerprintRow, held: _HeldVectors, batch_size: int
-    ) -> None:
-        self.conn, self.fp, self.held, self.batch_size = conn, fp, held, batch_size
+    def __init__(self, conn: Connection, fp: store.FingerprintRow, held: _HeldVectors) -> None:
+        self.conn, self.fp, self.held = conn, fp, held
         self.queue: list[str] = []
 
-    def next_batch(self, preferred: list[str]) -> list[tuple[str, str]] | None:
-        """The next (text hash, text) to embed, None once no text waits; empty when no
-        chunk holds the texts queued any more (their notes changed since)."""
+    def next_batch(self, preferred: list[str], size: int) -> list[tuple[str, str]] | None:
+        """The next `size` (text hash, text) to embed, None once no text waits; empty when
+        no chunk holds the texts queued any more (their notes changed since)."""
         if not self.queue or preferred:
             self.held.flush()  # first: held vectors would otherwise look pending again
             rows = store.backlog_texts(self.conn, self.fp, time.time())
             self.queue = order_backlog(rows, preferred)
             if not self.queue:
                 return None
-        batch = store.texts_of(self.conn, self.queue[: self.batch_size])
-        del self.queue[: self.batch_size]
+        batch = store.texts_of(self.conn, self.queue[:size])
+        del self.queue[:size]
         return batch
 
 

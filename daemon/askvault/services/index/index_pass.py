@@ -132,6 +132,7 @@ def _index_vault(
                 embedder,
                 fp,
                 batch_size=settings.ollama.embed_batch_size,
+                batch_seconds=settings.ollama.embed_batch_seconds,
                 progress=progress,
             )
             record_embed_waiting(conn, target, None)
