@@ -80,9 +80,9 @@ def test_excerpts_are_taken_best_chunk_first_across_pages_up_to_the_budget() -> 
 def test_numbered_citations_become_the_wikilinks_of_their_excerpts() -> None:
     pack = _pack(_page("A.md", [("H", "Alpha.")]), _page("B.md", [(None, "Beta.")]))
     plan = build_messages("q?", pack, num_ctx=8192)
-    reply = "Alpha is first [1]. Beta is second. [2] Both [1, 2]. See [Excerpt 2]."
+    reply = "Alpha is first [1]. Beta is second. [2] Both [1, 2]. Beta, see [Excerpt 2]."
     assert resolve_numbered_citations(reply, plan.excerpts) == (
-        "Alpha is first [[A#H]]. Beta is second. [[B]] Both [[A#H]] [[B]]. See [[B]]."
+        "Alpha is first [[A#H]]. Beta is second. [[B]] Both [[A#H]] [[B]]. Beta, see [[B]]."
     )
 
 
@@ -278,4 +278,65 @@ def test_a_citation_line_resolves_to_the_link_after_its_sentence() -> None:
     plan = build_messages("q?", pack, num_ctx=8192)
     assert resolve_numbered_citations("Beta is second.\n\nExcerpt [2]", plan.excerpts) == (
         "Beta is second. [[B]]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # Seen with the 1.5B model (the sixth fresh set): a sentence that says only where
+        # its answer is. Its number goes to the sentence before it.
+        (
+            "Obsidian uses HTTPS port 443. This is mentioned in Excerpt [1].",
+            "Obsidian uses HTTPS port 443. [1]",
+        ),
+        (
+            "Type /moderation report in that channel. [1] The excerpt from [1] confirms this"
+            " process.",
+            "Type /moderation report in that channel. [1]",
+        ),  # the number already there: not twice
+        (
+            "It is Ctrl+W. See excerpt [2] for more details. It closes the tab.",
+            "It is Ctrl+W. [2] It closes the tab.",
+        ),
+        ("Press Ctrl+W [2]. It is in [2].", "Press Ctrl+W [2]."),
+        ("A [1]. This is stated in excerpts [1] and [3]. B.", "A [1]. [3] B."),
+        ("Zoom with Shift+1! (See Excerpt [4].)", "Zoom with Shift+1! [4]"),
+    ],
+)
+def test_a_sentence_that_only_says_where_the_answer_is_leaves_its_number(
+    reply: str, expected: str
+) -> None:
+    from askvault.core.prompt import drop_pointer_sentences
+
+    assert drop_pointer_sentences(reply) == expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "This is mentioned in Excerpt [1].",  # nothing before it to cite
+        "The excerpt [1] states that embeds use an exclamation mark.",  # words of its own
+        "Embeds use an exclamation mark. Excerpt [1] says to type it twice.",
+        "Use it. `This is in [1].` Then save.",  # code is not a sentence of the reply's
+        "It is Ctrl+W. This is the shortcut in [2].",  # "shortcut" is a word of its own
+    ],
+)
+def test_a_sentence_with_words_of_its_own_is_kept(reply: str) -> None:
+    from askvault.core.prompt import drop_pointer_sentences
+
+    assert drop_pointer_sentences(reply) == reply
+
+
+def test_a_line_that_lists_excerpts_cites_the_text_above_it_once() -> None:
+    """ "Excerpt [1], excerpt [2], ... excerpt [7]" under the answer was published as
+    "[[Introduction to Bases]],,,,,," (the sixth fresh set)."""
+    from askvault.core.prompt import attach_citation_lines
+
+    reply = "Bases keep data in your notes.\n\nExcerpt [1], excerpt [2] and excerpts [1, 5]"
+    assert attach_citation_lines(reply) == "Bases keep data in your notes. [1, 2, 5]"
+    pack = _pack(_page("A.md", [("H", "Alpha.")]), _page("B.md", [(None, "Beta.")]))
+    plan = build_messages("q?", pack, num_ctx=8192)
+    assert resolve_numbered_citations("Beta.\nExcerpt [2], excerpt [1]", plan.excerpts) == (
+        "Beta. [[B]] [[A#H]]"
     )

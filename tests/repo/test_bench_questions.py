@@ -114,3 +114,40 @@ def test_the_fourth_fresh_set_is_new_its_ids_its_own_and_its_quotes_verbatim() -
             ]
             for quote in q.get("quote", []):
                 assert any(" ".join(quote.split()) in t for t in texts), (q["id"], quote)
+
+
+PERSONAL = ROOT / "bench" / "data" / "answer_questions_personal.json"
+PERSONAL_VAULT = ROOT.parent / "shared" / "data" / "vaults" / "vaultofknowledge"
+
+
+def _note_text(vault: Path, path: str) -> str:
+    return (vault / path).read_text(encoding="utf-8").replace("\r\n", "\n")
+
+
+def test_the_personal_vault_set_is_well_formed_and_its_ids_its_own() -> None:
+    """Written blind over a real personal vault (vaultofknowledge), the owner asking about
+    what they wrote: a held-out set no earlier question or reply comes near."""
+    questions = json.loads(PERSONAL.read_text(encoding="utf-8"))
+    earlier_ids = {q["id"] for p in SETS for q in json.loads(p.read_text(encoding="utf-8"))}
+    assert not {q["id"] for q in questions} & earlier_ids
+    assert len({q["id"] for q in questions}) == len(questions)
+    assert sum(q["answerable"] for q in questions) >= 40
+    assert sum(not q["answerable"] for q in questions) >= 10
+    for q in questions:
+        assert REQUIRED <= set(q) <= REQUIRED | OPTIONAL, q["id"]
+        assert q.get("reference") and q.get("kind"), q["id"]
+        if q["answerable"]:
+            assert q["expected"] and 1 <= len(q["facts"]) <= 3, q["id"]
+        else:
+            assert q["expected"] == [] and q["facts"] == [], q["id"]
+
+
+@pytest.mark.skipif(not PERSONAL_VAULT.is_dir(), reason="needs ../shared/data (vaultofknowledge)")
+def test_the_personal_vault_sets_notes_hold_its_facts_and_quotes() -> None:
+    for q in json.loads(PERSONAL.read_text(encoding="utf-8")):
+        texts = [_note_text(PERSONAL_VAULT, p) for p in q["expected"]]
+        for variants in q["facts"]:
+            assert any(v.casefold() in t.casefold() for v in variants for t in texts), q["id"]
+        flat = [" ".join(t.split()) for t in texts]
+        for quote in q.get("quote", []):
+            assert any(" ".join(quote.split()) in t for t in flat), (q["id"], quote)

@@ -703,3 +703,32 @@ def test_a_copied_excerpt_header_cites_the_quote_under_it(
     assert result.status == "answered"
     assert "Excerpt" not in result.answer and "Snapshots:" not in result.answer
     assert result.answer.endswith("from each other. [[Snapshots]][^1]")
+
+
+def test_a_sentence_that_only_points_at_an_excerpt_leaves_no_link_twice_and_no_flag(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """ "... port 443. This is mentioned in Excerpt [1]." was published as the sentence,
+    its link, then "This is mentioned in [[Page]]" (the link twice in a row, the second a
+    claim flagged ⚠️); "Excerpt [1], excerpt [2], ..." under an answer as "[[Page]],,,,,,"
+    (Qwen2.5-Coder-1.5B, the sixth fresh set)."""
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        number = re.search(r"Excerpt \[(\d+)\] from \[\[Snapshots", messages[-1]["content"])
+        assert number
+        n = number.group(1)
+        return (
+            f"Snapshots are saved a minimum of 5 minutes from each other. This is mentioned "
+            f"in Excerpt [{n}]. They are kept for 7 days.\n\nExcerpt [{n}], excerpt [{n}]"
+        )
+
+    fake_ollama.chat_script = reply
+    result = _ask(conn, settings, "How often are snapshots saved and how long are they kept?")
+    _assert_golden("pointer_sentence", result)
+    assert result.status == "answered"
+    assert result.answer == (
+        "Snapshots are saved a minimum of 5 minutes from each other. [[Snapshots]][^1] "
+        "They are kept for 7 days. [[Snapshots]][^1]"
+    )
+    assert "mentioned" not in result.answer and "⚠️" not in result.answer
+    assert len(result.report.claims) == 2

@@ -256,15 +256,92 @@ _CITED_NUMBERS = re.compile(r"\d{1,3}(?:\s*[,;]\s*\d{1,3})*")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
+# An excerpt's number as the 1.5B model writes it: "[2]", "[1, 3]", "Excerpt [2]",
+# "the excerpts [1] and [2]", "[Excerpt 4]".
+_EXCERPT_REF = re.compile(
+    r"(?:\b(?:the\s+)?excerpts?\s*(?:from\s+)?)?"
+    r"(?<!\[)\[(?:excerpts?\s*)?(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?![\[(\]])",
+    re.IGNORECASE,
+)
+# The words of a sentence that only says where its answer is: "This is mentioned in
+# Excerpt [1].", "The excerpt from [1] confirms this process.", "Excerpt [1], excerpt [2]
+# and excerpt [3]", "(See excerpt [2].)", "Source: [3]". A word not in this list is a
+# word of the reply's own, and the sentence is a claim.
+_POINTER_WORDS = frozenset(
+    """a above according also an and are as be below by can cited confirm confirmed
+    confirms covered described detail details excerpt excerpts explained for found from
+    given in information is it listed mentioned more noted of process provided refer
+    reference references see shown source sources stated states step steps supported
+    supports that the these this those to was were""".split()
+)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _pointer_numbers(text: str) -> list[str] | None:
+    """The excerpt numbers `text` cites if it says nothing but where its answer is (every
+    word of it an excerpt reference or a word of `_POINTER_WORDS`), else None."""
+    numbers = [m.group(1) for m in _EXCERPT_REF.finditer(text)]
+    if not numbers:
+        return None
+    rest = _EXCERPT_REF.sub(" ", text).casefold()
+    if any(w not in _POINTER_WORDS for w in _WORD.findall(rest)):
+        return None
+    return numbers
+
+
+def _joined(numbers: list[str]) -> str:
+    """ "[1, 3]" for the numbers of several references, each once, in their order."""
+    each = dict.fromkeys(n.strip() for group in numbers for n in re.split(r"[,;]", group))
+    return f"[{', '.join(each)}]"
+
+
 def _citation_line(line: str) -> str | None:
     """What a line that is only citations cites, as it goes after a sentence ("[2]",
-    "[[A]] [[B]]"), or None for a line with words of its own."""
+    "[[A]] [[B]]", "Excerpt [1], excerpt [2] and excerpt [5]" -> "[1, 2, 5]"), or None
+    for a line with words of its own."""
     if _HEADER_LINE.match(line):
         number = _CITED_NUMBERS.search(line)
         return f"[{number.group(0)}]" if number else None
     if _LINKS_LINE.match(line):
         return " ".join(_LINK.findall(line))
-    return None
+    numbers = _pointer_numbers(line)
+    return _joined(numbers) if numbers else None
+
+
+# A sentence's end within a line: its full stop (or ! ?) and the space after it.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[ \t]+(?=\S)")
+
+
+def drop_pointer_sentences(reply: str) -> str:
+    """`reply` without the sentences that only say where the answer is ("This is mentioned
+    in Excerpt [1]."), their numbers moved to the end of the sentence before them on the
+    same line, once ("... port 443. [1]"). Left in, such a sentence is read as a claim of
+    its own: its link shown twice in a row, and flagged ⚠️ as backing nothing. One that
+    opens its line is left to `attach_citation_lines` (it is a line of only citations, or
+    it has words of its own after it); code is never touched."""
+    if "[" not in reply:
+        return reply
+    masked = mask_code(reply)
+    out: list[str] = []
+    for line, shown in zip(reply.split("\n"), masked.split("\n"), strict=True):
+        out.append(_line_without_pointers(line, shown))
+    return "\n".join(out)
+
+
+def _line_without_pointers(line: str, shown: str) -> str:
+    cuts = [0] + [m.end() for m in _SENTENCE_BREAK.finditer(shown)] + [len(line)]
+    spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if line[a:b].strip()]
+    kept: list[str] = []
+    for start, end in spans:
+        numbers = _pointer_numbers(shown[start:end]) if kept else None
+        if numbers is None or shown[start:end] != line[start:end]:
+            kept.append(line[start:end])
+            continue
+        before = kept[-1].rstrip()
+        cited = {n for m in _EXCERPT_REF.finditer(before) for n in re.findall(r"\d+", m[1])}
+        new = [n for n in re.findall(r"\d+", " ".join(numbers)) if n not in cited]
+        kept[-1] = f"{before} {_joined(new)} " if new else f"{before} "
+    return "".join(kept).rstrip() if len(kept) < len(spans) else line
 
 
 def attach_citation_lines(reply: str) -> str:
@@ -328,11 +405,12 @@ def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str
 
     A number that names no excerpt is left as it is (it is then plain text, not a link).
     A copied header ("Excerpt [2] from [[Page]]") keeps only its link; a line that is
-    only a citation goes to the text it cites (`attach_citation_lines`).
+    only a citation goes to the text it cites (`attach_citation_lines`), and so does a
+    sentence that only says where the answer is (`drop_pointer_sentences`).
     """
     if "[" not in reply or not excerpts:
         return reply
-    reply = _COPIED_HEADER.sub("", attach_citation_lines(reply))
+    reply = _COPIED_HEADER.sub("", attach_citation_lines(drop_pointer_sentences(reply)))
     masked = mask_code(reply)
     out: list[str] = []
     cursor = 0
