@@ -256,17 +256,11 @@ _CITED_NUMBERS = re.compile(r"\d{1,3}(?:\s*[,;]\s*\d{1,3})*")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
-# An excerpt's number as the 1.5B model writes it: "[2]", "[1, 3]", "Excerpt [2]",
-# "the excerpts [1] and [2]", "[Excerpt 4]".
-_EXCERPT_REF = re.compile(
-    r"(?:\b(?:the\s+)?excerpts?\s*(?:from\s+)?)?"
-    r"(?<!\[)\[(?:excerpts?\s*)?(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?![\[(\]])",
-    re.IGNORECASE,
-)
 # The words of a sentence that only says where its answer is: "This is mentioned in
 # Excerpt [1].", "The excerpt from [1] confirms this process.", "Excerpt [1], excerpt [2]
 # and excerpt [3]", "(See excerpt [2].)", "Source: [3]". A word not in this list is a
-# word of the reply's own, and the sentence is a claim.
+# word of the reply's own, and the sentence is a claim. The references are `_NUMBERED`'s;
+# what it leaves of "the excerpt from [1]" ("the", "excerpt", "from") is in the list.
 _POINTER_WORDS = frozenset(
     """a above according also an and are as be below by can cited confirm confirmed
     confirms covered described detail details excerpt excerpts explained for found from
@@ -280,10 +274,10 @@ _WORD = re.compile(r"[^\W_]+")
 def _pointer_numbers(text: str) -> list[str] | None:
     """The excerpt numbers `text` cites if it says nothing but where its answer is (every
     word of it an excerpt reference or a word of `_POINTER_WORDS`), else None."""
-    numbers = [m.group(1) for m in _EXCERPT_REF.finditer(text)]
+    numbers = [m.group(1) for m in _NUMBERED.finditer(text)]
     if not numbers:
         return None
-    rest = _EXCERPT_REF.sub(" ", text).casefold()
+    rest = _NUMBERED.sub(" ", text).casefold()
     if any(w not in _POINTER_WORDS for w in _WORD.findall(rest)):
         return None
     return numbers
@@ -338,7 +332,7 @@ def _line_without_pointers(line: str, shown: str) -> str:
             kept.append(line[start:end])
             continue
         before = kept[-1].rstrip()
-        cited = {n for m in _EXCERPT_REF.finditer(before) for n in re.findall(r"\d+", m[1])}
+        cited = {n for m in _NUMBERED.finditer(before) for n in re.findall(r"\d+", m[1])}
         new = [n for n in re.findall(r"\d+", " ".join(numbers)) if n not in cited]
         kept[-1] = f"{before} {_joined(new)} " if new else f"{before} "
     return "".join(kept).rstrip() if len(kept) < len(spans) else line
