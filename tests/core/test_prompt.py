@@ -302,6 +302,12 @@ def test_a_citation_line_resolves_to_the_link_after_its_sentence() -> None:
         ("Press Ctrl+W [2]. It is in [2].", "Press Ctrl+W [2]."),
         ("A [1]. This is stated in excerpts [1] and [3]. B.", "A [1]. [3] B."),
         ("Zoom with Shift+1! (See Excerpt [4].)", "Zoom with Shift+1! [4]"),
+        # The prompt's own instruction said back (main set): "the number of the excerpt it
+        # comes from" is where the answer is, not a claim.
+        (
+            "Embed it with ![[Note]]. The number of the excerpt it comes from is [2].",
+            "Embed it with ![[Note]]. [2]",
+        ),
     ],
 )
 def test_a_sentence_that_only_says_where_the_answer_is_leaves_its_number(

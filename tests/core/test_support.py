@@ -295,6 +295,26 @@ def test_a_value_the_note_gives_in_another_unit_is_unsupported() -> None:
     assert _judge("You can get a refund within 30 months.", days, "")[0] == "unsupported"
 
 
+def test_a_number_written_against_its_unit_is_the_same_number_and_unit() -> None:
+    """Seen with the 1.5B model (main set): "50 MB" against the Help vault's "up to 50mb"
+    was withheld as unsupported (the number was not found, "MB" a missing name). Either
+    side may glue them; other letters after a number ("2FA", "1st", "x86") stay a word."""
+    from askvault.core.units import spaced
+
+    note = "You can upload files **up to 50mb** in size to your Publish site."
+    assert _judge("The maximum file size for one upload is 50 MB.", note)[0] == "supported"
+    assert _judge("You can upload files of up to 50MB.", note)[0] == "supported"
+    assert _judge("You can upload files of up to 50 MB.", "Upload files of 50 MB.")[0] == (
+        "supported"
+    )
+    assert _judge("The maximum file size for one upload is 50 GB.", note)[0] == "unsupported"
+    assert _judge("The maximum file size for one upload is 5 MB.", note)[0] == "unsupported"
+    assert spaced("up to 50mb, 4GB or 1.5TB in 10min") == "up to 50 mb, 4 GB or 1.5 TB in 10 min"
+    assert spaced("Turn on 2FA for the 1st vault on x86 and v2.") == (
+        "Turn on 2FA for the 1st vault on x86 and v2."
+    )
+
+
 def test_a_number_the_note_gives_without_a_unit_is_not_contradicted_by_one() -> None:
     from askvault.core.units import conflicting, values
 

@@ -262,11 +262,12 @@ _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 # word of the reply's own, and the sentence is a claim. The references are `_NUMBERED`'s;
 # what it leaves of "the excerpt from [1]" ("the", "excerpt", "from") is in the list.
 _POINTER_WORDS = frozenset(
-    """a above according also an and are as be below by can cited confirm confirmed
-    confirms covered described detail details excerpt excerpts explained for found from
-    given in information is it listed mentioned more noted of process provided refer
-    reference references see shown source sources stated states step steps supported
-    supports that the these this those to was were""".split()
+    """a above according also an and are as be below by can cited came come comes
+    confirm confirmed confirms covered described detail details excerpt excerpts
+    explained for found from given in information is it listed mentioned more noted
+    number numbers of process provided refer reference references see shown source
+    sources stated states step steps supported supports that the these this those to
+    was were""".split()
 )
 _WORD = re.compile(r"[^\W_]+")
 

@@ -101,7 +101,7 @@ def prepare_evidence(
     headers = list(headers) if headers is not None else [""] * len(texts)
     sentences = [text_sentences(t) or [t] for t in texts]
     flat = [h for h in headers] + [x for group in sentences for x in group]
-    tokens = tokenize(flat) if flat else []
+    tokens = tokenize([units.spaced(x) for x in flat]) if flat else []
     header_tokens, rest = tokens[: len(headers)], tokens[len(headers) :]
     out = []
     cursor = 0
@@ -129,7 +129,11 @@ def prepare_evidence(
                 )
             )
         out.append(
-            Evidence(text, tuple(windows), frozenset(_WORD.findall(fold(text + " " + header))))
+            Evidence(
+                text,
+                tuple(windows),
+                frozenset(_WORD.findall(fold(units.spaced(text) + " " + header))),
+            )
         )
     if pages is not None:
         by_page: dict[str, set[str]] = {}
@@ -159,7 +163,9 @@ def claim_contents(
     if not sentences:
         return []
     words = sorted(STOPWORDS | _META_WORDS)
-    stop_tokens, given_tokens, *rest = tokenize([" ".join(words), given, *sentences])
+    stop_tokens, given_tokens, *rest = tokenize(
+        [" ".join(words), units.spaced(given), *(units.spaced(s) for s in sentences)]
+    )
     stop = set(stop_tokens) | set(words)
     asked = set(given_tokens)
     out = []
@@ -394,7 +400,8 @@ def is_claim(sentence: str, content: Sequence[str]) -> bool:
 
 
 def _numbers(text: str) -> frozenset[str]:
-    return frozenset(n.replace(",", "") for n in _NUMBER.findall(text))
+    """The numbers of `text`, also those written against their unit ("50mb")."""
+    return frozenset(n.replace(",", "") for n in _NUMBER.findall(units.spaced(text)))
 
 
 def _names(sentence: str) -> list[str]:
@@ -423,10 +430,10 @@ def unknown_subjects(
     asks the word index whether any note does. Only names of the question count: a name
     the reply brings alone caps that claim at weak instead.
     """
-    asked = set(_WORD.findall(fold(question)))
+    asked = set(_WORD.findall(fold(units.spaced(question))))
     seen: set[str] = set()
     for text in texts:
-        seen.update(_WORD.findall(fold(text)))
+        seen.update(_WORD.findall(fold(units.spaced(text))))
     out = []
     for sentence in sentences:
         for name in _names(sentence):

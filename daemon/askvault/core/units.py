@@ -55,6 +55,17 @@ class Value:
     text: str
 
 
+# "50mb", "4GB", "10min": a number written together with its unit (the Help vault's "up to
+# 50mb"); other letters after a number ("2FA", "1st", "x86") are not a unit.
+_GLUED = re.compile(r"(?<![\w.])(" + _NUMBER + r")([A-Za-z]+)\b")
+
+
+def spaced(text: str) -> str:
+    """`text` with a space between a number and a unit written against it ("50mb" ->
+    "50 mb"), so that "50 MB" and "up to 50mb" hold the same number and the same word."""
+    return _GLUED.sub(lambda m: f"{m[1]} {m[2]}" if m[2].casefold() in _UNIT_WORDS else m[0], text)
+
+
 def values(text: str) -> tuple[Value, ...]:
     """The numbers of `text` that carry a unit ("$100", "100 euros", "30-day", "5 MB")."""
     out: list[Value] = []
