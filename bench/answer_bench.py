@@ -178,6 +178,10 @@ class Score:
     reply_key: str = ""
     label: str | None = None  # the reader's: right | partly | wrong | none (declines)
     judged: str | None = None  # the meaning check's verdict (queries.verify), if asked
+    # The question the model says the answer answers, and its cosine with the user's
+    # (queries.own_question), when asked.
+    own_question: str | None = None
+    own_question_cosine: float | None = None
     decided_by: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -205,6 +209,8 @@ def score(
         reply_key=reply_key(question["id"], result.reply),
         label=labels.get(reply_key(question["id"], result.reply), {}).get("label"),
         judged=result.verification.judged.verdict if result.verification.judged else None,
+        own_question=result.own_question.question,
+        own_question_cosine=result.own_question.cosine,
         decided_by=result.decided_by or "",
         prompt_tokens=prompt_tokens,
         prompt_tokens_counted=counted,
@@ -411,6 +417,8 @@ def prepare(vault: Path, workdir: Path, args: argparse.Namespace) -> Settings:
         flags["queries.verify"] = args.verify
     if getattr(args, "prompt", None):
         flags["queries.prompt"] = args.prompt
+    if getattr(args, "own_question", None):
+        flags["queries.own_question"] = args.own_question == "on"
     settings = load_settings(env={}, flags=flags)
     report = index_vault(settings, OllamaClients(settings))
     if report.embed_error or report.pending_embeddings:
@@ -438,6 +446,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--verify", default=None, help="queries.verify (off | judge | again | doubtful)"
     )
     parser.add_argument("--prompt", default=None, help="queries.prompt (answer | quote-first)")
+    parser.add_argument(
+        "--own-question",
+        choices=("on", "off"),
+        default=None,
+        help="queries.own_question (the default: on)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)

@@ -205,6 +205,21 @@ class QueriesSettings:
         " backs in part (some of its sentences are not found in the notes). off: the"
         " lexical check alone.",
     )
+    own_question: bool = _opt(
+        True,
+        "Before an answer is published, the chat model is asked (one short request, from the"
+        " answer's text alone) which question the answer answers; when the embedder puts that"
+        " question far from yours, the reply answers something else and is not published."
+        " Needs an embedding model with a measured cut-off (all-minilm) or"
+        " `queries.min_own_question_cosine`.",
+    )
+    min_own_question_cosine: float = _opt(
+        0.0,
+        "The cosine below which the answer's own question is another than yours. 0: the value"
+        " measured for the embedding model (all-minilm: 0.30); a model never measured is not"
+        " checked.",
+        min=0,
+    )
     max_distance: float = _opt(
         0.0,
         "No answer is published when the nearest chunk is farther than this cosine distance"

@@ -18,6 +18,7 @@ import pytest
 from askvault.adapters.db import Connection
 from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
+from askvault.core.own_question import OWN_QUESTION_SYSTEM_PROMPT
 from askvault.core.verification import JUDGE_SYSTEM_PROMPT
 from askvault.records import QuestionOptions
 from askvault.services.answer import AnswerResult, answer_question
@@ -732,3 +733,117 @@ def test_a_sentence_that_only_points_at_an_excerpt_leaves_no_link_twice_and_no_f
     )
     assert "mentioned" not in result.answer and "⚠️" not in result.answer
     assert len(result.report.claims) == 2
+
+
+# -- the question the answer answers (core/own_question.py) ---------------------------------
+
+
+def _own_question_at(settings: Settings, cut: float, *, on: bool = True) -> Settings:
+    """`settings` with the own-question check on (or off) at cut-off `cut` (the fake's
+    embedding model has no measured one)."""
+    queries = dataclasses.replace(settings.queries, own_question=on, min_own_question_cosine=cut)
+    return dataclasses.replace(settings, queries=queries)
+
+
+def _own_question_model(answer: str, own: str) -> Any:
+    """A scripted model: `answer` to the question, `own` when asked which question the
+    answer answers."""
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        if messages[0]["content"] == OWN_QUESTION_SYSTEM_PROMPT:
+            return own
+        return answer
+
+    return reply
+
+
+TAB_QUESTION = "i closed a tab by mistake, how do i get it back"
+CLOSE_REPLY = "To close the active tab, press Ctrl+W [[Tabs#Close a tab]]."
+# At cosine 0.16 from TAB_QUESTION by the fake's embeddings (the same question: 1.0).
+CLOSE_QUESTION = "What closes the active tab in Obsidian?"
+
+
+def test_a_reply_that_answers_another_question_is_not_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # The right page, the wrong line: every word of the reply is in the note, and the
+    # question it answers is another one.
+    fake_ollama.chat_script = _own_question_model(CLOSE_REPLY, CLOSE_QUESTION)
+    result = _ask(conn, _own_question_at(settings, 0.5), TAB_QUESTION)
+    text = _assert_golden("another_question", result)
+    assert result.status == "no-answer" and result.decided_by == "another-question"
+    assert result.report.supported_claims == 1  # the lexical check alone published it
+    assert "“What closes the active tab in Obsidian?”, not to the one asked" in text
+    assert result.own_question.cosine is not None and result.own_question.cosine < 0.5
+    asked = fake_ollama.requests_to("/api/chat")[-1]
+    assert "format" not in asked or not asked["format"]  # plain text: no grammar to wait for
+    assert asked["options"]["num_predict"] <= 60
+    # The answer alone: not the user's question, not the excerpts, no link syntax.
+    content = asked["messages"][1]["content"]
+    assert "To close the active tab, press Ctrl+W" in content
+    assert TAB_QUESTION not in content and "[[" not in content and "Excerpt" not in content
+    assert fake_ollama.embedded_inputs[-2:] == [
+        TAB_QUESTION,
+        "What closes the active tab in Obsidian?",
+    ]
+
+
+def test_a_reply_that_answers_the_question_asked_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _own_question_model(
+        "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]].",
+        "I closed a tab by mistake, how do I get it back?",
+    )
+    result = _ask(conn, _own_question_at(settings, 0.5), TAB_QUESTION)
+    assert result.status == "answered" and result.decided_by == "supported"
+    assert result.own_question.cosine == pytest.approx(1.0, abs=0.01)
+    assert "own_question_s" in result.timings
+
+
+@pytest.mark.parametrize(
+    "own",
+    [
+        "You reopen it with Ctrl+Shift+T.",  # an answer, not a question
+        "",
+        "Why " + "x" * 400 + "?",
+    ],
+)
+def test_an_unreadable_own_question_leaves_the_lexical_decision(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama, own: str
+) -> None:
+    fake_ollama.chat_script = _own_question_model(CLOSE_REPLY, own)
+    result = _ask(conn, _own_question_at(settings, 0.5), TAB_QUESTION)
+    assert result.status == "answered" and result.own_question.question is None
+    assert result.own_question.error
+
+
+def test_the_own_question_is_not_asked_when_off_or_not_measured_or_not_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    answer, own = CLOSE_REPLY, CLOSE_QUESTION
+    for checked in (
+        _own_question_at(settings, 0.5, on=False),  # off
+        _own_question_at(settings, 0.0),  # the fake's embedding model has no cut-off
+    ):
+        fake_ollama.chat_script = _own_question_model(answer, own)
+        before = len(fake_ollama.requests_to("/api/chat"))
+        result = _ask(conn, checked, TAB_QUESTION)
+        assert result.status == "answered" and result.own_question.question is None
+        assert len(fake_ollama.requests_to("/api/chat")) == before + 1
+    # A reply withheld anyway is not asked about.
+    fake_ollama.chat_script = _own_question_model("The notes do not say.", own)
+    before = len(fake_ollama.requests_to("/api/chat"))
+    result = _ask(conn, _own_question_at(settings, 0.5), "What is the capital of Mars?")
+    assert result.status == "no-answer" and result.decided_by == "refusal"
+    assert len(fake_ollama.requests_to("/api/chat")) == before + 1
+
+
+def test_a_model_that_fails_on_the_own_question_leaves_the_lexical_decision(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _own_question_model(CLOSE_REPLY, CLOSE_QUESTION)
+    fake_ollama.set_fault("500", paths=("/api/chat",), after=1)  # the second request fails
+    result = _ask(conn, _own_question_at(settings, 0.5), TAB_QUESTION)
+    assert result.status == "answered" and result.own_question.question is None
+    assert result.own_question.error

@@ -23,7 +23,10 @@ asked (the first that holds decides):
   of its own (`prompt.opens_with_citation`): it pastes a passage instead of answering;
 - the claim that answers (its first that does more than say the question again) is
   unsupported (not merely weak), only what follows it is backed; or it has no such claim;
-- fewer than half of its claims are supported: most of what it says is not in the notes.
+- fewer than half of its claims are supported: most of what it says is not in the notes;
+- asked which question the reply answers (`core/own_question.py`), the model names one
+  far from the user's: the reply answers something else (`another_question`, asked only
+  of a reply that would otherwise be published).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ DecisionReason = Literal[
     "unsteady",  # no-answer: asked again, the model's answer rested on other sentences
     "pasted-excerpt",  # no-answer: the reply opens with an excerpt's number, not an answer
     "mostly-unsupported",  # no-answer: fewer than half of the reply's claims are supported
+    "another-question",  # no-answer: the question the reply answers is not the one asked
 ]
 
 
@@ -186,3 +190,15 @@ def _answering(reply: str, report: CitationReport) -> Decision:
             "published as an answer.",
         )
     return Decision("answered", "supported")
+
+
+def another_question(own_question: str) -> Decision:
+    """The decision on a reply that would be published, when the question it answers (the
+    model's `own_question`, from the reply alone) is far from the one asked."""
+    return Decision(
+        "no-answer",
+        "another-question",
+        "The reply reads as the answer to another question, "
+        f"“{inert_line(own_question, QUOTED_MAX_CHARS)}”, not to the one asked, so it is "
+        "not published as an answer.",
+    )

@@ -109,17 +109,17 @@ def short_reply(
     *,
     model: str,
     num_ctx: int,
-    schema: Mapping[str, Any],
+    schema: Mapping[str, Any] | None,
     max_tokens: int,
     limits: ReplyLimits | None,
     should_stop: Callable[[], bool],
     stopped: str,
 ) -> ShortReply:
-    """The reply to `messages` in the JSON `schema` (Ollama's `format`), asked for at most
-    `max_tokens` at temperature 0 and read up to `max_tokens` pieces and `limits`' bytes
-    and seconds (None: as the pieces come); reading stops at the first limit reached and
-    the stream is closed on every way out. Raises OllamaError (the model cannot be
-    reached now) and AnswerCancelled(`stopped`) when `should_stop()` turns true."""
+    """The reply to `messages` in the JSON `schema` (Ollama's `format`; None: plain text),
+    asked for at most `max_tokens` at temperature 0 and read up to `max_tokens` pieces and
+    `limits`' bytes and seconds (None: as the pieces come); reading stops at the first limit
+    reached and the stream is closed on every way out. Raises OllamaError (the model cannot
+    be reached now) and AnswerCancelled(`stopped`) when `should_stop()` turns true."""
     budget = (
         ReplyBudget(ReplyLimits(max_tokens, limits.max_bytes, limits.max_seconds))
         if limits is not None

@@ -24,8 +24,9 @@ from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
-from askvault.core.decision import Decision, decide
+from askvault.core.decision import Decision, another_question, decide
 from askvault.core.followup import carried_options
+from askvault.core.own_question import answer_text, min_cosine, trace_line
 from askvault.core.prompt import PromptPlan, build_messages, reordered, split_quoted_reply
 from askvault.core.reply import SafeReply, cut_note, sanitize_reply
 from askvault.core.timestamps import local_iso
@@ -34,6 +35,7 @@ from askvault.errors import OllamaError
 from askvault.records import Embedder, Generator, QuestionOptions
 from askvault.services.answer.checking import Checked, check
 from askvault.services.answer.generation import Generation, TokenSink, generate, reply_limits
+from askvault.services.answer.own_question import OwnQuestion, ask_own_question
 from askvault.services.answer.result import AnswerResult
 from askvault.services.answer.retrieval import Retrieval, retrieve
 from askvault.services.answer.sources import raw_sources_of
@@ -175,6 +177,15 @@ def answer_question(
         judged=verification.judged.verdict if verification.judged else None,
         steady=steady,
     )
+    own = OwnQuestion()
+    if decision.published and embedder is not None:
+        own = _own_question(
+            settings, embedder, generator, checked, question, base.model, should_stop
+        )
+        if own.seconds:
+            timings["own_question_s"] = own.seconds
+        if own.elsewhere and own.question:
+            decision = another_question(own.question)
     if period is not None and not period.notes and not decision.published:
         decision = dataclasses.replace(decision, reason=empty_period_reason(period))
     return _compose(
@@ -182,8 +193,43 @@ def answer_question(
         settings,
         notes,
         base,
-        _Steps(found, plan, generation, safe, checked, verification, decision, cutoff),
+        _Steps(found, plan, generation, safe, checked, verification, decision, cutoff, own),
         timings,
+    )
+
+
+def _own_question_trace(own: OwnQuestion) -> tuple[str, ...]:
+    """The trace's line on the own-question check, when it was made."""
+    if own.question is None or own.cosine is None or own.cutoff is None:
+        return ()
+    return (trace_line(own.question, own.cosine, own.cutoff),)
+
+
+def _own_question(
+    settings: Settings,
+    embedder: Embedder,
+    generator: Generator,
+    checked: Checked,
+    question: str,
+    model: str,
+    should_stop: Callable[[], bool],
+) -> OwnQuestion:
+    """Which question the answer, as it would be published, answers (`queries.own_question`;
+    not asked when off, or when the embedding model has no cut-off)."""
+    cut = min_cosine(settings.ollama.embed_model, settings.queries.min_own_question_cosine)
+    if not settings.queries.own_question or cut is None:
+        return OwnQuestion()
+    published = annotate_answer(checked.linked, checked.report, keep_links=True, quotes=False)
+    return ask_own_question(
+        generator,
+        embedder,
+        question,
+        answer_text([published]),
+        cutoff=cut,
+        model=model,
+        num_ctx=settings.ollama.num_ctx,
+        should_stop=should_stop,
+        limits=reply_limits(settings),
     )
 
 
@@ -250,6 +296,7 @@ class _Steps:
     verification: Verification
     decision: Decision
     cutoff: Cutoff
+    own_question: OwnQuestion = OwnQuestion()
 
     @property
     def warnings(self) -> list[str]:
@@ -296,8 +343,11 @@ def _compose(
         ),
         ledger=answer_parts.ledger_entries(pack, report, raw, duplicates) if keeps else (),
         passages=answer_parts.passages(pack) if decision.status == "no-answer" else (),
-        trace=answer_parts.trace_lines(
-            pack, steps.plan, timings, steps.generation.counted_tokens, cutoff=steps.cutoff
+        trace=(
+            *answer_parts.trace_lines(
+                pack, steps.plan, timings, steps.generation.counted_tokens, cutoff=steps.cutoff
+            ),
+            *_own_question_trace(steps.own_question),
         ),
     )
     return AnswerResult(
@@ -317,6 +367,7 @@ def _compose(
         nearest_distance=steps.found.nearest_distance,
         cutoff=steps.cutoff,
         verification=steps.verification,
+        own_question=steps.own_question,
         decided_by=decision.decided_by,
         period=pack.period,
     )

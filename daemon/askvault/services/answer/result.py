@@ -9,6 +9,7 @@ from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, Excerpt
 from askvault.core.decision import DecisionReason
 from askvault.records import AnswerOutcome, PeriodScope
+from askvault.services.answer.own_question import OwnQuestion
 from askvault.services.answer.verification import Verification
 
 
@@ -32,6 +33,8 @@ class AnswerResult:
     nearest_distance: float | None = None  # question to the nearest chunk (vectors only)
     cutoff: Cutoff | None = None  # the distance cut-off in force, and where it comes from
     verification: Verification = field(default_factory=Verification)
+    # Which question the model says the answer answers, and how close it is to the user's.
+    own_question: OwnQuestion = field(default_factory=OwnQuestion)
     # What decided the status (core/decision.py); None before a reply was checked.
     decided_by: DecisionReason | None = None
     period: PeriodScope | None = None  # the period the question was read to ask about
