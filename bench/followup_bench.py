@@ -126,6 +126,11 @@ def main() -> None:
     parser.add_argument(
         "--verify", help="queries.verify for every turn (off | judge | again | doubtful)"
     )
+    parser.add_argument(
+        "--own-question",
+        choices=("on", "off"),
+        help="queries.own_question for every turn (the default: on)",
+    )
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="replies by prompt")
     parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
     parser.add_argument(
@@ -230,6 +235,7 @@ def answer_threads(
             "ollama.host": args.host,
             **({"ollama.chat_model": args.chat_model} if args.chat_model else {}),
             **({"queries.verify": args.verify} if args.verify else {}),
+            **({"queries.own_question": args.own_question == "on"} if args.own_question else {}),
         },
     )
     embedder = OllamaClients(settings).embedder()
