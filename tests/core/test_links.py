@@ -10,6 +10,8 @@ from askvault.core.links import (
     extract_links,
     fenced_blocks,
     heading_matches,
+    link_words,
+    links_as_words,
     mask_code,
     resolve_link,
     slugify_heading,
@@ -32,6 +34,24 @@ def test_extract_links_reads_every_form() -> None:
     assert links[4].embed and not links[0].embed
     assert links[7].heading == "Local"
     assert links[0].raw == "[[A]]" and links[4].raw == "![[E]]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [[Folder/Page.md|the page]] now", "see the page now"),
+        ("see [[Folder/Page#Heading]] now", "see Page now"),
+        ("see [[#Heading only]] now", "see Heading only now"),
+        ("see ![[Pics/cat.png]] now", "see cat.png now"),
+        ("see [[A\\|label]] in a table", "see label in a table"),
+        ("an empty [[]] stays", "an empty [[]] stays"),
+        ("no link at all", "no link at all"),
+    ],
+)
+def test_links_as_words_says_what_each_link_says(text: str, expected: str) -> None:
+    assert links_as_words(text) == expected
+    for link in extract_links(text):
+        assert link_words(link) in expected
 
 
 def test_extract_links_label_reports_target_not_label() -> None:

@@ -32,6 +32,15 @@ def test_the_model_reads_the_answer_alone_without_links_numbers_or_flags() -> No
     assert len(answer_text(["word " * 1000])) == ANSWER_MAX_CHARS
 
 
+def test_a_link_inside_a_sentence_reads_as_the_page_name_the_citations_use() -> None:
+    # The folder, `.md` and a heading are not words of the answer; a heading-only link says
+    # its heading; an "excerpt [3]" left in the reply goes with its word.
+    text = answer_text(
+        ["Open [[User interface/Sidebar.md#Close tabs]] or [[#Pinned tabs]] as in excerpt [3]."]
+    )
+    assert text == "Open Sidebar or Pinned tabs as in ."
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -27,6 +27,7 @@ from askvault.core.claims import CitedLink, Claim, link_spans, split_claims, str
 from askvault.core.links import (
     LinkIndex,
     heading_matches,
+    link_words,
     normalize_name,
     resolve_link,
     unique_targets,
@@ -678,7 +679,7 @@ def quote_text(text: str) -> str:
     cursor = 0
     for span in link_spans(text):
         out.append(text[cursor : span.start])
-        out.append(_as_code(span) if span.link.embed else _link_words(span.link))
+        out.append(_as_code(span) if span.link.embed else link_words(span.link))
         cursor = span.end
     out.append(text[cursor:])
     return " ".join(_BLOCK_ID.sub("", "".join(out)).split())
@@ -697,11 +698,6 @@ _LINK_GLUE = re.compile(r"^(?:[\s,;]|and\b|&)*$", re.IGNORECASE)
 _CLOSES_CLAIM = re.compile(r"[ \t]*(?:$|\n|[.,;!?)\]]|!?\[\[)")
 _LINE_OPENING = re.compile(r"[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?")
 _OPENING_CHARS = frozenset(" \t>-*+.)0123456789")
-
-
-def _link_words(link: Link) -> str:
-    """What a link says as text: its label, else its page's name (no folder, no heading)."""
-    return link.label or link.target.rsplit("/", 1)[-1] or (link.heading or "")
 
 
 def _as_code(span: CitedLink) -> str:
@@ -729,7 +725,7 @@ def _unlinked(answer: str, span: CitedLink) -> tuple[int, int, str]:
         or (before is not None and before.group(1).casefold() in _WANTS_A_NOUN)
     )
     if reads_as_word or _opens_line(answer, span.start) or span.link.label:
-        return (span.start, span.end, _link_words(span.link))
+        return (span.start, span.end, link_words(span.link))
     start, end = span.start, span.end
     for mark in ("**", "__", "*", "_"):  # emphasis around nothing but the link goes too
         if answer[start - len(mark) : start] == mark and answer[end : end + len(mark)] == mark:

@@ -344,6 +344,31 @@ def _parse_inner(inner: str) -> tuple[str, str | None, str | None, str | None] |
     return target, heading, block, label
 
 
+def link_words(link: Link) -> str:
+    """What a link says as text: its label, else its page's name (no folder, no heading)."""
+    return _said(link.target, link.heading, link.label)
+
+
+def _said(target: str, heading: str | None, label: str | None) -> str:
+    return label or target.rsplit("/", 1)[-1] or (heading or "")
+
+
+def links_as_words(text: str) -> str:
+    """`text` with each wikilink or embed written as what it says (`link_words`): its
+    label, else its page's name; code is not looked at (a reply's prose, not a note)."""
+    if "[[" not in text:
+        return text
+
+    def words(match: re.Match[str]) -> str:
+        parts = _parse_inner(match.group(2))
+        if parts is None:
+            return match.group(0)
+        target, heading, _block, label = parts
+        return _said(target, heading, label)
+
+    return WIKILINK.sub(words, text)
+
+
 def unique_targets(links: Iterable[Link]) -> list[Link]:
     """Keep the first link per (target casefolded, heading, block), in order."""
     seen: set[tuple[str, str | None, str | None]] = set()

@@ -35,7 +35,7 @@ _LINK_UNSAFE = re.compile(r"[\[\]|#^]")
 # `[2]`, `[1, 3]`, `[1][2]`, `[Excerpt 2]`, and `Excerpt [2]` / `the excerpt [2]` (the word
 # goes with the number: left behind it became a claim of its own) - not `[[...]]`, not
 # `[text](url)`.
-_NUMBERED = re.compile(
+EXCERPT_NUMBER = re.compile(
     r"(?:\b(?:the\s+)?excerpts?\s+(?=\[\d))?"
     r"(?<!\[)\[(?:excerpts?\s*)?(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\](?![\[(\]])",
     re.IGNORECASE,
@@ -259,7 +259,7 @@ _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 # The words of a sentence that only says where its answer is: "This is mentioned in
 # Excerpt [1].", "The excerpt from [1] confirms this process.", "Excerpt [1], excerpt [2]
 # and excerpt [3]", "(See excerpt [2].)", "Source: [3]". A word not in this list is a
-# word of the reply's own, and the sentence is a claim. The references are `_NUMBERED`'s;
+# word of the reply's own, and the sentence is a claim. The references are `EXCERPT_NUMBER`'s;
 # what it leaves of "the excerpt from [1]" ("the", "excerpt", "from") is in the list.
 _POINTER_WORDS = frozenset(
     """a above according also an and are as be below by can cited came come comes
@@ -275,10 +275,10 @@ _WORD = re.compile(r"[^\W_]+")
 def _pointer_numbers(text: str) -> list[str] | None:
     """The excerpt numbers `text` cites if it says nothing but where its answer is (every
     word of it an excerpt reference or a word of `_POINTER_WORDS`), else None."""
-    numbers = [m.group(1) for m in _NUMBERED.finditer(text)]
+    numbers = [m.group(1) for m in EXCERPT_NUMBER.finditer(text)]
     if not numbers:
         return None
-    rest = _NUMBERED.sub(" ", text).casefold()
+    rest = EXCERPT_NUMBER.sub(" ", text).casefold()
     if any(w not in _POINTER_WORDS for w in _WORD.findall(rest)):
         return None
     return numbers
@@ -333,7 +333,7 @@ def _line_without_pointers(line: str, shown: str) -> str:
             kept.append(line[start:end])
             continue
         before = kept[-1].rstrip()
-        cited = {n for m in _NUMBERED.finditer(before) for n in re.findall(r"\d+", m[1])}
+        cited = {n for m in EXCERPT_NUMBER.finditer(before) for n in re.findall(r"\d+", m[1])}
         new = [n for n in re.findall(r"\d+", " ".join(numbers)) if n not in cited]
         kept[-1] = f"{before} {_joined(new)} " if new else f"{before} "
     return "".join(kept).rstrip() if len(kept) < len(spans) else line
@@ -409,7 +409,7 @@ def resolve_numbered_citations(reply: str, excerpts: tuple[Excerpt, ...]) -> str
     masked = mask_code(reply)
     out: list[str] = []
     cursor = 0
-    for match in _NUMBERED.finditer(masked):
+    for match in EXCERPT_NUMBER.finditer(masked):
         numbers = [int(n) for n in re.findall(r"\d+", match.group(1))]
         if not numbers or not all(1 <= n <= len(excerpts) for n in numbers):
             continue
