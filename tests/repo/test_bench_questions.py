@@ -151,3 +151,25 @@ def test_the_personal_vault_sets_notes_hold_its_facts_and_quotes() -> None:
         flat = [" ".join(t.split()) for t in texts]
         for quote in q.get("quote", []):
             assert any(" ".join(quote.split()) in t for t in flat), (q["id"], quote)
+
+
+def test_the_standalone_follow_up_set_is_each_follow_up_written_out_with_its_notes() -> None:
+    """bench/data/answer_questions_followups_standalone.json: every follow-up turn of the
+    threads once, by hand as a question of its own ("can it be folded?" -> "Can a callout
+    be folded?"), with the turn's own expected notes: the follow-ups' questions asked
+    without a thread, to tell the thread's cost from the questions' difficulty."""
+    threads = json.loads((ROOT / "bench" / "data" / "followup_threads.json").read_text("utf-8"))
+    turns = {
+        f"oracle/{t['id']}/{n}": turn
+        for t in threads
+        for n, turn in enumerate(t["turns"], 1)
+        if n > 1
+    }
+    path = ROOT / "bench" / "data" / "answer_questions_followups_standalone.json"
+    questions = json.loads(path.read_text(encoding="utf-8"))
+    assert [q["id"] for q in questions] == list(turns)
+    for q in questions:
+        assert set(q) == {"id", "question", "answerable", "expected"}, q["id"]
+        assert q["answerable"] is True and q["expected"] == turns[q["id"]]["expected"]
+        assert q["question"].endswith("?") and q["question"] != turns[q["id"]]["question"]
+        assert q["question"][0].isupper(), q["id"]
