@@ -209,7 +209,8 @@ class QueriesSettings:
         True,
         "Before an answer is published, the chat model is asked (one short request, from the"
         " answer's text alone) which question the answer answers; when the embedder puts that"
-        " question far from yours, the reply answers something else and is not published."
+        " question far from yours (or, for a follow-up, nearer an earlier question of the"
+        " note than the follow-up), the reply answers something else and is not published."
         " Needs an embedding model with a measured cut-off (all-minilm) or"
         " `queries.min_own_question_cosine`.",
     )

@@ -173,3 +173,40 @@ def test_the_standalone_follow_up_set_is_each_follow_up_written_out_with_its_not
         assert q["answerable"] is True and q["expected"] == turns[q["id"]]["expected"]
         assert q["question"].endswith("?") and q["question"] != turns[q["id"]]["question"]
         assert q["question"][0].isupper(), q["id"]
+
+
+THREAD_SETS = [
+    ROOT / "bench" / "data" / n for n in ("followup_threads.json", "followup_threads_heldout.json")
+]
+
+
+@pytest.mark.parametrize("path", THREAD_SETS, ids=lambda p: p.name)
+def test_follow_up_threads_are_well_formed(path: Path) -> None:
+    """Two- and three-turn threads, each turn a question with the notes that answer it."""
+    threads = json.loads(path.read_text(encoding="utf-8"))
+    ids = [t["id"] for t in threads]
+    assert len(ids) == len(set(ids)) and len(threads) >= 15
+    for thread in threads:
+        assert set(thread) == {"id", "turns"} and 2 <= len(thread["turns"]) <= 3, thread["id"]
+        for turn in thread["turns"]:
+            assert set(turn) == {"question", "expected"}, thread["id"]
+            assert turn["question"].strip() and turn["expected"], thread["id"]
+
+
+def test_the_held_out_threads_are_new_topics() -> None:
+    """bench/data/followup_threads_heldout.json was written after the follow-up checks were
+    tuned on the first set, before any reply to it was seen: no thread of it is one of the
+    first set's, nor asks one of its questions."""
+    first, held = (json.loads(p.read_text(encoding="utf-8")) for p in THREAD_SETS)
+    assert not {t["id"] for t in first} & {t["id"] for t in held}
+    asked = {q["question"].casefold() for t in first for q in t["turns"]}
+    assert not asked & {q["question"].casefold() for t in held for q in t["turns"]}
+
+
+@pytest.mark.skipif(not HELP_VAULT.is_dir(), reason="needs ../shared/data (the Help vault)")
+@pytest.mark.parametrize("path", THREAD_SETS, ids=lambda p: p.name)
+def test_follow_up_threads_expect_notes_of_the_help_vault(path: Path) -> None:
+    for thread in json.loads(path.read_text(encoding="utf-8")):
+        for turn in thread["turns"]:
+            for note in turn["expected"]:
+                assert (HELP_VAULT / note).is_file(), (thread["id"], note)

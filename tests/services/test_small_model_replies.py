@@ -788,6 +788,93 @@ def test_a_reply_that_answers_another_question_is_not_published(
     ]
 
 
+def _follow_up(settings: Settings, conn: Connection, follow_up: str, earlier: list[str]) -> Any:
+    from askvault.services.answer import answer_follow_up
+
+    embedder = OllamaClients(settings).embedder()
+    generator = OllamaClients(settings).generator()
+    try:
+        return answer_follow_up(
+            conn,
+            settings,
+            follow_up,
+            earlier,
+            embedder=embedder,
+            generator=generator,
+            asked=ASKED,
+        ).result
+    finally:
+        generator.close()
+        embedder.close()
+
+
+REOPEN_FIRST = "How do I reopen a closed tab?"
+CLOSE_ASKED = "and close one? (reopen closed tab)"  # "and close one?" made standalone
+CLOSE_OWN = "And close one?"
+REOPEN_REPLY = "To reopen the tab you closed last, press Ctrl+Shift+T [[Tabs#Reopen a closed tab]]."
+
+
+def test_a_follow_ups_reply_that_answers_the_earlier_question_again_is_not_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    # "and close one?" after "How do I reopen a closed tab?": the reply is the first turn's
+    # answer again, backed word for word by the note, and the model's own question for it
+    # is the first question (cosine 1.0 from it, less from the follow-up asked).
+    fake_ollama.chat_script = _own_question_model(REOPEN_REPLY, REOPEN_FIRST)
+    result = _follow_up(_own_question_at(settings, 0.01), conn, "and close one?", [REOPEN_FIRST])
+    assert result.question == CLOSE_ASKED
+    assert result.report.supported_claims == 1  # the lexical check alone published it
+    assert result.status == "no-answer" and result.decided_by == "earlier-question"
+    assert "not to the follow-up" in _assert_golden("earlier_question", result)
+    own = result.own_question
+    assert own.earlier_cosine == pytest.approx(1.0, abs=0.01)
+    assert own.cosine is not None and own.cutoff is not None
+    assert own.cutoff <= own.cosine < own.earlier_cosine  # near enough, but nearer the first
+    assert result.reason == (
+        "The reply reads as the answer to an earlier question of this note, “How do I reopen "
+        "a closed tab?”, not to the follow-up, so it is not published as an answer."
+    )
+    # One embedding request for the user's question, the model's and the earlier one.
+    assert fake_ollama.embedded_inputs[-3:] == [CLOSE_ASKED, REOPEN_FIRST, REOPEN_FIRST]
+
+
+def test_a_follow_ups_reply_nearer_the_follow_up_than_any_earlier_question_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = _own_question_model(CLOSE_REPLY, CLOSE_OWN)
+    earlier = [REOPEN_FIRST, "  ", "and on macOS?"]  # a blank earlier question is left out
+    result = _follow_up(_own_question_at(settings, 0.01), conn, "and close one?", earlier)
+    assert result.status == "answered" and result.decided_by == "supported"
+    own = result.own_question
+    assert own.cosine is not None and own.earlier_cosine is not None
+    assert own.earlier_cosine < own.cosine, (own.earlier_cosine, own.cosine)
+    assert fake_ollama.embedded_inputs[-4:] == [
+        CLOSE_ASKED,
+        CLOSE_OWN,
+        REOPEN_FIRST,
+        "and on macOS?",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cosine", "earlier", "answers_earlier"),
+    [
+        (0.5, 0.6, True),
+        (0.6, 0.6, False),
+        (0.6, 0.5, False),
+        (None, 0.9, False),
+        (0.5, None, False),
+    ],
+)
+def test_answers_earlier_only_when_an_earlier_question_is_strictly_nearer(
+    cosine: float | None, earlier: float | None, answers_earlier: bool
+) -> None:
+    from askvault.services.answer.own_question import OwnQuestion
+
+    own = OwnQuestion("Q?", cosine, 0.3, earlier_cosine=earlier)
+    assert own.answers_earlier is answers_earlier
+
+
 def test_a_reply_that_answers_the_question_asked_is_published(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:
@@ -798,6 +885,7 @@ def test_a_reply_that_answers_the_question_asked_is_published(
     result = _ask(conn, _own_question_at(settings, 0.5), TAB_QUESTION)
     assert result.status == "answered" and result.decided_by == "supported"
     assert result.own_question.cosine == pytest.approx(1.0, abs=0.01)
+    assert result.own_question.earlier_cosine is None  # a first question: no thread
     assert "own_question_s" in result.timings
 
 

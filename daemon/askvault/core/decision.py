@@ -26,7 +26,9 @@ asked (the first that holds decides):
 - fewer than half of its claims are supported: most of what it says is not in the notes;
 - asked which question the reply answers (`core/own_question.py`), the model names one
   far from the user's: the reply answers something else (`another_question`, asked only
-  of a reply that would otherwise be published).
+  of a reply that would otherwise be published); or, for a follow-up, one closer to an
+  earlier question of the thread than to the follow-up: the reply answers that question
+  again (`earlier_question`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ DecisionReason = Literal[
     "pasted-excerpt",  # no-answer: the reply opens with an excerpt's number, not an answer
     "mostly-unsupported",  # no-answer: fewer than half of the reply's claims are supported
     "another-question",  # no-answer: the question the reply answers is not the one asked
+    "earlier-question",  # no-answer: a follow-up's reply answers an earlier question again
 ]
 
 
@@ -200,5 +203,18 @@ def another_question(own_question: str) -> Decision:
         "another-question",
         "The reply reads as the answer to another question, "
         f"“{inert_line(own_question, QUOTED_MAX_CHARS)}”, not to the one asked, so it is "
+        "not published as an answer.",
+    )
+
+
+def earlier_question(own_question: str) -> Decision:
+    """The decision on a follow-up's reply that would be published, when the question it
+    answers (the model's `own_question`) is closer to an earlier question of the thread
+    than to the follow-up: it answers that question again, not the one asked now."""
+    return Decision(
+        "no-answer",
+        "earlier-question",
+        "The reply reads as the answer to an earlier question of this note, "
+        f"“{inert_line(own_question, QUOTED_MAX_CHARS)}”, not to the follow-up, so it is "
         "not published as an answer.",
     )

@@ -118,10 +118,14 @@ def min_cosine(embed_model: str, setting: float) -> float | None:
     return MEASURED_MIN_COSINE.get(model_key(embed_model))
 
 
-def trace_line(question: str, value: float, cutoff: float) -> str:
-    """The retrieval trace's line on the check: the model's question and how close it is."""
+def trace_line(question: str, value: float, cutoff: float, earlier: float | None = None) -> str:
+    """The retrieval trace's line on the check: the model's question and how close it is
+    (for a follow-up, also to the closest earlier question of the thread)."""
     own = " ".join(question.split())[:OWN_QUESTION_MAX_CHARS]
-    return (
+    line = (
         f"the answer's own question, by the model: “{own}”, at cosine {value:.2f} from yours "
         f"(cut-off {cutoff:.2f})"
     )
+    if earlier is not None:
+        line += f", {earlier:.2f} from the closest earlier question of this note"
+    return line

@@ -3,8 +3,9 @@
 The follow-up is made standalone by rules (core/followup.py) and that is what is searched,
 over the whole vault: the earlier turns' pages are not a cage (fusing them in as extra
 candidates measured no better: docs/benchmarks.md). The model reads the follow-up in one
-of the forms of `core.followup.asked_follow_up` (by default with the thread's first
-question beside it), so "and on mobile?" is asked about the ribbon.
+of the forms of `core.followup.asked_follow_up` (by default the standalone question), so
+"and on mobile?" is asked about the ribbon; a reply that answers one of the earlier
+questions again is withheld (`decision.earlier_question`, by the own-question check).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def answer_follow_up(
         search_as=searched,
         on_token=on_token,
         background=asked_as.background,
+        earlier=earlier,
     )
     return FollowUpAnswer(result, searched, asked_as.question, asked_as.background)
 

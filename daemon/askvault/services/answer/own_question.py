@@ -9,7 +9,7 @@ reply, or an embedding model with no measured cut-off leave the decision as it w
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from askvault.core.own_question import (
@@ -35,12 +35,24 @@ class OwnQuestion:
     cutoff: float | None = None
     error: str = ""
     seconds: float = 0.0
+    # Its cosine with the closest of a follow-up's earlier questions (None: a first one).
+    earlier_cosine: float | None = None
 
     @property
     def elsewhere(self) -> bool:
         """True when the answer's own question is another than the user's: its cosine
         with the user's is below the cut-off."""
         return self.cosine is not None and self.cutoff is not None and self.cosine < self.cutoff
+
+    @property
+    def answers_earlier(self) -> bool:
+        """True when the answer's own question is closer to one of the thread's earlier
+        questions than to the follow-up asked: the reply answers an earlier turn again."""
+        return (
+            self.cosine is not None
+            and self.earlier_cosine is not None
+            and self.earlier_cosine > self.cosine
+        )
 
 
 def ask_own_question(
@@ -54,9 +66,11 @@ def ask_own_question(
     num_ctx: int,
     should_stop: Callable[[], bool] = lambda: False,
     limits: ReplyLimits | None = None,
+    earlier: Sequence[str] = (),
 ) -> OwnQuestion:
     """Ask which question `text` (the answer, `own_question.answer_text`) answers, and how
-    close it is to `question` by the embedder (see the module doc)."""
+    close it is to `question` by the embedder (see the module doc); for a follow-up, also
+    how close it is to the closest of the thread's `earlier` questions (one request)."""
     if not text:
         return OwnQuestion()
     started = time.monotonic()
@@ -78,8 +92,13 @@ def ask_own_question(
                 error="no question could be read from the model's reply",
                 seconds=time.monotonic() - started,
             )
-        vectors = embedder.embed_documents([question, own])
+        earlier = [q for q in earlier if q.strip()]
+        vectors = embedder.embed_documents([question, own, *earlier])
     except OllamaError as exc:
         return OwnQuestion(error=exc.message, seconds=time.monotonic() - started)
-    value = cosine(vectors[0], vectors[1]) if len(vectors) == 2 else None
-    return OwnQuestion(own, value, cutoff, "", time.monotonic() - started)
+    if len(vectors) != 2 + len(earlier):
+        return OwnQuestion(own, None, cutoff, "", time.monotonic() - started)
+    value = cosine(vectors[0], vectors[1])
+    near = [c for c in (cosine(v, vectors[1]) for v in vectors[2:]) if c is not None]
+    closest = max(near) if near else None
+    return OwnQuestion(own, value, cutoff, "", time.monotonic() - started, closest)

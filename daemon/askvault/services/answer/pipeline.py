@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,7 +24,7 @@ from askvault.core.abstention import Cutoff
 from askvault.core.answer_note import AnswerNote
 from askvault.core.citations import CitationReport, annotate_answer
 from askvault.core.controls import strip_controls
-from askvault.core.decision import Decision, another_question, decide
+from askvault.core.decision import Decision, another_question, decide, earlier_question
 from askvault.core.followup import carried_options
 from askvault.core.own_question import answer_text, min_cosine, trace_line
 from askvault.core.prompt import PromptPlan, build_messages, reordered, split_quoted_reply
@@ -66,12 +66,15 @@ def answer_question(
     now: datetime | None = None,
     search_as: str | None = None,
     background: str = "",
+    earlier: Sequence[str] = (),
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
     `search_as` is what is searched instead of the question (a follow-up made standalone:
     core/followup.py); the model and the checks still read `question`. `background` is
-    what the model reads right before the question (a follow-up's thread so far).
+    what the model reads right before the question (a follow-up's thread so far), and
+    `earlier` the thread's earlier questions (a follow-up's reply that answers one of them
+    again is withheld: `decision.earlier_question`).
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     `now` anchors the question's period words ("last week"; None: the clock's time).
@@ -180,12 +183,14 @@ def answer_question(
     own = OwnQuestion()
     if decision.published and embedder is not None:
         own = _own_question(
-            settings, embedder, generator, checked, question, base.model, should_stop
+            settings, embedder, generator, checked, question, base.model, should_stop, earlier
         )
         if own.seconds:
             timings["own_question_s"] = own.seconds
         if own.elsewhere and own.question:
             decision = another_question(own.question)
+        elif own.answers_earlier and own.question:
+            decision = earlier_question(own.question)
     if period is not None and not period.notes and not decision.published:
         decision = dataclasses.replace(decision, reason=empty_period_reason(period))
     return _compose(
@@ -202,7 +207,7 @@ def _own_question_trace(own: OwnQuestion) -> tuple[str, ...]:
     """The trace's line on the own-question check, when it was made."""
     if own.question is None or own.cosine is None or own.cutoff is None:
         return ()
-    return (trace_line(own.question, own.cosine, own.cutoff),)
+    return (trace_line(own.question, own.cosine, own.cutoff, own.earlier_cosine),)
 
 
 def _own_question(
@@ -213,6 +218,7 @@ def _own_question(
     question: str,
     model: str,
     should_stop: Callable[[], bool],
+    earlier: Sequence[str] = (),
 ) -> OwnQuestion:
     """Which question the answer, as it would be published, answers (`queries.own_question`;
     not asked when off, or when the embedding model has no cut-off)."""
@@ -230,6 +236,7 @@ def _own_question(
         num_ctx=settings.ollama.num_ctx,
         should_stop=should_stop,
         limits=reply_limits(settings),
+        earlier=earlier,
     )
 
 
