@@ -130,7 +130,8 @@ def main() -> None:
         type=Path,
         default=THREADS,
         help="the threads to ask (default: bench/data/followup_threads.json; "
-        "bench/data/followup_threads_heldout.json holds threads no rule was tuned on)",
+        "bench/data/followup_threads_heldout.json: threads written after the first set's "
+        "rules were chosen)",
     )
     parser.add_argument("--limit", type=int, help="the first N threads only")
     parser.add_argument(

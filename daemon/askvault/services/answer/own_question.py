@@ -92,11 +92,11 @@ def ask_own_question(
                 error="no question could be read from the model's reply",
                 seconds=time.monotonic() - started,
             )
-        earlier = [q for q in earlier if q.strip()]
-        vectors = embedder.embed_documents([question, own, *earlier])
+        before = [q for q in earlier if q.strip()]
+        vectors = embedder.embed_documents([question, own, *before])
     except OllamaError as exc:
         return OwnQuestion(error=exc.message, seconds=time.monotonic() - started)
-    if len(vectors) != 2 + len(earlier):
+    if len(vectors) != 2 + len(before):
         return OwnQuestion(own, None, cutoff, "", time.monotonic() - started)
     value = cosine(vectors[0], vectors[1])
     near = [c for c in (cosine(v, vectors[1]) for v in vectors[2:]) if c is not None]
