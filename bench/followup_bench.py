@@ -5,14 +5,16 @@ way people follow up: "and on mobile?", "can it be folded?", "what about Notion?
 turn with the notes that answer it (a hit is any of them in the top 5 pages); `--threads
 bench/data/followup_threads_heldout.json` asks 29 more, written after the follow-up checks
 were tuned on the first set (18 of them by a writer who saw neither the checks nor any
-reply), to tell a rule that holds from one fitted to the first set.
+reply), to tell a rule that holds from one fitted to the first set, and
+bench/data/followup_threads_third.json 20 more, written by a writer who saw no code, no
+reply and neither set, after the carried pages' points were chosen on both.
 
 Retrieval only, with the embedding model at --ollama (all-minilm): each follow-up is
-searched as the product searches it (`core.followup.standalone_question`, the earlier
-turns' questions first first) and, for comparison, as typed (`raw`) and with every
-earlier question's terms carried (`all-turns`; the product carries the first's). `+cited` fuses the earlier turn's top 3
-pages (what its answer would cite) into the ranking as candidates at half weight
-(reciprocal-rank fusion): they can rise, nothing else is dropped.
+searched as the product searches it (`standalone+carried`: made standalone by
+`core.followup.standalone_question`, with the earlier turn's first pages as candidates,
+services/answer/followup.earlier_pages) and, for comparison, by the rules alone
+(`standalone`), as typed (`raw`) and with every earlier question's terms carried
+(`all-turns`; the product carries the first's).
 
     nice -n 10 .venv/bin/python bench/followup_bench.py --ollama http://127.0.0.1:11435
 
@@ -24,7 +26,9 @@ reading, with a summary per kind of turn (answered share, share citing an expect
 note, median seconds, and the share of follow-up replies that mostly repeat the first
 turn's reply: a lexical sign of answering the earlier question).
 
-`--form` is how the model reads a follow-up (core.followup.FOLLOW_UP_FORMS: `beside`, the
+`--carried off` answers the follow-ups without the earlier turn's pages as candidates (the
+rules' search alone), for a paired reading of what carrying them changes. `--form` is how
+the model reads a follow-up (core.followup.FOLLOW_UP_FORMS: `beside`, the
 product's; `standalone`; `background`; `background+answer`, given the first turn's
 published answer). Replies are cached by prompt (`--cache`, answer_bench's cache), so the
 first turns, the same prompt in every form, are asked once; a replayed turn reports the
@@ -71,15 +75,14 @@ from askvault.core.followup import (  # noqa: E402
     subject_terms,
 )
 from askvault.core.query import STOPWORDS  # noqa: E402
+from askvault.records import QuestionOptions  # noqa: E402
+from askvault.services.answer.followup import earlier_pages  # noqa: E402
 from askvault.services.index.index_pass import index_vault  # noqa: E402
 from askvault.services.retrieval.search import search  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
 
 HELP_VAULT = DATA / "vaults" / "obsidian-help-en"
 THREADS = Path(__file__).resolve().parent / "data" / "followup_threads.json"
-CITED = 3  # an earlier turn's top pages taken as what its answer cites
-CITED_WEIGHT = 0.5
-RRF_K = 60
 # A follow-up reply with this share of its words in the first turn's reply repeats it.
 REPEATS_FIRST_SHARE = 0.7
 
@@ -97,16 +100,6 @@ def _settings(vault: Path, state: Path, ollama: str, chat: str | None) -> Settin
 def all_turns(earlier: list[str], follow_up: str) -> str:
     """The follow-up with every earlier question's subject terms carried (a variant)."""
     return standalone_question([" ".join(earlier)], follow_up)
-
-
-def with_cited(ranked: list[str], cited: list[str]) -> list[str]:
-    """`ranked` with `cited` fused in at CITED_WEIGHT by reciprocal rank."""
-    score: dict[str, float] = {}
-    for rank, page in enumerate(ranked):
-        score[page] = score.get(page, 0.0) + 1 / (RRF_K + rank + 1)
-    for rank, page in enumerate(cited):
-        score[page] = score.get(page, 0.0) + CITED_WEIGHT / (RRF_K + rank + 1)
-    return sorted(score, key=lambda p: -score[p])
 
 
 def main() -> None:
@@ -142,6 +135,13 @@ def main() -> None:
         choices=("on", "off"),
         help="queries.own_question for every turn (the default: on)",
     )
+    parser.add_argument(
+        "--carried",
+        choices=("on", "off"),
+        default="on",
+        help="with --host: the earlier turn's pages as candidates (on, the product's) or "
+        "not (off: the rules' search alone, for a paired comparison)",
+    )
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="replies by prompt")
     parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
     parser.add_argument(
@@ -160,18 +160,17 @@ def main() -> None:
     conn = connect(settings.db_path)
     clients = OllamaClients(settings)
     embedder = clients.embedder()
-    variants = ("raw", "all-turns", "standalone", "standalone+cited")
+    variants = ("raw", "all-turns", "standalone", "standalone+carried")
     hits: dict[str, list[bool]] = {v: [] for v in ("first", *variants)}
     seconds: dict[str, list[float]] = {"first": [], "follow-up": []}
 
-    def ranked(query: str) -> tuple[list[str], float]:
+    def ranked(query: str, carried: tuple[str, ...] = ()) -> tuple[list[str], float]:
         started = time.perf_counter()
-        result = search(conn, settings, query, limit=20, embedder=embedder)
+        result = search(conn, settings, query, limit=20, embedder=embedder, carried=carried)
         return [h.note_path for h in result.hits], time.perf_counter() - started
 
     for thread in threads:
         earlier: list[str] = []
-        cited: list[str] = []
         for number, turn in enumerate(thread["turns"]):
             expected = set(turn["expected"])
             if number == 0:
@@ -185,19 +184,20 @@ def main() -> None:
                     "standalone": standalone_question(earlier, turn["question"]),
                 }
                 results = {name: ranked(q) for name, q in queries.items()}
-                results["standalone+cited"] = (
-                    with_cited(results["standalone"][0], cited),
-                    results["standalone"][1],
+                # As the product searches it, the earlier pages' searches timed too.
+                started = time.perf_counter()
+                carried = earlier_pages(
+                    conn, settings, earlier, embedder=embedder, options=QuestionOptions()
                 )
+                pages, _ = ranked(queries["standalone"], carried)
+                results["standalone+carried"] = (pages, time.perf_counter() - started)
                 for name, (got, _) in results.items():
                     hits[name].append(bool(expected & set(got[:5])))
-                seconds["follow-up"].append(results["standalone"][1])
-                pages = results["standalone+cited"][0]
+                seconds["follow-up"].append(results["standalone+carried"][1])
                 if args.show:
                     mark = "+" if expected & set(pages[:5]) else "-"
                     print(f"{mark} {queries['standalone']!r} -> {pages[:3]}", file=sys.stderr)
             earlier.append(turn["question"])
-            cited = pages[:CITED]
     embedder.close()
     conn.close()
     out: dict[str, object] = {
@@ -233,9 +233,11 @@ def answer_threads(
     """Every turn answered through the real pipeline with the chat model at --host (first
     turns by `answer_question`, follow-ups by `answer_follow_up` in --form, as the inbox
     does), each reply with its label if the reader gave it one."""
-    from askvault.records import QuestionOptions
     from askvault.services.answer import answer_follow_up, answer_question
+    from askvault.services.answer import followup as follow_up_module
 
+    if args.carried == "off":  # the rules' search alone: nothing carried
+        follow_up_module.earlier_pages = lambda *_, **__: ()  # type: ignore[assignment]
     settings = _settings(vault, args.work / "state", args.ollama, None)
     chat = load_settings(
         None,
@@ -261,6 +263,7 @@ def answer_threads(
                 started = time.perf_counter()
                 generator.calls.clear()
                 asked_as, background = turn["question"], ""
+                carried: list[str] = []
                 if number == 0:
                     result = answer_question(
                         conn,
@@ -286,6 +289,7 @@ def answer_threads(
                     )
                     result, searched = answered.result, answered.searched
                     asked_as, background = answered.asked_as, answered.background
+                    carried = list(answered.carried)
                 took = _model_seconds(
                     generator.calls, result.timings, time.perf_counter() - started
                 )
@@ -298,10 +302,12 @@ def answer_threads(
                         "question": turn["question"],
                         "earlier": list(earlier),
                         "searched": searched,
+                        "carried": carried,
                         "asked_as": asked_as,
                         "background": background,
                         "expected": turn["expected"],
                         "status": result.status,
+                        "reason": result.reason,
                         "answer": result.answer,
                         "reply": result.reply,
                         "key": key,

@@ -6,9 +6,12 @@ import pytest
 
 from askvault.core.fusion import (
     BM25_WEIGHT,
+    CARRIED_POINTS,
     VECTOR_SHARE,
     Candidate,
+    Scored,
     budget_prefix,
+    carry_pages,
     collapse_pages,
     context_order_key,
     corpus_idf,
@@ -280,6 +283,43 @@ def test_collapse_pages_keeps_the_best_chunk_of_each_page() -> None:
         [],
     )
     assert [s.candidate.chunk_id for s in collapse_pages(ranked)] == [1, 3]
+
+
+def _ranked_pages() -> list[Scored]:
+    return fuse_rankings(
+        [
+            _cand(1, "a.md", "A", words=1, vector=1),
+            _cand(2, "b.md", "B", words=2, vector=2),
+            _cand(3, "b.md", "B", words=5),
+            _cand(4, "c.md", "C", words=3, vector=3),
+            _cand(5, "d.md", "D", words=4, vector=4),
+        ],
+        [],
+    )
+
+
+def test_carried_pages_earn_points_falling_with_their_place_on_every_chunk_of_theirs() -> None:
+    ranked = _ranked_pages()
+    before = {s.candidate.chunk_id: s.score for s in ranked}
+    carried = {s.candidate.chunk_id: s for s in carry_pages(ranked, ["d.md", "b.md"])}
+    assert dict(carried[5].matched)["carried"] == CARRIED_POINTS
+    assert dict(carried[2].matched)["carried"] == CARRIED_POINTS / 2
+    assert dict(carried[3].matched)["carried"] == CARRIED_POINTS / 2  # each chunk of the page
+    assert carried[5].trace["carried"] == {"raw": None, "rank": 1, "points": CARRIED_POINTS}
+    for cid, item in carried.items():
+        assert round(sum(p for _, p in item.matched), 4) == item.score
+        if cid in (1, 4):  # not carried: untouched
+            assert item.score == before[cid] and "carried" not in dict(item.matched)
+
+
+def test_carried_pages_are_candidates_not_a_cage() -> None:
+    ranked = _ranked_pages()
+    out = carry_pages(ranked, ["z.md", "d.md", "d.md"], points=1.0)
+    # A carried page the search did not find is not added; a repeated one counts once,
+    # at its first place; the others keep their places among themselves.
+    assert [s.candidate.chunk_id for s in out] == [5, 1, 2, 4, 3]
+    assert dict(out[0].matched)["carried"] == 0.5
+    assert carry_pages(ranked, []) == ranked
 
 
 def test_budget_prefix_stops_at_the_first_item_that_does_not_fit() -> None:

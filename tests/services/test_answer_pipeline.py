@@ -17,6 +17,7 @@ from askvault.adapters.ollama import OllamaGenerator
 from askvault.adapters.vault import read_note
 from askvault.app.clients import OllamaClients
 from askvault.core.answer_note import render_answer_note
+from askvault.core.followup import DEFAULT_FOLLOW_UP_FORM
 from askvault.errors import AnswerCancelled
 from askvault.records import QuestionOptions
 from askvault.services.answer import answer_question
@@ -303,7 +304,14 @@ def test_a_follow_up_reaches_the_model_in_its_form_and_searches_standalone(
     assert answered.result.status == "answered"
 
 
-def _follow_up(conn: Connection, settings: Settings, follow_up: str, **kwargs: Any) -> Any:
+def _follow_up(
+    conn: Connection,
+    settings: Settings,
+    follow_up: str,
+    earlier: tuple[str, ...] = ("What does an embed show?",),
+    form: str = "rewritten",
+    **kwargs: Any,
+) -> Any:
     from askvault.services.answer import answer_follow_up
 
     embedder = OllamaClients(settings).embedder()
@@ -313,10 +321,10 @@ def _follow_up(conn: Connection, settings: Settings, follow_up: str, **kwargs: A
             conn,
             settings,
             follow_up,
-            ["What does an embed show?"],
+            list(earlier),
             embedder=embedder,
             generator=generator,
-            form="rewritten",
+            form=form,
             **kwargs,
         )
     finally:
@@ -407,3 +415,84 @@ def test_a_stop_while_the_follow_up_is_rewritten_cancels_the_answer(
     fake_ollama.chat_script = ['{"question": "What does an embed of a block show?"}']
     with pytest.raises(AnswerCancelled, match="rewritten"):
         _follow_up(conn, settings, "and a block?", should_stop=lambda: True)
+
+
+def _carried_follow_up(
+    conn: Connection, settings: Settings, follow_up: str, earlier: list[str], **kwargs: Any
+) -> Any:
+    """A follow-up in the product's form (the carried pages do not depend on it)."""
+    return _follow_up(conn, settings, follow_up, tuple(earlier), DEFAULT_FOLLOW_UP_FORM, **kwargs)
+
+
+def _first_pages(
+    conn: Connection, settings: Settings, query: str, carried: tuple[str, ...] = (), **kw: Any
+) -> tuple[str, ...]:
+    from askvault.services.answer.followup import CARRIED_PAGES
+    from askvault.services.retrieval.search import search
+
+    embedder = OllamaClients(settings).embedder()
+    try:
+        found = search(
+            conn, settings, query, limit=CARRIED_PAGES, embedder=embedder, carried=carried, **kw
+        )
+    finally:
+        embedder.close()
+    return tuple(h.note_path for h in found.hits)
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [["What does an embed show?"], ["What does an embed show?", " \x00\x1b "]],
+    ids=["one-turn", "a-blank-turn-skipped"],
+)
+def test_a_follow_up_searches_with_the_earlier_turns_first_pages_as_candidates(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama, earlier: list[str]
+) -> None:
+    fake_ollama.chat_script = ["Link a block with a caret id [[Embeds]]."]
+    answered = _carried_follow_up(conn, settings, "and a block?", earlier)
+    # A blank turn found nothing: the pages before it are carried.
+    first = _first_pages(conn, settings, "What does an embed show?")
+    assert answered.carried == first and "Embeds.md" in first
+    trace = "\n".join(answered.result.note.trace)
+    # The pack's lines say which pages earned the carried points.
+    assert "Embeds score" in trace and "carried 0.1000" in trace
+
+
+def test_each_earlier_turn_is_searched_as_it_was_answered_with_its_own_earlier_pages(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["Carets mark blocks [[Embeds]]."]
+    earlier = ["What does an embed show?", "and the rye?"]
+    answered = _carried_follow_up(conn, settings, "and a block?", earlier)
+    first = _first_pages(conn, settings, earlier[0])
+    second = _first_pages(conn, settings, "and the rye? (embed show)", first)
+    assert answered.carried == second
+
+
+def test_the_earlier_pages_are_narrowed_by_the_follow_ups_options(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["The second section explains rye [[Deep Note]]."]
+    options = QuestionOptions(folders=("folder",))
+    answered = _carried_follow_up(
+        conn, settings, "and rye?", ["What does an embed show?"], options=options
+    )
+    assert answered.carried == ("folder/Deep Note.md",)
+
+
+def test_without_earlier_turns_nothing_is_carried(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["An embed shows another note inline [[Embeds]]."]
+    answered = _carried_follow_up(conn, settings, "What does an embed show?", [])
+    assert answered.carried == ()
+    assert "carried" not in "\n".join(answered.result.note.trace)
+
+
+def test_with_ollama_down_the_earlier_pages_come_from_words_and_the_follow_up_waits(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.set_fault("down")
+    answered = _carried_follow_up(conn, settings, "and a block?", ["What does an embed show?"])
+    assert answered.result.status == "waiting"
+    assert "Embeds.md" in answered.carried

@@ -4,6 +4,7 @@ bytes never lost or moved; a save during the answer wins."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ def test_a_follow_up_is_answered_below_it_and_every_user_byte_is_kept(
     assert "caret id" in rest and "### Sources" in rest and "### Citation report" in rest
     assert "[^2-1]: " in rest and "[^1]" not in rest  # turn 2's footnotes are its own
     assert "> follow-up searched as: and how do I link a block of it? (embed show)" in rest
+    assert re.search(r"^> the earlier turn's pages, candidates: .*Embeds\.md", rest, re.M)
     (follow_up,) = find_follow_ups(text)
     assert follow_up.answered
     # The model read the follow-up made standalone (the default form).

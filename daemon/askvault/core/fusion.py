@@ -348,6 +348,38 @@ def rerank_candidates(
     return sorted(results, key=order_key)
 
 
+# A follow-up's search: the pages the earlier turn retrieved first (what its answer
+# could cite) earn points, falling with their place there, on the chunks this search
+# found anyway. Candidates, not a cage: a page the follow-up's words and vector did not
+# find gets nothing, and every other hit keeps its score. Tuned on the first follow-up
+# threads, checked on the held-out ones (bench/followup_bench.py, docs/decisions.md).
+CARRIED_POINTS = 0.1
+
+
+def carry_pages(
+    scored: Sequence[Scored], carried: Sequence[str], points: float | None = None
+) -> list[Scored]:
+    """`scored` with `points / place` (default CARRIED_POINTS) added to each chunk of the
+    `place`-th page of `carried` (best first; channel `carried`), in order again."""
+    points = CARRIED_POINTS if points is None else points
+    place = {path: n for n, path in enumerate(dict.fromkeys(carried), start=1)}
+    if not place:
+        return list(scored)
+    out = []
+    for item in scored:
+        n = place.get(item.candidate.path)
+        if n is None:
+            out.append(item)
+            continue
+        units = round(points / n * _UNIT)
+        trace: Trace = {**item.trace, "carried": {"raw": None, "rank": n, "points": units / _UNIT}}
+        matched = (*item.matched, ("carried", units / _UNIT))
+        out.append(
+            Scored(item.candidate, sum(u for _, u in _units(matched)) / _UNIT, matched, trace)
+        )
+    return sorted(out, key=order_key)
+
+
 def collapse_pages(scored: Sequence[Scored]) -> list[Scored]:
     """One entry per page, its best chunk, keeping the given (best-first) order."""
     seen: set[str] = set()

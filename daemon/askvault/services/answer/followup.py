@@ -1,8 +1,9 @@
 """`answer_follow_up`: a follow-up question answered with its thread's earlier questions.
 
 The follow-up is made standalone by rules (core/followup.py) and that is what is searched,
-over the whole vault: the earlier turns' pages are not a cage (fusing them in as extra
-candidates measured no better: docs/benchmarks.md). The model reads the follow-up in one
+over the whole vault, with the pages the earlier turn's search found first as candidates,
+not a cage (`earlier_pages`: chunks of theirs the follow-up's search finds earn
+`fusion.carry_pages` points; nothing else is dropped). The model reads the follow-up in one
 of the forms of `core.followup.asked_follow_up` (by default the standalone question), so
 "and on mobile?" is asked about the ribbon; a reply that answers one of the earlier
 questions again is withheld (`decision.earlier_question`, by the own-question check).
@@ -16,6 +17,7 @@ from typing import Any
 
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note
+from askvault.core.controls import strip_controls
 from askvault.core.followup import (
     DEFAULT_FOLLOW_UP_FORM,
     REWRITE_MAX_TOKENS,
@@ -30,11 +32,16 @@ from askvault.core.followup import (
 from askvault.core.notes import parse_note
 from askvault.core.reply import ReplyLimits
 from askvault.errors import AskvaultError, OllamaError
-from askvault.records import Embedder, Generator, QuestionOptions
+from askvault.records import Embedder, Generator, PeriodRequest, QuestionOptions, SearchFilters
 from askvault.services.answer.generation import TokenSink, reply_limits, short_reply
 from askvault.services.answer.pipeline import answer_question
 from askvault.services.answer.result import AnswerResult
+from askvault.services.retrieval.search import search
 from askvault.settings import Settings
+
+# The earlier turn's first pages carried into a follow-up's search: what its answer cites
+# (measured against 5 and 1: docs/decisions.md).
+CARRIED_PAGES = 3
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class FollowUpAnswer:
     searched: str
     asked_as: str
     background: str = ""
+    carried: tuple[str, ...] = ()  # the earlier turn's pages, searched as candidates
 
 
 def answer_follow_up(
@@ -66,6 +74,8 @@ def answer_follow_up(
     how the model reads it (core.followup.FOLLOW_UP_FORMS; `earlier_answer`, the first
     turn's answer, is read by "background+answer" only)."""
     searched = standalone_question(earlier, follow_up)
+    options = options or QuestionOptions()
+    carried = earlier_pages(conn, settings, earlier, embedder=embedder, options=options)
     rewritten = None
     if form == "rewritten" and earlier and is_elliptic(follow_up):
         rewritten = rewrite_follow_up(
@@ -82,7 +92,7 @@ def answer_follow_up(
         conn,
         settings,
         asked_as.question,
-        options or QuestionOptions(),
+        options,
         embedder=embedder,
         generator=generator,
         should_stop=should_stop,
@@ -91,8 +101,43 @@ def answer_follow_up(
         on_token=on_token,
         background=asked_as.background,
         earlier=earlier,
+        carried=carried,
     )
-    return FollowUpAnswer(result, searched, asked_as.question, asked_as.background)
+    return FollowUpAnswer(result, searched, asked_as.question, asked_as.background, carried)
+
+
+def earlier_pages(
+    conn: Connection,
+    settings: Settings,
+    earlier: Sequence[str],
+    *,
+    embedder: Embedder | None,
+    options: QuestionOptions,
+) -> tuple[str, ...]:
+    """The CARRIED_PAGES pages the last of the `earlier` turns' searches found first, each
+    turn searched as it was answered (standalone, with its own earlier turn's pages as
+    candidates) and narrowed by the same options: what its answer could cite, read from
+    the index as it is now, not from the note (the user may have edited it, a withheld
+    answer cites nothing). Empty without earlier turns; a blank turn is skipped."""
+    filters = SearchFilters(folders=options.folders, tags=options.tags)
+    period = PeriodRequest(since=options.since, until=options.until)
+    carried: tuple[str, ...] = ()
+    for number, question in enumerate(earlier):
+        # Searched as the pipeline searches a turn: control characters out.
+        if not strip_controls(question).strip():
+            continue  # a blank turn found nothing: the pages before it stay
+        found = search(
+            conn,
+            settings,
+            strip_controls(standalone_question(earlier[:number], question)).strip(),
+            limit=CARRIED_PAGES,
+            embedder=embedder,
+            filters=filters,
+            period=period,
+            carried=carried,
+        )
+        carried = tuple(hit.note_path for hit in found.hits)
+    return carried
 
 
 def rewrite_follow_up(

@@ -67,6 +67,7 @@ def answer_question(
     search_as: str | None = None,
     background: str = "",
     earlier: Sequence[str] = (),
+    carried: Sequence[str] = (),
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
@@ -74,7 +75,8 @@ def answer_question(
     core/followup.py); the model and the checks still read `question`. `background` is
     what the model reads right before the question (a follow-up's thread so far), and
     `earlier` the thread's earlier questions (a follow-up's reply that answers one of them
-    again is withheld: `decision.earlier_question`).
+    again is withheld: `decision.earlier_question`); `carried` the pages its earlier turn's
+    search found first, candidates of this one's (services/answer/followup.py).
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     `now` anchors the question's period words ("last week"; None: the clock's time).
@@ -97,7 +99,16 @@ def answer_question(
     started = time.monotonic()
     notes = NoteReads(settings.vault_path, settings.index.max_note_bytes, read=read_note)
     searched = strip_controls(search_as).strip() if search_as else question
-    found = retrieve(conn, settings, searched, options, embedder=embedder, notes=notes, now=now)
+    found = retrieve(
+        conn,
+        settings,
+        searched,
+        options,
+        embedder=embedder,
+        notes=notes,
+        now=now,
+        carried=carried,
+    )
     cutoff = cutoff_for(conn, settings)
     period = found.pack.period
     base = dataclasses.replace(base, asked_with=carried_options(options, period))

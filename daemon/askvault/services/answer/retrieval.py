@@ -7,6 +7,7 @@ be read now (or changed since it was indexed) is left out and named in a warning
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -57,9 +58,11 @@ def retrieve(
     embedder: Embedder | None,
     notes: NoteReads,
     now: datetime | None = None,
+    carried: Sequence[str] = (),
 ) -> Retrieval:
     """The evidence pack for `question`, narrowed by `options` and by the period the
-    question names (`now` anchors its relative words), within the excerpt budget."""
+    question names (`now` anchors its relative words), within the excerpt budget;
+    `carried` are a follow-up's earlier turn's pages (candidates: `search`)."""
     budget = context_budget(
         settings.ollama.num_ctx,
         question,
@@ -76,6 +79,7 @@ def retrieve(
         include_sources=False,
         notes=notes,
         period=PeriodRequest(since=options.since, until=options.until, now=now),
+        carried=carried,
     )
     max_sources = options.max_sources or settings.queries.max_sources
     return readable_pages(notes, dataclasses.replace(pack, pages=pack.pages[:max_sources]))

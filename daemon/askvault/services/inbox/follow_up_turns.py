@@ -100,6 +100,11 @@ def answer_turn(
         options=notices,
         trace=(
             f"follow-up searched as: {answered.searched}",
+            *(
+                [f"the earlier turn's pages, candidates: {', '.join(answered.carried)}"]
+                if answered.carried
+                else []
+            ),
             *([f"options: {described}"] if described else []),
             *result.note.trace,
         ),

@@ -7,6 +7,7 @@ chunk is checked against the file on disk before it is served as fresh.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -51,13 +52,15 @@ def build_context(
     include_sources: bool = False,
     notes: NoteReads | None = None,
     period: PeriodRequest | None = None,
+    carried: Sequence[str] = (),
 ) -> ContextPack:
     """The evidence pack for `prompt`: the best chunks that fit `budget_tokens`, grouped by
     page, with freshness, 1-hop neighbours, citations and suggested next actions.
 
     `notes` are the reads of this answer when the caller goes on to check citations
     against the same texts (made here when not given). `period` as in `search`: the pack
-    holds the notes of the period the prompt (or its bounds) names, and says which."""
+    holds the notes of the period the prompt (or its bounds) names, and says which.
+    `carried` as in `search`: a follow-up's earlier turn's pages, as candidates."""
     result = search(
         conn,
         settings,
@@ -67,6 +70,7 @@ def build_context(
         filters=filters,
         per_page=False,
         period=period,
+        carried=carried,
     )
     hits = list(result.hits)
     top = hits[0].score if hits else 0.0

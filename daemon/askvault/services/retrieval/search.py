@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +136,7 @@ def search(
     per_page: bool = True,
     period: PeriodRequest | None = None,
     vector_weight: float | None = None,
+    carried: Sequence[str] = (),
 ) -> SearchResult:
     """Search the index for `query`; hits collapsed per page (best chunk) unless `per_page`
     is False. `fusion_mode` overrides `settings.search.fusion` (see FUSION_MODES).
@@ -144,7 +145,10 @@ def search(
 
     While only part of the chunks have vectors, the hybrid modes scale the vector side by
     `fusion.coverage_weight` of that share, so a partly embedded index ranks no worse than
-    words alone; `vector_weight` sets that weight instead (the benchmarks' curves)."""
+    words alone; `vector_weight` sets that weight instead (the benchmarks' curves).
+
+    `carried` are a follow-up's earlier turn's pages, best first: the chunks of theirs
+    this search finds earn `fusion.carry_pages` points (nothing else is dropped)."""
     asked = query
     filters, scope = scope_search(conn, query, filters, period)
     if scope is not None:
@@ -211,6 +215,8 @@ def search(
             bonuses=mode in ("rrf", "convex") or degraded is not None,
             vector_weight=scale,
         )
+    if carried:
+        scored = fusion.carry_pages(scored, carried)
     if per_page:
         scored = fusion.collapse_pages(scored)
     scored = scored[:limit]
