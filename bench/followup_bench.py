@@ -9,7 +9,8 @@ reply), to tell a rule that holds from one fitted to the first set, and
 bench/data/followup_threads_third.json 20 more, written by a writer who saw no code, no
 reply and neither set, after the carried pages' points were chosen on both.
 
-Retrieval only, with the embedding model at --ollama (all-minilm): each follow-up is
+Retrieval only, with the embedding model at --ollama (`--embed-model`, all-minilm unless
+told; nomic-embed-text is the product's default): each follow-up is
 searched as the product searches it (`standalone+carried`: made standalone by
 `core.followup.standalone_question`, with the earlier turn's first pages as candidates,
 services/answer/followup.earlier_pages) and, for comparison, by the rules alone
@@ -87,11 +88,13 @@ THREADS = Path(__file__).resolve().parent / "data" / "followup_threads.json"
 REPEATS_FIRST_SHARE = 0.7
 
 
-def _settings(vault: Path, state: Path, ollama: str, chat: str | None) -> Settings:
+def _settings(
+    vault: Path, state: Path, ollama: str, chat: str | None, embed_model: str = "all-minilm"
+) -> Settings:
     flags: dict[str, object] = {
         "vault": str(vault),
         "state_dir": str(state),
-        "ollama.embed_model": "all-minilm",
+        "ollama.embed_model": embed_model,
         "ollama.host": chat or ollama,
     }
     return load_settings(None, flags=flags)
@@ -107,6 +110,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--ollama", default="http://127.0.0.1:11435", help="embeddings")
+    parser.add_argument(
+        "--embed-model",
+        default="all-minilm",
+        help="the embedding model at --ollama (nomic-embed-text: the product's default)",
+    )
     parser.add_argument("--host", help="a chat model's Ollama: also answer every turn")
     parser.add_argument("--chat-model", help="the chat model at --host (default: settings')")
     parser.add_argument("--work", type=Path, default=Path("/tmp/askvault-followup-bench"))
@@ -154,7 +162,7 @@ def main() -> None:
     vault = args.work / "vault"
     if not vault.exists():
         shutil.copytree(HELP_VAULT, vault)
-    settings = _settings(vault, args.work / "state", args.ollama, None)
+    settings = _settings(vault, args.work / "state", args.ollama, None, args.embed_model)
     index_vault(settings, OllamaClients(settings))
     threads = json.loads(args.threads.read_text(encoding="utf-8"))[: args.limit]
     conn = connect(settings.db_path)
@@ -238,13 +246,13 @@ def answer_threads(
 
     if args.carried == "off":  # the rules' search alone: nothing carried
         follow_up_module.earlier_pages = lambda *_, **__: ()  # type: ignore[assignment]
-    settings = _settings(vault, args.work / "state", args.ollama, None)
+    settings = _settings(vault, args.work / "state", args.ollama, None, args.embed_model)
     chat = load_settings(
         None,
         flags={
             "vault": str(vault),
             "state_dir": str(args.work / "state"),
-            "ollama.embed_model": "all-minilm",
+            "ollama.embed_model": args.embed_model,
             "ollama.host": args.host,
             **({"ollama.chat_model": args.chat_model} if args.chat_model else {}),
             **({"queries.verify": args.verify} if args.verify else {}),

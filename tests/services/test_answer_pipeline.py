@@ -496,3 +496,21 @@ def test_with_ollama_down_the_earlier_pages_come_from_words_and_the_follow_up_wa
     answered = _carried_follow_up(conn, settings, "and a block?", ["What does an embed show?"])
     assert answered.result.status == "waiting"
     assert "Embeds.md" in answered.carried
+
+
+def test_when_embeddings_fail_the_earlier_turns_cost_one_embedding_request_not_one_each(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """A hung or failing Ollama costs the earlier pages one wait: after a search that
+    could not use vectors, the other earlier turns are searched by words alone."""
+    fake_ollama.set_fault("500", paths=("/api/embed",))
+    fake_ollama.chat_script = ["Link a block with a caret id [[Embeds]]."]
+    before = len(fake_ollama.requests_to("/api/embed"))
+    _ask(conn, settings, "What does an embed show?")
+    first = len(fake_ollama.requests_to("/api/embed")) - before
+    fake_ollama.chat_script = ["Link a block with a caret id [[Embeds]]."]
+    earlier = ["What does an embed show?", "and the rye?", "and a caret?"]
+    answered = _carried_follow_up(conn, settings, "and a block?", earlier)
+    asked = len(fake_ollama.requests_to("/api/embed")) - before - first
+    assert first >= 1 and asked == 2 * first  # the first earlier search, then its own
+    assert answered.carried, "the words still find the earlier pages"

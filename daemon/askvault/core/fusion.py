@@ -351,8 +351,9 @@ def rerank_candidates(
 # A follow-up's search: the pages the earlier turn retrieved first (what its answer
 # could cite) earn points, falling with their place there, on the chunks this search
 # found anyway. Candidates, not a cage: a page the follow-up's words and vector did not
-# find gets nothing, and every other hit keeps its score. Tuned on the first follow-up
-# threads, checked on the held-out ones (bench/followup_bench.py, docs/decisions.md).
+# find gets nothing, and every other hit keeps its score. Chosen on the first and the
+# held-out follow-up threads, checked on a third written blind afterwards
+# (bench/followup_bench.py, docs/decisions.md).
 CARRIED_POINTS = 0.1
 
 

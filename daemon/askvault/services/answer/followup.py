@@ -118,7 +118,8 @@ def earlier_pages(
     turn searched as it was answered (standalone, with its own earlier turn's pages as
     candidates) and narrowed by the same options: what its answer could cite, read from
     the index as it is now, not from the note (the user may have edited it, a withheld
-    answer cites nothing). Empty without earlier turns; a blank turn is skipped."""
+    answer cites nothing). Empty without earlier turns; a blank turn is skipped. Once a
+    search could not use vectors, the turns after it are searched by words alone."""
     filters = SearchFilters(folders=options.folders, tags=options.tags)
     period = PeriodRequest(since=options.since, until=options.until)
     carried: tuple[str, ...] = ()
@@ -137,6 +138,10 @@ def earlier_pages(
             carried=carried,
         )
         carried = tuple(hit.note_path for hit in found.hits)
+        if found.degraded:
+            # Vectors unusable (Ollama down or hung, no vectors yet): the other turns from
+            # words, so a hung server costs one wait here, not one per turn.
+            embedder = None
     return carried
 
 
