@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from askvault.core.followup import (
     find_follow_ups,
     is_elliptic,
@@ -69,6 +71,36 @@ def test_subject_terms_drop_function_and_asking_words() -> None:
         "Catalyst",
         "license",
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "terms"),
+    [
+        # An English clitic is no word of its own: "I'm" is "I", "Obsidian's" "Obsidian".
+        (
+            "I deleted a note and I'm using Sync. How do I get it back?",
+            ["deleted", "note", "Sync", "back"],
+        ),
+        ("What's the best way to move Obsidian's config?", ["best", "move", "Obsidian", "config"]),
+        ("We’ll need the user’s vault", ["user", "vault"]),  # the typographic apostrophe
+        # A negated verb is a function word, whole.
+        ("I don't want the Drafts folder, and it doesn't sync", ["Drafts", "folder", "sync"]),
+        ("What if I can't sync?", ["sync"]),
+        # An elided article or pronoun goes, its word stays.
+        ("ouvrir l'éditeur qu'il préfère", ["ouvrir", "éditeur", "il", "préfère"]),
+    ],
+)
+def test_subject_terms_keep_no_part_of_a_contraction_that_is_not_the_subject(
+    question: str, terms: list[str]
+) -> None:
+    assert subject_terms(question) == terms
+
+
+def test_a_contraction_in_the_first_question_carries_no_fragment() -> None:
+    earlier = ["I accidentally deleted a note and I'm using Obsidian Sync. How do I get it back?"]
+    assert standalone_question(earlier, "how far back does it keep old versions?") == (
+        "how far back does it keep old versions? (accidentally deleted note Obsidian Sync)"
+    )
 
 
 def test_elliptic_follow_ups_are_recognised() -> None:

@@ -38,6 +38,14 @@ _FOOTNOTE = re.compile(r"\[\^(\d+)\]")
 _DEMOTE = re.compile(r"^(#{1,5}[ \t])", re.MULTILINE)
 _WORD = re.compile(r"[\w][\w.+#-]*\w|\w")
 
+# A contraction's parts that say nothing of the subject: a negated verb ("don't",
+# "doesn't"), an English clitic ("I'm" is "I", "Obsidian's" is "Obsidian") and an elided
+# article or pronoun before its word ("l'éditeur", "d'une", "qu'il"). Without this the
+# apostrophe split them into words of their own ("m", "s", "don") that were carried.
+_NEGATED = re.compile(r"\b\w+n['’]t\b", re.IGNORECASE)
+_CLITIC = re.compile(r"(?<=\w)['’](?:s|m|re|ve|ll|d)\b", re.IGNORECASE)
+_ELIDED = re.compile(r"\b(?:[cdjlmnst]|qu)['’](?=\w)", re.IGNORECASE)
+
 # Words of a question that say how it is asked, not what it is about: never carried.
 _ASKING_WORDS = frozenset(
     """about also any anything again another both could did does doing done else get gets
@@ -173,9 +181,10 @@ def render_turn(number: int, body: str) -> str:
 
 def subject_terms(question: str) -> list[str]:
     """The words of `question` that say what it is about, in order, original case kept:
-    function words and the words of asking dropped."""
+    function words, the words of asking and a contraction's other parts dropped."""
     out: list[str] = []
     seen: set[str] = set()
+    question = _ELIDED.sub("", _CLITIC.sub("", _NEGATED.sub(" ", question)))
     for word in _WORD.findall(question):
         key = fold(word)
         if key in STOPWORDS or key in _ASKING_WORDS or key in seen or key.isdigit():
