@@ -28,9 +28,11 @@ note, median seconds, and the share of follow-up replies that mostly repeat the 
 turn's reply: a lexical sign of answering the earlier question).
 
 `--carried off` answers the follow-ups without the earlier turn's pages as candidates (the
-rules' search alone), for a paired reading of what carrying them changes. `--form` is how
-the model reads a follow-up (core.followup.FOLLOW_UP_FORMS: `beside`, the
-product's; `standalone`; `background`; `background+answer`, given the first turn's
+rules' search alone), for a paired reading of what carrying them changes; `--off-thread off`
+publishes a follow-up's reply that links only to pages off the thread (decision.off_thread),
+for the same reading of that check. `--form` is how
+the model reads a follow-up (core.followup.FOLLOW_UP_FORMS: `beside`; `standalone`, the
+product's; `background`; `background+answer`, given the first turn's
 published answer). Replies are cached by prompt (`--cache`, answer_bench's cache), so the
 first turns, the same prompt in every form, are asked once; a replayed turn reports the
 model's own seconds. Correctness is read, as in answer_bench.py: labels by reply
@@ -150,6 +152,13 @@ def main() -> None:
         help="with --host: the earlier turn's pages as candidates (on, the product's) or "
         "not (off: the rules' search alone, for a paired comparison)",
     )
+    parser.add_argument(
+        "--off-thread",
+        choices=("on", "off"),
+        default="on",
+        help="with --host: withhold a follow-up's reply that links only to pages off the "
+        "thread (on, the product's) or not (off: for a paired comparison)",
+    )
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="replies by prompt")
     parser.add_argument("--labels", type=Path, default=LABELS, help="the reader's labels")
     parser.add_argument(
@@ -241,11 +250,14 @@ def answer_threads(
     """Every turn answered through the real pipeline with the chat model at --host (first
     turns by `answer_question`, follow-ups by `answer_follow_up` in --form, as the inbox
     does), each reply with its label if the reader gave it one."""
+    from askvault.core import decision as decision_module
     from askvault.services.answer import answer_follow_up, answer_question
     from askvault.services.answer import followup as follow_up_module
 
-    if args.carried == "off":  # the rules' search alone: nothing carried
+    if args.carried == "off":  # the rules' search alone: nothing carried, no thread's reach
         follow_up_module.earlier_pages = lambda *_, **__: ()  # type: ignore[assignment]
+    if args.off_thread == "off":  # every reply the other checks pass is published
+        decision_module.off_thread = lambda *_: None  # type: ignore[assignment]
     settings = _settings(vault, args.work / "state", args.ollama, None, args.embed_model)
     chat = load_settings(
         None,
@@ -316,6 +328,7 @@ def answer_threads(
                         "expected": turn["expected"],
                         "status": result.status,
                         "reason": result.reason,
+                        "decided_by": result.decided_by,
                         "answer": result.answer,
                         "reply": result.reply,
                         "key": key,

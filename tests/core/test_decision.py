@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from askvault.core.citations import CitationReport, ClaimCheck
-from askvault.core.decision import decide
+from askvault.core.decision import decide, off_thread
 
 SUPPORTED = ClaimCheck("Embeds use an exclamation mark.", "supported", 0.9)
 WEAK = ClaimCheck("Embeds use a plus sign.", "weak", 0.5)
@@ -256,3 +256,27 @@ def test_an_unsupported_lead_is_told_before_the_share_of_claims() -> None:
     """The sentence that answers, named, says more than a count."""
     report = CitationReport(claims=(UNSUPPORTED, SUPPORTED, WEAK))
     assert decide("x", report).decided_by == "answer-unsupported"
+
+
+QUICK = "Plugins/Quick switcher.md"
+ANDROID = "Obsidian/Obsidian for Android.md"
+
+
+def test_a_follow_up_linking_only_to_pages_off_the_thread_is_withheld_naming_them() -> None:
+    decision = off_thread([ANDROID, "Sync/Widgets [x].md"], [QUICK, "Plugins/Search.md"])
+    assert decision is not None
+    assert (decision.status, decision.decided_by) == ("no-answer", "off-thread")
+    assert "“Obsidian for Android”, “Widgets [x]”" in decision.reason
+    assert "new question" in decision.reason
+    assert not decision.keeps_links  # withheld for a reason its claims do not show
+
+
+def test_one_page_on_the_thread_is_enough_whatever_its_place_among_the_links() -> None:
+    assert off_thread([ANDROID, QUICK], ["Plugins/Search.md", QUICK]) is None
+
+
+def test_the_thread_rule_needs_pages_on_both_sides() -> None:
+    """Nothing cited (other reasons decide) or no thread pages known (an earlier search
+    found nothing, a first question): the rule does not apply."""
+    assert off_thread([], [QUICK]) is None
+    assert off_thread([ANDROID], []) is None

@@ -181,6 +181,8 @@ THREAD_SETS = [
         "followup_threads.json",
         "followup_threads_heldout.json",
         "followup_threads_third.json",
+        "followup_threads_fourth.json",
+        "followup_threads_fifth.json",
     )
 ]
 
@@ -198,13 +200,14 @@ def test_follow_up_threads_are_well_formed(path: Path) -> None:
             assert turn["question"].strip() and turn["expected"], thread["id"]
 
 
-@pytest.mark.parametrize("later", [1, 2], ids=["heldout", "third"])
+@pytest.mark.parametrize("later", [1, 2, 3, 4], ids=["heldout", "third", "fourth", "fifth"])
 def test_the_held_out_threads_are_new_topics(later: int) -> None:
     """bench/data/followup_threads_heldout.json was written after the follow-up checks were
     tuned on the first set, before any reply to it was seen, and
     followup_threads_third.json after the carried pages were tuned on both, by a writer
-    who saw neither: no thread of a later set is one of an earlier set's, nor asks one of
-    its questions."""
+    who saw neither, and followup_threads_fourth.json and followup_threads_fifth.json after
+    the thread's reach was chosen on all three, each by a writer who saw no other set: no
+    thread of a later set is one of an earlier set's, nor asks one of its questions."""
     sets = [json.loads(p.read_text(encoding="utf-8")) for p in THREAD_SETS]
     held = sets[later]
     for first in sets[:later]:

@@ -498,6 +498,87 @@ def test_with_ollama_down_the_earlier_pages_come_from_words_and_the_follow_up_wa
     assert "Embeds.md" in answered.carried
 
 
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        ("The second section explains rye [[Deep Note]].", "no-answer"),
+        ("An embed shows another note inline [[Embeds]].", "answered"),
+    ],
+    ids=["only-off-the-thread", "on-the-thread"],
+)
+def test_a_follow_up_whose_links_all_lead_off_the_thread_is_withheld(
+    conn: Connection,
+    settings: Settings,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+    status: str,
+) -> None:
+    """The thread's reach is the earlier turn's first THREAD_PAGES pages (one here, the
+    fixture vault being small): a reply backed only by another page is withheld, naming
+    it, before the own-question check asks the model anything."""
+    from askvault.services.answer import followup
+
+    monkeypatch.setattr(followup, "THREAD_PAGES", 1)
+    fake_ollama.chat_script = [reply]
+    before = len(fake_ollama.requests_to("/api/chat"))
+    answered = _carried_follow_up(conn, settings, "and rye?", ["What does an embed show?"])
+    assert answered.thread_pages == ("Embeds.md",) == answered.carried
+    result = answered.result
+    assert result.status == status
+    if status == "no-answer":
+        assert result.decided_by == "off-thread"
+        assert "(“Deep Note”)" in result.reason and result.cited_paths == []
+        assert len(fake_ollama.requests_to("/api/chat")) == before + 1  # no own question
+    else:
+        assert result.cited_paths == ["Embeds.md"]
+
+
+def test_a_page_the_follow_up_links_to_is_on_the_thread(
+    conn: Connection,
+    settings: Settings,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The user's own wikilink points the follow-up at a page: answering from it is no
+    change of subject (a link that resolves to nothing adds nothing)."""
+    from askvault.services.answer import followup
+
+    monkeypatch.setattr(followup, "THREAD_PAGES", 1)
+    fake_ollama.chat_script = ["The second section explains rye [[Deep Note]]."]
+    answered = _carried_follow_up(
+        conn,
+        settings,
+        "and what do [[Deep Note]] and [[Nowhere]] say of rye?",
+        ["What does an embed show?"],
+    )
+    assert answered.thread_pages == ("Embeds.md", "folder/Deep Note.md")
+    assert answered.carried == ("Embeds.md",)
+    assert answered.result.status == "answered"
+    assert answered.result.cited_paths == ["folder/Deep Note.md"]
+
+
+def test_a_follow_up_backed_by_a_page_the_earlier_turn_ranked_lower_is_published(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    """The reach is wider than the carried pages: a sibling page the earlier search ranked
+    below the first CARRIED_PAGES still counts as the thread's."""
+    fake_ollama.chat_script = ["The second section explains rye [[Deep Note]]."]
+    answered = _carried_follow_up(conn, settings, "and rye?", ["What does an embed show?"])
+    assert "folder/Deep Note.md" in answered.thread_pages
+    assert len(answered.thread_pages) > len(answered.carried)
+    assert answered.result.status == "answered"
+    assert answered.result.cited_paths == ["folder/Deep Note.md"]
+
+
+def test_a_first_question_has_no_thread_to_stay_on(
+    conn: Connection, settings: Settings, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = ["The second section explains rye [[Deep Note]]."]
+    result = _ask(conn, settings, "What does the deep note say about rye?")
+    assert (result.status, result.decided_by) == ("answered", "supported")
+
+
 def test_when_embeddings_fail_the_earlier_turns_cost_one_embedding_request_not_one_each(
     conn: Connection, settings: Settings, fake_ollama: FakeOllama
 ) -> None:

@@ -66,6 +66,7 @@ def test_a_follow_up_is_answered_below_it_and_every_user_byte_is_kept(
     assert "[^2-1]: " in rest and "[^1]" not in rest  # turn 2's footnotes are its own
     assert "> follow-up searched as: and how do I link a block of it? (embed show)" in rest
     assert re.search(r"^> the earlier turn's pages, candidates: .*Embeds\.md", rest, re.M)
+    assert re.search(r"^> the thread's pages, one to be cited: .*Embeds\.md", rest, re.M)
     (follow_up,) = find_follow_ups(text)
     assert follow_up.answered
     # The model read the follow-up made standalone (the default form).

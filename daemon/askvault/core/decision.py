@@ -28,16 +28,22 @@ asked (the first that holds decides):
   far from the user's: the reply answers something else (`another_question`, asked only
   of a reply that would otherwise be published); or, for a follow-up, one closer to an
   earlier question of the thread than to the follow-up: the reply answers that question
-  again (`earlier_question`).
+  again (`earlier_question`);
+- for a follow-up, none of the pages the reply links to is among the pages the earlier
+  turn's search found first (`off_thread`, the last reason of `decide`, so before the
+  own-question check): it answers from notes the thread never reached, about something
+  else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Literal
 
 from askvault.core.abstention import gate_applies, is_no_answer, too_far
+from askvault.core.answer_parts import cited_paths
 from askvault.core.citations import CitationReport, quote_text
 from askvault.core.inert import inert_line
 from askvault.core.prompt import opens_with_citation
@@ -62,6 +68,7 @@ DecisionReason = Literal[
     "mostly-unsupported",  # no-answer: fewer than half of the reply's claims are supported
     "another-question",  # no-answer: the question the reply answers is not the one asked
     "earlier-question",  # no-answer: a follow-up's reply answers an earlier question again
+    "off-thread",  # no-answer: a follow-up's reply links only to pages off the thread
 ]
 
 
@@ -97,6 +104,7 @@ def decide(
     unknown_subjects: Sequence[str] = (),
     judged: Verdict | None = None,
     steady: bool | None = None,
+    thread_pages: Sequence[str] = (),
 ) -> Decision:
     """The status of a checked reply (see the module docstring for the reasons, in order).
 
@@ -104,7 +112,9 @@ def decide(
     `vector_share` is the share of chunks with a vector of the model searched: below
     abstention.GATE_MIN_SHARE the distance withholds nothing (`gate_applies`).
     `unknown_subjects` are the question's names the reply repeats that no excerpt and no
-    note of the vault mentions (`support.unknown_subjects`, then the word index)."""
+    note of the vault mentions (`support.unknown_subjects`, then the word index).
+    `thread_pages` are a follow-up's thread's pages (`off_thread`; none for a first
+    question)."""
     if report.error is not None:
         if is_no_answer(reply):
             return Decision("no-answer", "refusal")
@@ -152,7 +162,10 @@ def decide(
             f"Your notes do not cover what the question asks about: no note mentions "
             f"{named}, so the reply is not published as an answer.",
         )
-    return _answering(reply, report)
+    decision = _answering(reply, report)
+    if decision.published:
+        return off_thread(cited_paths(report), thread_pages) or decision
+    return decision
 
 
 def _answering(reply: str, report: CitationReport) -> Decision:
@@ -217,4 +230,23 @@ def earlier_question(own_question: str) -> Decision:
         "The reply reads as the answer to an earlier question of this note, "
         f"“{inert_line(own_question, QUOTED_MAX_CHARS)}”, not to the follow-up, so it is "
         "not published as an answer.",
+    )
+
+
+def off_thread(cited: Sequence[str], thread_pages: Sequence[str]) -> Decision | None:
+    """The decision on a follow-up's reply that would be published when none of the pages
+    it links to (`cited`, vault paths) is among `thread_pages`, the pages the thread's
+    earlier turn reached: it rests on notes the earlier question never led to ("what
+    about on Android?" after the quick switcher, answered with the Android page's
+    widgets), so it answers something else. None when the rule does not apply: nothing
+    cited, no thread pages known (an earlier search found nothing), or a page on it."""
+    if not cited or not thread_pages or set(cited) & set(thread_pages):
+        return None
+    named = ", ".join(f"“{inert_line(PurePosixPath(p).stem, QUOTED_MAX_CHARS)}”" for p in cited)
+    return Decision(
+        "no-answer",
+        "off-thread",
+        f"The reply rests only on notes the earlier question did not lead to ({named}): it "
+        "reads as an answer about something else, not as a follow-up, so it is not "
+        "published as an answer. Ask it as a new question if it is one.",
     )

@@ -6,7 +6,10 @@ not a cage (`earlier_pages`: chunks of theirs the follow-up's search finds earn
 `fusion.carry_pages` points; nothing else is dropped). The model reads the follow-up in one
 of the forms of `core.followup.asked_follow_up` (by default the standalone question), so
 "and on mobile?" is asked about the ribbon; a reply that answers one of the earlier
-questions again is withheld (`decision.earlier_question`, by the own-question check).
+questions again is withheld (`decision.earlier_question`, by the own-question check), and
+so is one whose links all lead off the thread: to none of the THREAD_PAGES pages the
+earlier turn's search found first (`decision.off_thread`: "what about on Android?" after
+a question about the quick switcher, answered with what the Android page says of widgets).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from askvault.adapters import link_store
 from askvault.adapters.db import Connection
 from askvault.adapters.vault import read_note
 from askvault.core.controls import strip_controls
@@ -29,6 +33,7 @@ from askvault.core.followup import (
     rewrite_messages,
     standalone_question,
 )
+from askvault.core.links import extract_links, resolve_link
 from askvault.core.notes import parse_note
 from askvault.core.reply import ReplyLimits
 from askvault.errors import AskvaultError, OllamaError
@@ -42,6 +47,11 @@ from askvault.settings import Settings
 # The earlier turn's first pages carried into a follow-up's search: what its answer cites
 # (measured against 5 and 1: docs/decisions.md).
 CARRIED_PAGES = 3
+# The earlier turn's first pages a follow-up's answer must link to at least one of: the
+# thread's reach. Chosen on the three thread sets' answers read blind (the right
+# follow-ups' pages ranked 1 to 5, the wrong ones' off-thread pages 8 to 20 or absent),
+# checked on a fourth set written blind afterwards (docs/decisions.md).
+THREAD_PAGES = 10
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class FollowUpAnswer:
     asked_as: str
     background: str = ""
     carried: tuple[str, ...] = ()  # the earlier turn's pages, searched as candidates
+    thread_pages: tuple[str, ...] = ()  # the thread's reach: the answer must link to one
 
 
 def answer_follow_up(
@@ -75,7 +86,10 @@ def answer_follow_up(
     turn's answer, is read by "background+answer" only)."""
     searched = standalone_question(earlier, follow_up)
     options = options or QuestionOptions()
-    carried = earlier_pages(conn, settings, earlier, embedder=embedder, options=options)
+    reach = earlier_pages(conn, settings, earlier, embedder=embedder, options=options)
+    carried = reach[:CARRIED_PAGES]
+    if reach:  # a page the follow-up links to is the user's own pointer: on the thread
+        reach = tuple(dict.fromkeys((*reach, *linked_pages(conn, follow_up))))
     rewritten = None
     if form == "rewritten" and earlier and is_elliptic(follow_up):
         rewritten = rewrite_follow_up(
@@ -102,8 +116,9 @@ def answer_follow_up(
         background=asked_as.background,
         earlier=earlier,
         carried=carried,
+        thread_pages=reach,
     )
-    return FollowUpAnswer(result, searched, asked_as.question, asked_as.background, carried)
+    return FollowUpAnswer(result, searched, asked_as.question, asked_as.background, carried, reach)
 
 
 def earlier_pages(
@@ -114,15 +129,16 @@ def earlier_pages(
     embedder: Embedder | None,
     options: QuestionOptions,
 ) -> tuple[str, ...]:
-    """The CARRIED_PAGES pages the last of the `earlier` turns' searches found first, each
-    turn searched as it was answered (standalone, with its own earlier turn's pages as
-    candidates) and narrowed by the same options: what its answer could cite, read from
-    the index as it is now, not from the note (the user may have edited it, a withheld
-    answer cites nothing). Empty without earlier turns; a blank turn is skipped. Once a
-    search could not use vectors, the turns after it are searched by words alone."""
+    """The THREAD_PAGES pages the last of the `earlier` turns' searches found first (its
+    first CARRIED_PAGES are the follow-up's candidates), each turn searched as it was
+    answered (standalone, with its own earlier turn's CARRIED_PAGES as candidates) and
+    narrowed by the same options: what its answer could cite, read from the index as it
+    is now, not from the note (the user may have edited it, a withheld answer cites
+    nothing). Empty without earlier turns; a blank turn is skipped. Once a search could
+    not use vectors, the turns after it are searched by words alone."""
     filters = SearchFilters(folders=options.folders, tags=options.tags)
     period = PeriodRequest(since=options.since, until=options.until)
-    carried: tuple[str, ...] = ()
+    reach: tuple[str, ...] = ()
     for number, question in enumerate(earlier):
         # Searched as the pipeline searches a turn: control characters out.
         if not strip_controls(question).strip():
@@ -131,18 +147,28 @@ def earlier_pages(
             conn,
             settings,
             strip_controls(standalone_question(earlier[:number], question)).strip(),
-            limit=CARRIED_PAGES,
+            limit=THREAD_PAGES,
             embedder=embedder,
             filters=filters,
             period=period,
-            carried=carried,
+            carried=reach[:CARRIED_PAGES],
         )
-        carried = tuple(hit.note_path for hit in found.hits)
+        reach = tuple(hit.note_path for hit in found.hits)
         if found.degraded:
             # Vectors unusable (Ollama down or hung, no vectors yet): the other turns from
             # words, so a hung server costs one wait here, not one per turn.
             embedder = None
-    return carried
+    return reach
+
+
+def linked_pages(conn: Connection, text: str) -> tuple[str, ...]:
+    """The vault paths of the notes `text`'s wikilinks resolve to, in order (a link that
+    resolves to nothing is left out)."""
+    targets = [link.target for link in extract_links(text) if link.target]
+    if not targets:
+        return ()
+    index = link_store.candidate_index(conn, targets)
+    return tuple(dict.fromkeys(p for t in targets if (p := resolve_link(t, index)) is not None))
 
 
 def rewrite_follow_up(

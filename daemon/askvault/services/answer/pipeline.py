@@ -68,6 +68,7 @@ def answer_question(
     background: str = "",
     earlier: Sequence[str] = (),
     carried: Sequence[str] = (),
+    thread_pages: Sequence[str] = (),
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
@@ -76,7 +77,9 @@ def answer_question(
     what the model reads right before the question (a follow-up's thread so far), and
     `earlier` the thread's earlier questions (a follow-up's reply that answers one of them
     again is withheld: `decision.earlier_question`); `carried` the pages its earlier turn's
-    search found first, candidates of this one's (services/answer/followup.py).
+    search found first, candidates of this one's (services/answer/followup.py), and
+    `thread_pages` the pages it reached: a reply that links to none of them is withheld
+    (`decision.off_thread`).
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
     `now` anchors the question's period words ("last week"; None: the clock's time).
@@ -190,6 +193,7 @@ def answer_question(
         unknown_subjects=checked.unknown_subjects,
         judged=verification.judged.verdict if verification.judged else None,
         steady=steady,
+        thread_pages=thread_pages,
     )
     own = OwnQuestion()
     if decision.published and embedder is not None:

@@ -83,9 +83,8 @@ class AnswerDocument:
     decided_by: DecisionReason | None = prop(
         "What decided the status: supported, unchecked, refusal, reversed, nothing-supported, "
         "answer-unsupported, pasted-excerpt, mostly-unsupported, "
-        "too-far, judged-wrong, unsteady, unknown-subject, another-question or "
-        "earlier-question (none when no"
-        " reply was checked)."
+        "too-far, judged-wrong, unsteady, unknown-subject, another-question, "
+        "earlier-question or off-thread (none when no reply was checked)."
     )
     citations: tuple[CitationDocument, ...] = prop("Each unique link, in first-use order.")
     citations_error: str | None = prop("Why the citations could not be collected.")

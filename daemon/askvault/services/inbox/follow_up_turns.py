@@ -105,6 +105,11 @@ def answer_turn(
                 if answered.carried
                 else []
             ),
+            *(
+                [f"the thread's pages, one to be cited: {', '.join(answered.thread_pages)}"]
+                if answered.thread_pages
+                else []
+            ),
             *([f"options: {described}"] if described else []),
             *result.note.trace,
         ),
