@@ -50,7 +50,7 @@ CARRIED_PAGES = 3
 # The earlier turn's first pages a follow-up's answer must link to at least one of: the
 # thread's reach. Chosen on the three thread sets' answers read blind (the right
 # follow-ups' pages ranked 1 to 5, the wrong ones' off-thread pages 8 to 20 or absent),
-# checked on a fourth set written blind afterwards (docs/decisions.md).
+# checked on two sets written blind afterwards (docs/decisions.md).
 THREAD_PAGES = 10
 
 
