@@ -154,6 +154,16 @@ def candidate_index(conn: Connection, targets: Iterable[str]) -> LinkIndex:
     return _index_over(conn, _keys_of(targets))[0]
 
 
+def resolve_targets(conn: Connection, targets: Sequence[str]) -> dict[str, str]:
+    """Each of `targets` (link targets as written) that resolves, mapped to its vault path,
+    in the order given: one lookup over the notes they can name."""
+    wanted = [t for t in dict.fromkeys(targets) if t]
+    if not wanted:
+        return {}
+    index = candidate_index(conn, wanted)
+    return {t: path for t in wanted if (path := resolve_link(t, index)) is not None}
+
+
 def _keys_of(targets: Iterable[str]) -> set[str]:
     return {key for target in targets for key in target_keys(target)}
 

@@ -29,7 +29,7 @@ from askvault.adapters.vault import (
     read_note,
     resolve_inside,
 )
-from askvault.core.links import heading_matches, page_link, resolve_link
+from askvault.core.links import heading_matches, page_link
 from askvault.core.notes import parse_note
 from askvault.errors import NoteUnreadable, PathOutsideVault, VaultError
 from askvault.records import Heading
@@ -227,7 +227,7 @@ def _resolve_wikilink(conn: Connection | None, target: str) -> tuple[str, str | 
     name, _, heading = inner.partition("#")
     if conn is None:
         raise VaultError(f"cannot resolve {target}: no index yet", "run `askvault index` first")
-    path = resolve_link(name, link_store.candidate_index(conn, [name]))
+    path = link_store.resolve_targets(conn, [name]).get(name)
     if path is None:
         raise NoteUnreadable(
             f"no note {target} in the index", "use `search` to find the note, or pass its path"

@@ -33,7 +33,7 @@ from askvault.core.followup import (
     rewrite_messages,
     standalone_question,
 )
-from askvault.core.links import extract_links, resolve_link
+from askvault.core.links import extract_links
 from askvault.core.notes import parse_note
 from askvault.core.reply import ReplyLimits
 from askvault.errors import AskvaultError, OllamaError
@@ -164,11 +164,8 @@ def earlier_pages(
 def linked_pages(conn: Connection, text: str) -> tuple[str, ...]:
     """The vault paths of the notes `text`'s wikilinks resolve to, in order (a link that
     resolves to nothing is left out)."""
-    targets = [link.target for link in extract_links(text) if link.target]
-    if not targets:
-        return ()
-    index = link_store.candidate_index(conn, targets)
-    return tuple(dict.fromkeys(p for t in targets if (p := resolve_link(t, index)) is not None))
+    resolved = link_store.resolve_targets(conn, [link.target for link in extract_links(text)])
+    return tuple(dict.fromkeys(resolved.values()))
 
 
 def rewrite_follow_up(
