@@ -243,3 +243,70 @@ def test_a_relative_time_about_the_notes_or_a_calendar_date_is_a_period(
 def test_ago_is_no_month_name_in_an_english_question() -> None:
     # "ago" is August in Spanish, Italian and Portuguese.
     assert find_period("I bought it 3 days ago, can I get a refund?", datetime(2023, 7, 5)) is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # quoted or in code: the date is the text the user wants
+        "can the date come out like 'Monday 3 March' instead of 2025-03-03?",
+        "my template writes `2024-03-15`, how do I add the weekday?",
+        'why does "March 2023" show up as plain text in my property?',
+        # an example or a target after a word that gives one
+        "the site i clip from writes dates like 31.12.2024. how do i get the web clipper "
+        "date filter to turn that into 2024-12-31?",
+        "clipping articles whose published dates look like 03/15/2024, month first. i want "
+        "2024-03-15 in my property. how do i tell the clipper's date format?",
+        "can my daily note's name read as 2024-01-05 rather than 05.01.2024?",
+        # a number that starts a compound word
+        "i'm drafting an essay and want to give the note a 2000-word target. where do i "
+        "set that up in word count?",
+        # today's date as a thing
+        "can it fill in today's date for me?",
+        "I want a layout for meeting notes with today's date filled in automatically.",
+        # a year after the English article, not the Romance "a" (to)
+        "how do i swap the front brake pads on a 2012 toyota corolla?",
+    ],
+)
+def test_a_date_the_question_gives_as_a_value_is_no_period(question: str) -> None:
+    # Questions about how dates are written (templates, properties, the clipper's
+    # filters): narrowing them to the notes of that day left nothing to answer from.
+    assert find_period(question, datetime(2026, 12, 7, 12)) is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "want to present one of my notes as slides at a meeting tomorrow. how do i tell "
+        "obsidian where one slide stops and the next starts?",
+        "I fly to Lisbon next week, how do I take my vault offline?",
+    ],
+)
+def test_a_time_to_come_that_dates_an_event_is_no_period(question: str) -> None:
+    # "meeting" marks a question about what was written, but a meeting tomorrow is one
+    # the user has not had: no note of it exists to narrow the search to.
+    assert find_period(question, datetime(2026, 12, 7, 12)) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("my notes for tomorrow", "tomorrow"),  # tied to notes by "for"
+        ("the plan from next week", "next week"),  # a preposition of belonging
+        ("notes like the ones from March 2023", "March 2023"),  # "like" is not before it
+        ("what did I write on 2023-05-01", "2023-05-01"),
+        ("de 2022 a 2023 mis notas", "de 2022 a 2023"),  # the Romance "a" ends a range
+        ("what did I write in 2012?", "2012"),
+    ],
+)
+def test_a_date_the_question_asks_about_is_still_a_period(question: str, words: str) -> None:
+    period = find_period(question, datetime(2026, 12, 7, 12))
+    assert period is not None and period.words == words
+
+
+def test_a_month_joined_to_the_next_by_a_hyphen_still_starts_a_range() -> None:
+    # Only a number starts a compound word ("a 2000-word target"); "march-april" is a range.
+    assert _days("my notes between march-april 2023", datetime(2026, 12, 7, 12)) == (
+        "2023-03-01",
+        "2023-04-30",
+    )

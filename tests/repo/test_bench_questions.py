@@ -223,3 +223,21 @@ def test_follow_up_threads_expect_notes_of_the_help_vault(path: Path) -> None:
         for turn in thread["turns"]:
             for note in turn["expected"]:
                 assert (HELP_VAULT / note).is_file(), (thread["id"], note)
+
+
+def test_only_the_questions_that_name_a_period_are_read_as_one() -> None:
+    # 738 questions written by people who were not thinking of periods: their dates are
+    # values ("like 31.12.2024", "today's date", "a 2000-word target"), events ("a meeting
+    # tomorrow") or nothing. Before the value rules, 8 of the 10 periods read here were
+    # wrong, and each narrowed a Help question's search to the notes of a day or a year.
+    from datetime import datetime
+
+    from askvault.core.periods import find_period
+
+    texts = [q["question"] for path in SETS for q in json.loads(path.read_text("utf-8"))]
+    for path in THREAD_SETS:
+        for thread in json.loads(path.read_text(encoding="utf-8")):
+            texts += [t["question"] for t in thread["turns"]]
+    now = datetime(2026, 12, 7, 12, 0)
+    read = {q: p.words for q in texts if (p := find_period(q, now)) is not None}
+    assert sorted(read.values()) == ["last week", "this year"], read

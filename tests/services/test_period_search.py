@@ -352,3 +352,20 @@ def test_both_vector_paths_keep_only_the_periods_chunks(
     )
     paths = {row.path for row in search_store.chunk_rows(conn, [c for c, _ in found]).values()}
     assert paths == {"Roundup/2022-12-10 Canvas for mindmaps.md", "Meeting about canvas.md"}
+
+
+def test_a_date_given_as_a_value_searches_the_whole_vault(
+    idx: tuple[Settings, Connection], fake_ollama: FakeOllama
+) -> None:
+    # "like 'Monday 3 March' instead of 2025-03-03" is the format the user wants, not the
+    # notes of March 2025: none of this vault's notes falls in it, and the question was
+    # answered "no note of your vault falls in ..." without the model.
+    settings, conn = idx
+    result = _answer(
+        settings,
+        conn,
+        "can the Canvas overview date come out like 'Monday 3 March' instead of 2025-03-03?",
+    )
+    assert len(fake_ollama.requests_to("/api/chat")) == 1
+    assert "Canvas overview.md" in result.grounding
+    assert "[!note] Period" not in render_answer_note(result.note)

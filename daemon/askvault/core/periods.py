@@ -208,6 +208,10 @@ def find_period(question: str, now: datetime) -> Period | None:
     if best is None:
         return None
     start = text.find(best.words)
+    if not _anchored(best.words) and _dates_an_event(text, start, best, now):
+        # "slides at a meeting tomorrow": a time to come dates what the user will do, not
+        # notes already written, unless it is tied to notes ("my plan for next week").
+        return None
     if not _anchored(best.words) and not _about_notes_of(text, start, len(best.words)):
         # "I deleted a note yesterday, how do I get it back?", "I bought Publish 3 days
         # ago", "what will Obsidian call my note for today": a relative time that dates an
@@ -269,6 +273,47 @@ _WRITING = re.compile(
     r"|笔记|筆記|日记|日記|写了|寫了|会议|會議|書いた|日誌|メモ",
     re.IGNORECASE,
 )
+
+
+def _dates_an_event(text: str, start: int, period: Period, now: datetime) -> bool:
+    """Whether a relative time (at `text[start:]`) lies wholly after today and nothing ties
+    it to notes: no preposition of belonging or "for" before it ("notes for tomorrow",
+    "the plan from next week" are periods; "a meeting tomorrow" is not)."""
+    if period.since is None or period.since <= now.date() or start < 0:
+        return False
+    before = text[:start]
+    return not (_BELONGS.search(before) or _FOR.search(before))
+
+
+_FOR = re.compile(
+    r"(?:^|\W)(?:for|für|pour|para|per|voor)(?:\s+(?:the|la|le|el|il|die|de))?\s*$",
+    re.IGNORECASE,
+)
+
+# A date the question gives as a value, not as the time of the notes it asks about: one
+# quoted or in code ('Monday 3 March', `2024-03-15`), one after a word that gives an
+# example or a target ("dates like 31.12.2024", "turn that into 2024-12-31", "i want
+# 2024-03-15 in my property"), a number that starts a compound ("a 2000-word target"),
+# and today's date as a thing ("fill in today's date"). Such questions are about how
+# dates are written (templates, properties, the clipper's filters), and narrowing them
+# to notes of that day found nothing to answer from.
+_QUOTED = re.compile(
+    r"`[^`\n]+`|(?<!\w)'[^'\n]+'(?!\w)|\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|「[^」\n]+」|『[^』\n]+』"
+)
+_VALUE_BEFORE = re.compile(
+    r"(?:^|\W)(?:like|as|into|than|instead\s+of|rather\s+than|e\.g\.|i\.e\.|such\s+as|want|"
+    r"wants|shows?|displays?|reads?|becomes?|gives?)\s*[:,]?\s*$",
+    re.IGNORECASE,
+)
+_VALUE_AFTER = re.compile(r"(?:(?<=\d)-[^\W\d_]|(?:'s|’s)?\s+date\b)", re.IGNORECASE)
+
+
+def _is_value(text: str, start: int, end: int) -> bool:
+    """Whether the date at `text[start:end]` is a value the question gives (see
+    `_QUOTED`), not a time it asks about."""
+    if any(m.start() <= start and end <= m.end() for m in _QUOTED.finditer(text)):
+        return True
+    return bool(_VALUE_BEFORE.search(text[:start]) or _VALUE_AFTER.match(text, end))
 
 
 def _anchored(words: str) -> bool:
@@ -471,6 +516,8 @@ def _terms(text: str, lang: str, now: datetime) -> list[_Term]:
                 continue
             if kind == "absolute" and not _is_date_context(text, match, lang):
                 continue
+            if _is_value(text, a, b):
+                continue
             found.append(
                 _Term(a, b, lang, days[0], days[1], bool(re.search(r"\d{4}", match.group(0))))
             )
@@ -515,6 +562,10 @@ def _is_date_context(text: str, match: re.Match[str], lang: str) -> bool:
     }.get(lang)
     if intro is None:
         return True
+    if word == "a" and lang in ("es", "pt", "it"):
+        # "a 2012 toyota" is English's article; "de 2022 a 2023" ends a range.
+        rest = before[0] if len(before) > 1 else ""
+        return bool(re.search(r"\d\W*$", rest))
     return bool(re.fullmatch(intro, word))
 
 
