@@ -10,7 +10,7 @@ bench/data/followup_threads_third.json 20 more, written by a writer who saw no c
 reply and neither set, after the carried pages' points were chosen on both.
 
 Retrieval only, with the embedding model at --ollama (`--embed-model`, all-minilm unless
-told; nomic-embed-text is the product's default): each follow-up is
+told, the product's default; or nomic-embed-text): each follow-up is
 searched as the product searches it (`standalone+carried`: made standalone by
 `core.followup.standalone_question`, with the earlier turn's first pages as candidates,
 services/answer/followup.earlier_pages) and, for comparison, by the rules alone
@@ -74,12 +74,13 @@ from askvault.app.clients import OllamaClients  # noqa: E402
 from askvault.core.followup import (  # noqa: E402
     DEFAULT_FOLLOW_UP_FORM,
     FOLLOW_UP_FORMS,
+    period_texts,
     standalone_question,
     subject_terms,
 )
 from askvault.core.query import STOPWORDS  # noqa: E402
-from askvault.records import QuestionOptions  # noqa: E402
-from askvault.services.answer.followup import earlier_pages  # noqa: E402
+from askvault.records import PeriodRequest, QuestionOptions  # noqa: E402
+from askvault.services.answer.followup import CARRIED_PAGES, earlier_pages  # noqa: E402
 from askvault.services.index.index_pass import index_vault  # noqa: E402
 from askvault.services.retrieval.search import search  # noqa: E402
 from askvault.settings import Settings, load_settings  # noqa: E402
@@ -115,7 +116,7 @@ def main() -> None:
     parser.add_argument(
         "--embed-model",
         default="all-minilm",
-        help="the embedding model at --ollama (nomic-embed-text: the product's default)",
+        help="the embedding model at --ollama (all-minilm, the product's default)",
     )
     parser.add_argument("--host", help="a chat model's Ollama: also answer every turn")
     parser.add_argument("--chat-model", help="the chat model at --host (default: settings')")
@@ -181,9 +182,19 @@ def main() -> None:
     hits: dict[str, list[bool]] = {v: [] for v in ("first", *variants)}
     seconds: dict[str, list[float]] = {"first": [], "follow-up": []}
 
-    def ranked(query: str, carried: tuple[str, ...] = ()) -> tuple[list[str], float]:
+    def ranked(
+        query: str, carried: tuple[str, ...] = (), words: tuple[str, ...] = ()
+    ) -> tuple[list[str], float]:
         started = time.perf_counter()
-        result = search(conn, settings, query, limit=20, embedder=embedder, carried=carried)
+        result = search(
+            conn,
+            settings,
+            query,
+            limit=20,
+            embedder=embedder,
+            carried=carried,
+            period=PeriodRequest(words=words),
+        )
         return [h.note_path for h in result.hits], time.perf_counter() - started
 
     for thread in threads:
@@ -206,7 +217,11 @@ def main() -> None:
                 carried = earlier_pages(
                     conn, settings, earlier, embedder=embedder, options=QuestionOptions()
                 )
-                pages, _ = ranked(queries["standalone"], carried)
+                pages, _ = ranked(
+                    queries["standalone"],
+                    carried[:CARRIED_PAGES],
+                    period_texts(earlier, turn["question"]),
+                )
                 results["standalone+carried"] = (pages, time.perf_counter() - started)
                 for name, (got, _) in results.items():
                     hits[name].append(bool(expected & set(got[:5])))

@@ -321,13 +321,18 @@ class QuestionOptions:
 @dataclass(frozen=True)
 class PeriodRequest:
     """How a search finds its period: explicit bounds (`--since`/`--until`: a date,
-    `2024-01`, `2023` or words), else the query's own words unless `from_words` is False;
-    `now` anchors relative words (None: the clock's time, local)."""
+    `2024-01`, `2023` or words), else the words of `words` (the first of them that names
+    a period; empty: the query itself) unless `from_words` is False; `now` anchors
+    relative words (None: the clock's time, local). A follow-up's standalone question
+    reads its period from the follow-up as typed, then from its first question: its
+    carried terms, out of their sentence, are not read ("how it was yesterday" is no
+    period, "(... back yesterday)" would be)."""
 
     since: str | None = None
     until: str | None = None
     now: datetime | None = None
     from_words: bool = True
+    words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from askvault.core.followup import (
     find_follow_ups,
     is_elliptic,
     next_follow_up,
+    period_texts,
     standalone_question,
     subject_terms,
 )
@@ -139,6 +140,21 @@ def test_terms_the_follow_up_repeats_are_not_carried_and_no_history_is_no_change
     )
     assert standalone_question([], "and on mobile?") == "and on mobile?"
     assert standalone_question(["how?"], "and it?") == "and it?"
+
+
+def test_a_follow_ups_period_is_read_from_its_own_words_then_its_first_questions() -> None:
+    first = "I wrecked a note this morning. Can I roll it back to how it was yesterday?"
+    # The standalone question carries "back yesterday" out of its sentence: never read.
+    assert "yesterday" in standalone_question([first], "And without Sync?")
+    assert period_texts([first, "and on mobile?"], "And without Sync?") == (
+        "And without Sync?",
+        first,
+    )
+    # A follow-up that stands on its own inherits nothing, as it carries no terms.
+    alone = "Is there a discount for students buying a Catalyst license?"
+    assert period_texts([first], alone) == (alone,)
+    assert period_texts([], "and on mobile?") == ("and on mobile?",)
+    assert period_texts(["  "], "and on mobile?") == ("and on mobile?",)
 
 
 def test_a_models_follow_up_heading_or_turn_mark_is_made_inert() -> None:

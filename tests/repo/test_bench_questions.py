@@ -183,6 +183,8 @@ THREAD_SETS = [
         "followup_threads_third.json",
         "followup_threads_fourth.json",
         "followup_threads_fifth.json",
+        "followup_threads_sixth.json",
+        "followup_threads_seventh.json",
     )
 ]
 
@@ -200,14 +202,18 @@ def test_follow_up_threads_are_well_formed(path: Path) -> None:
             assert turn["question"].strip() and turn["expected"], thread["id"]
 
 
-@pytest.mark.parametrize("later", [1, 2, 3, 4], ids=["heldout", "third", "fourth", "fifth"])
+@pytest.mark.parametrize(
+    "later", [1, 2, 3, 4, 5, 6], ids=["heldout", "third", "fourth", "fifth", "sixth", "seventh"]
+)
 def test_the_held_out_threads_are_new_topics(later: int) -> None:
     """bench/data/followup_threads_heldout.json was written after the follow-up checks were
     tuned on the first set, before any reply to it was seen, and
     followup_threads_third.json after the carried pages were tuned on both, by a writer
-    who saw neither, and followup_threads_fourth.json and followup_threads_fifth.json after
-    the thread's reach was chosen on all three, each by a writer who saw no other set: no
-    thread of a later set is one of an earlier set's, nor asks one of its questions."""
+    who saw neither, followup_threads_fourth.json and followup_threads_fifth.json after
+    the thread's reach was chosen on all three, and followup_threads_sixth.json and
+    followup_threads_seventh.json after the follow-up search was tuned on all five, from
+    pages no earlier thread expects, each by a writer who saw no other set: no thread of a
+    later set is one of an earlier set's, nor asks one of its questions."""
     sets = [json.loads(p.read_text(encoding="utf-8")) for p in THREAD_SETS]
     held = sets[later]
     for first in sets[:later]:
@@ -240,4 +246,6 @@ def test_only_the_questions_that_name_a_period_are_read_as_one() -> None:
             texts += [t["question"] for t in thread["turns"]]
     now = datetime(2026, 12, 7, 12, 0)
     read = {q: p.words for q in texts if (p := find_period(q, now)) is not None}
-    assert sorted(read.values()) == ["last week", "this year"], read
+    # "books I finished in the last month" (a filter asked for in a thread) may well be
+    # the notes of that month in a reading log: read as one, and kept.
+    assert sorted(read.values()) == ["last month", "last week", "this year"], read

@@ -179,6 +179,37 @@ def test_a_period_option_is_carried_and_a_follow_up_naming_its_own_period_replac
     assert len(fake_ollama.requests_to("/api/chat")) == chats + 1
 
 
+def test_a_follow_up_reads_its_period_from_its_own_words_then_its_first_questions(
+    vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.chat_script = [REPLY, REPLY]
+    inbox = start()
+    # "how it was yesterday" is no period; the follow-up's search carries "back
+    # yesterday" out of that sentence, which must not narrow it to yesterday's notes.
+    answer = _answered(vault, inbox, "How do I roll an embed back to how it was yesterday?\n")
+    assert "Searched the notes of" not in answer.read_text(encoding="utf-8")
+    turn = _follow_up(inbox, answer, "and its alias?")
+    assert "Searched the notes of" not in turn and "No note of your vault" not in turn
+    assert "[[Embeds" in _sent_pages(fake_ollama)
+    # A first question that names a period: its elliptic follow-ups keep it (the fixture's
+    # notes are all of today, none of 1999, so the model is not asked).
+    (vault / "queries/inbox/Old.md").write_text(
+        "What did I write about embeds in 1999?\n", encoding="utf-8"
+    )
+    inbox.run_until(lambda: (vault / "queries/archive/Old.md").exists())
+    old = vault / "queries/answers/Old.md"
+    assert "No note of your vault falls in “1999”" in old.read_text(encoding="utf-8")
+    chats = len(fake_ollama.requests_to("/api/chat"))
+    turn = _follow_up(inbox, old, "and its alias?")
+    assert "No note of your vault falls in “1999”" in turn
+    assert len(fake_ollama.requests_to("/api/chat")) == chats
+    # Its own period replaces the first question's.
+    fake_ollama.chat_script = [REPLY]
+    turn = _follow_up(inbox, old, "and what did I write about it in the last 3 days?", 3)
+    assert "1999" not in turn.split("## Sources")[0]
+    assert len(fake_ollama.requests_to("/api/chat")) == chats + 1
+
+
 def test_an_invalid_option_in_the_answer_note_gives_a_failed_turn_that_says_why(
     vault: Path, start: Callable[..., InboxDriver], fake_ollama: FakeOllama
 ) -> None:

@@ -218,7 +218,8 @@ def standalone_question(earlier: Sequence[str], follow_up: str) -> str:
     one's subject (carrying them too measured lower: docs/benchmarks.md). A name the
     follow-up brings in replaces the earlier names ("and from Notion?" after "import
     from Evernote": Evernote is not carried). A follow-up that stands on its own is
-    returned as it is."""
+    returned as it is (carrying into every follow-up measured no better:
+    docs/decisions.md)."""
     follow_up = follow_up.strip()
     if not earlier or not is_elliptic(follow_up):
         return follow_up
@@ -235,6 +236,17 @@ def standalone_question(earlier: Sequence[str], follow_up: str) -> str:
     if not carried:
         return follow_up
     return f"{follow_up} ({' '.join(carried)})"
+
+
+def period_texts(earlier: Sequence[str], follow_up: str) -> tuple[str, ...]:
+    """The texts whose words name a follow-up's period, in order (records.PeriodRequest):
+    the follow-up as typed ("and the week before?"), then, for an elliptic one (which
+    leans on the first question as its search carries its terms), the first question
+    ("what did I write in 2023 about Canvas?" then "and about Bases?": 2023 too). Never
+    the standalone question: its carried terms, read out of their sentence, would name
+    periods their question did not ("how it was yesterday" carried as "back yesterday")."""
+    first = earlier[0].strip() if earlier else ""
+    return (follow_up, first) if first and is_elliptic(follow_up) else (follow_up,)
 
 
 @document

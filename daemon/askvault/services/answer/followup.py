@@ -29,6 +29,7 @@ from askvault.core.followup import (
     asked_follow_up,
     find_follow_ups,
     is_elliptic,
+    period_texts,
     read_rewrite,
     rewrite_messages,
     standalone_question,
@@ -117,6 +118,7 @@ def answer_follow_up(
         earlier=earlier,
         carried=carried,
         thread_pages=reach,
+        period_words=period_texts(earlier, strip_controls(follow_up)),
     )
     return FollowUpAnswer(result, searched, asked_as.question, asked_as.background, carried, reach)
 
@@ -137,7 +139,6 @@ def earlier_pages(
     nothing). Empty without earlier turns; a blank turn is skipped. Once a search could
     not use vectors, the turns after it are searched by words alone."""
     filters = SearchFilters(folders=options.folders, tags=options.tags)
-    period = PeriodRequest(since=options.since, until=options.until)
     reach: tuple[str, ...] = ()
     for number, question in enumerate(earlier):
         # Searched as the pipeline searches a turn: control characters out.
@@ -150,7 +151,11 @@ def earlier_pages(
             limit=THREAD_PAGES,
             embedder=embedder,
             filters=filters,
-            period=period,
+            period=PeriodRequest(
+                since=options.since,
+                until=options.until,
+                words=period_texts(earlier[:number], strip_controls(question)),
+            ),
             carried=reach[:CARRIED_PAGES],
         )
         reach = tuple(hit.note_path for hit in found.hits)

@@ -69,6 +69,7 @@ def answer_question(
     earlier: Sequence[str] = (),
     carried: Sequence[str] = (),
     thread_pages: Sequence[str] = (),
+    period_words: Sequence[str] = (),
 ) -> AnswerResult:
     """Answer `question` from the index; never raises for an Ollama problem (status waiting).
 
@@ -82,7 +83,9 @@ def answer_question(
     (`decision.off_thread`).
     Raises AnswerCancelled when `should_stop()` turns true (checked between stream pieces).
     `read_note` replaces the vault's note reader (`vault.read_note`; tests count reads).
-    `now` anchors the question's period words ("last week"; None: the clock's time).
+    `now` anchors the question's period words ("last week"; None: the clock's time);
+    `period_words` are the texts read for the period instead of what is searched (a
+    follow-up's own words, then its first question's: core.followup.period_texts).
     """
     question = strip_controls(question).strip()
     base = AnswerNote(
@@ -111,6 +114,7 @@ def answer_question(
         notes=notes,
         now=now,
         carried=carried,
+        period_words=period_words,
     )
     cutoff = cutoff_for(conn, settings)
     period = found.pack.period

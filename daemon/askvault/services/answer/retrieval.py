@@ -59,9 +59,11 @@ def retrieve(
     notes: NoteReads,
     now: datetime | None = None,
     carried: Sequence[str] = (),
+    period_words: Sequence[str] = (),
 ) -> Retrieval:
     """The evidence pack for `question`, narrowed by `options` and by the period the
-    question names (`now` anchors its relative words), within the excerpt budget;
+    question names (`now` anchors its relative words; `period_words`, when given, are the
+    texts read for it instead: records.PeriodRequest), within the excerpt budget;
     `carried` are a follow-up's earlier turn's pages (candidates: `search`)."""
     budget = context_budget(
         settings.ollama.num_ctx,
@@ -78,7 +80,9 @@ def retrieve(
         filters=SearchFilters(folders=options.folders, tags=options.tags),
         include_sources=False,
         notes=notes,
-        period=PeriodRequest(since=options.since, until=options.until, now=now),
+        period=PeriodRequest(
+            since=options.since, until=options.until, now=now, words=tuple(period_words)
+        ),
         carried=carried,
     )
     max_sources = options.max_sources or settings.queries.max_sources

@@ -42,7 +42,8 @@ def scope_search(
 
 
 def read_period(query: str, request: PeriodRequest, now: datetime) -> Period | None:
-    """The period of explicit bounds, else of the query's words (if asked), else None."""
+    """The period of explicit bounds, else of the words of `request.words` (the first
+    text that names one) or of the query (if asked), else None."""
     if request.since or request.until:
         try:
             return period_from_bounds(request.since, request.until, now)
@@ -50,7 +51,13 @@ def read_period(query: str, request: PeriodRequest, now: datetime) -> Period | N
             raise AskvaultError(
                 str(exc), "give a date such as 2024-01-05, 2024-01 or 2023"
             ) from None
-    return find_period(query, now) if request.from_words else None
+    if not request.from_words:
+        return None
+    for text in request.words or (query,):
+        period = find_period(text, now)
+        if period is not None:
+            return period
+    return None
 
 
 def without_words(query: str, words: str) -> str:
