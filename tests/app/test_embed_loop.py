@@ -1,5 +1,6 @@
 """app/embed_loop.py: after a drain, the embedding thread calibrates the distance cut-off of
-a model never measured, and an Ollama failure meanwhile is waited out, not a crash."""
+a model never measured, and an Ollama failure meanwhile is waited out, not a crash; a
+fingerprint forgotten (a reconcile ended) while the model was asked is asked again."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +21,7 @@ from askvault.core.abstention import Calibration
 from askvault.core.backoff import Backoff
 from askvault.services.index.indexer import reconcile
 from askvault.settings import Settings
-from support.fake_ollama import FakeOllama
+from support.fake_ollama import FAKE_EMBED_MODEL, FakeOllama
 from support.settings_factory import settings_for
 
 
@@ -117,3 +119,44 @@ def test_ollama_failing_during_calibration_is_waited_out_and_the_cut_off_calibra
     finally:
         _stop(loop, stop, thread)
     assert "embedding resumed" in caplog.text
+
+
+def test_a_fingerprint_forgotten_while_the_model_is_asked_is_asked_again_of_a_new_client(
+    tmp_path: Path, fake_ollama: FakeOllama
+) -> None:
+    # A reconcile ends (forget_fingerprint, on the indexing thread) while a drain asks
+    # the model for its fingerprint: the answer may be the old model's. It is used for
+    # that drain only; the next asks a new client and sees the re-pulled model.
+    settings = _vault_of_words(tmp_path, fake_ollama, 1)
+    made: list[object] = []
+
+    class Clients(OllamaClients):
+        def embedder(self) -> Any:
+            inner = super().embedder()
+            made.append(inner)
+            if len(made) > 1:
+                return inner
+
+            class Asked:
+                def __getattr__(self, name: str) -> object:
+                    return getattr(inner, name)
+
+                def fingerprint(self) -> object:
+                    found = inner.fingerprint()
+                    fake_ollama.digests[f"{FAKE_EMBED_MODEL}:latest"] = "sha256:" + "e" * 64
+                    loop.forget_fingerprint()  # the re-pull's reconcile, meanwhile
+                    return found
+
+            return Asked()
+
+    old = fake_ollama.digest(FAKE_EMBED_MODEL)
+    loop = EmbedLoop(settings, Clients(settings))
+    conn = connect(settings.db_path)
+    try:
+        _, first = loop._ready(conn)
+        assert first.fingerprint.digest == old
+        _, second = loop._ready(conn)
+    finally:
+        conn.close()
+    assert len(made) == 2
+    assert second.fingerprint.digest == "sha256:" + "e" * 64

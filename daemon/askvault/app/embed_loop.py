@@ -80,6 +80,9 @@ class EmbedLoop:
         self.backoff = backoff or Backoff()
         self.idle_check_s = idle_check_s
         self._wake = threading.Event()
+        # forget_fingerprint runs on the indexing thread, in the middle of a drain maybe:
+        # the flag and the row it clears change together, under this lock.
+        self._lock = threading.Lock()
         self._embedder: Embedder | None = None
         self._fresh_client = False  # set by forget_fingerprint: the next drain makes one
         self._fp: store.FingerprintRow | None = None
@@ -95,8 +98,9 @@ class EmbedLoop:
         (a client keeps the fingerprint it found): the model may have been re-pulled, or
         its vectors changed length. Called after each reconcile, as `askvault index` asks
         a new client on each pass."""
-        self._fresh_client = True
-        self._fp = None
+        with self._lock:
+            self._fresh_client = True
+            self._fp = None
 
     def run(self, stop: threading.Event) -> None:
         """Drain whenever woken (and every `idle_check_s`) until `stop` is set."""
@@ -145,7 +149,8 @@ class EmbedLoop:
                 foreground=self.foreground,
             )
             if report.promoted:
-                self._fp = None  # the next drain asks for the new active row
+                with self._lock:
+                    self._fp = None  # the next drain asks for the new active row
             if not stop.is_set():
                 # A model never measured gets its distance cut-off from the vault once its
                 # vectors are complete (a few cheap queries when there is nothing to do);
@@ -176,18 +181,22 @@ class EmbedLoop:
     def _ready(self, conn: Connection) -> tuple[Embedder, store.FingerprintRow]:
         """The drain's embedder (a new one after `forget_fingerprint`) and the target
         model's fingerprint row (asked of the model when not known)."""
-        if self._fresh_client and self._embedder is not None:
+        with self._lock:
+            fresh, self._fresh_client = self._fresh_client, False
+            fp = self._fp  # a local: a drain must not see it turn None half-way
+        if fresh and self._embedder is not None:
             self._embedder.close()
             self._embedder = None
-        self._fresh_client = False
         embedder = self._embedder
         if embedder is None:
             embedder = self._embedder = self.clients.embedder()
-        # A local: forget_fingerprint() (the indexing thread) may clear self._fp
-        # at any moment, and a drain must not see it turn None half-way.
-        fp = self._fp
         if fp is None:
-            fp = self._fp = target_fingerprint(conn, embedder)
+            fp = target_fingerprint(conn, embedder)
+            with self._lock:
+                # Forgotten while the model was asked (a reconcile ended meanwhile): the
+                # answer may be the old model's, so the next drain asks a new client.
+                if not self._fresh_client:
+                    self._fp = fp
         return embedder, fp
 
     def _put_off(self, why: str) -> float:
@@ -216,7 +225,8 @@ class EmbedLoop:
 
     def _failed(self, conn: Connection, exc: OllamaError, texts: int) -> float:
         delay = self.backoff.failed()
-        self._fp = None
+        with self._lock:
+            self._fp = None
         reason = exc.message + (f" ({exc.hint})" if exc.hint else "")
         if reason != self._reason:
             log.warning(
