@@ -271,6 +271,12 @@ def test_a_follow_up_linking_only_to_pages_off_the_thread_is_withheld_naming_the
     assert not decision.keeps_links  # withheld for a reason its claims do not show
 
 
+def test_two_off_thread_pages_of_one_name_are_told_apart_by_their_folders() -> None:
+    decision = off_thread(["Sync/Settings.md", "Publish/Settings.md", ANDROID], [QUICK])
+    assert decision is not None
+    assert "(“Sync/Settings”, “Publish/Settings”, “Obsidian for Android”)" in decision.reason
+
+
 def test_one_page_on_the_thread_is_enough_whatever_its_place_among_the_links() -> None:
     assert off_thread([ANDROID, QUICK], ["Plugins/Search.md", QUICK]) is None
 

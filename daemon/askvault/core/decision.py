@@ -233,6 +233,17 @@ def earlier_question(own_question: str) -> Decision:
     )
 
 
+def _page_names(paths: Sequence[str]) -> list[str]:
+    """Each vault path as its note's name, or as its path without `.md` where two of them
+    share a name ("Sync/Settings", "Publish/Settings"), so none is told apart wrongly."""
+    stems = [PurePosixPath(p).stem for p in paths]
+    shared = {stem for stem in stems if stems.count(stem) > 1}
+    return [
+        str(PurePosixPath(p).with_suffix("")) if stem in shared else stem
+        for p, stem in zip(paths, stems, strict=True)
+    ]
+
+
 def off_thread(cited: Sequence[str], thread_pages: Sequence[str]) -> Decision | None:
     """The decision on a follow-up's reply that would be published when none of the pages
     it links to (`cited`, vault paths) is among `thread_pages`, the pages the thread's
@@ -242,7 +253,7 @@ def off_thread(cited: Sequence[str], thread_pages: Sequence[str]) -> Decision | 
     cited, no thread pages known (an earlier search found nothing), or a page on it."""
     if not cited or not thread_pages or set(cited) & set(thread_pages):
         return None
-    named = ", ".join(f"“{inert_line(PurePosixPath(p).stem, QUOTED_MAX_CHARS)}”" for p in cited)
+    named = ", ".join(f"“{inert_line(name, QUOTED_MAX_CHARS)}”" for name in _page_names(cited))
     return Decision(
         "no-answer",
         "off-thread",
