@@ -323,10 +323,11 @@ class PeriodRequest:
     """How a search finds its period: explicit bounds (`--since`/`--until`: a date,
     `2024-01`, `2023` or words), else the words of `words` (the first of them that names
     a period; empty: the query itself) unless `from_words` is False; `now` anchors
-    relative words (None: the clock's time, local). A follow-up's standalone question
-    reads its period from the follow-up as typed, then from its first question: its
-    carried terms, out of their sentence, are not read ("how it was yesterday" is no
-    period, "(... back yesterday)" would be)."""
+    relative words (None: the clock's time, local). A follow-up's search reads its
+    period from the follow-up as typed, then from its first question
+    (core.followup.period_texts), never from its standalone question: carried terms, out
+    of their sentence, are not read ("how it was yesterday" is no period, "(... back
+    yesterday)" would be)."""
 
     since: str | None = None
     until: str | None = None
