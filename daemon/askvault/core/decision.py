@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Literal
 
 from askvault.core.abstention import gate_applies, is_no_answer, too_far
 from askvault.core.answer_parts import cited_paths
 from askvault.core.citations import CitationReport, quote_text
 from askvault.core.inert import inert_line
+from askvault.core.links import page_link
 from askvault.core.prompt import opens_with_citation
 from askvault.core.verification import Verdict
 from askvault.records import AnswerOutcome
@@ -234,14 +234,12 @@ def earlier_question(own_question: str) -> Decision:
 
 
 def _page_names(paths: Sequence[str]) -> list[str]:
-    """Each vault path as its note's name, or as its path without `.md` where two of them
-    share a name ("Sync/Settings", "Publish/Settings"), so none is told apart wrongly."""
-    stems = [PurePosixPath(p).stem for p in paths]
-    shared = {stem for stem in stems if stems.count(stem) > 1}
-    return [
-        str(PurePosixPath(p).with_suffix("")) if stem in shared else stem
-        for p, stem in zip(paths, stems, strict=True)
-    ]
+    """Each vault path named as askvault links it (`core.links.page_link`): its note's
+    name, or its path without `.md` where two of them share a file name
+    ("Sync/Settings", "Publish/Settings")."""
+    files = [p.rsplit("/", 1)[-1].lower() for p in paths]
+    shared = {name for name in files if files.count(name) > 1}
+    return [page_link(p, None, shared)[2:-2] for p in paths]
 
 
 def off_thread(cited: Sequence[str], thread_pages: Sequence[str]) -> Decision | None:
