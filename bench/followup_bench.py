@@ -181,6 +181,8 @@ def main() -> None:
     variants = ("raw", "all-turns", "standalone", "standalone+carried")
     hits: dict[str, list[bool]] = {v: [] for v in ("first", *variants)}
     seconds: dict[str, list[float]] = {"first": [], "follow-up": []}
+    # Each turn's hit by the product's search, for pooling sets (bench/followup_pool.py).
+    turn_hits: list[dict[str, object]] = []
 
     def ranked(
         query: str, carried: tuple[str, ...] = (), words: tuple[str, ...] = ()
@@ -205,6 +207,7 @@ def main() -> None:
                 pages, took = ranked(turn["question"])
                 hits["first"].append(bool(expected & set(pages[:5])))
                 seconds["first"].append(took)
+                turn_hits.append({"thread": thread["id"], "turn": 1, "hit": hits["first"][-1]})
             else:
                 queries = {
                     "raw": turn["question"],
@@ -226,6 +229,13 @@ def main() -> None:
                 for name, (got, _) in results.items():
                     hits[name].append(bool(expected & set(got[:5])))
                 seconds["follow-up"].append(results["standalone+carried"][1])
+                turn_hits.append(
+                    {
+                        "thread": thread["id"],
+                        "turn": number + 1,
+                        "hit": hits["standalone+carried"][-1],
+                    }
+                )
                 if args.show:
                     mark = "+" if expected & set(pages[:5]) else "-"
                     print(f"{mark} {queries['standalone']!r} -> {pages[:3]}", file=sys.stderr)
@@ -239,6 +249,7 @@ def main() -> None:
         "page_recall@5": {k: round(sum(v) / len(v), 4) for k, v in hits.items()},
         "median_search_s": {k: round(statistics.median(v), 4) for k, v in seconds.items()},
         "subject_terms_example": subject_terms(threads[0]["turns"][0]["question"]),
+        "turn_hits": turn_hits,
     }
     if args.host:
         rows = answer_threads(args, vault, threads, load_labels(args.labels))
