@@ -19,6 +19,7 @@ SETS = [
         "answer_questions_fresh4.json",
         "answer_questions_fresh5.json",
         "answer_questions_fresh6.json",
+        "answer_questions_fresh7.json",
     )
 ]
 REQUIRED = {"id", "question", "answerable", "expected", "facts"}
@@ -95,6 +96,16 @@ def test_the_third_fresh_set_is_new_and_as_large_as_the_issue_asks() -> None:
     assert all(q.get("reference") and q.get("kind") for q in fresh)
 
 
+def _assert_quotes_verbatim(questions: list[dict]) -> None:
+    """Every quote is in one of its question's notes, white space aside."""
+    for q in questions:
+        texts = [
+            " ".join((HELP_VAULT / p).read_text(encoding="utf-8").split()) for p in q["expected"]
+        ]
+        for quote in q.get("quote", []):
+            assert any(" ".join(quote.split()) in t for t in texts), (q["id"], quote)
+
+
 def test_the_fourth_fresh_set_is_new_its_ids_its_own_and_its_quotes_verbatim() -> None:
     """Written for the next round's check, without sight of any earlier set or reply."""
     earlier = [q for p in SETS[:5] for q in json.loads(p.read_text(encoding="utf-8"))]
@@ -107,13 +118,27 @@ def test_the_fourth_fresh_set_is_new_its_ids_its_own_and_its_quotes_verbatim() -
     assert sum(not q["answerable"] for q in fresh) >= 10
     assert all(q.get("reference") and q.get("kind") for q in fresh)
     if HELP_VAULT.is_dir():
-        for q in fresh:
-            texts = [
-                " ".join((HELP_VAULT / p).read_text(encoding="utf-8").split())
-                for p in q["expected"]
-            ]
-            for quote in q.get("quote", []):
-                assert any(" ".join(quote.split()) in t for t in texts), (q["id"], quote)
+        _assert_quotes_verbatim(fresh)
+
+
+def test_the_yes_or_no_set_asks_yes_or_no_both_ways_and_is_new() -> None:
+    """The seventh fresh set, written blind for the check of rules on yes/no replies: as
+    many questions the notes answer "yes" as "no", and ten no note answers, each new, its
+    quotes verbatim."""
+    earlier = [q for p in SETS[:-1] for q in json.loads(p.read_text(encoding="utf-8"))]
+    fresh = json.loads(SETS[-1].read_text(encoding="utf-8"))
+    assert not {q["question"].casefold() for q in fresh} & {
+        q["question"].casefold() for q in earlier
+    }
+    assert not {q["id"] for q in fresh} & {q["id"] for q in earlier}
+    kinds = [q["kind"] for q in fresh]
+    assert kinds.count("yes") == kinds.count("no") == 15 and kinds.count("unanswerable") == 10
+    for q in fresh:
+        assert q["answerable"] == (q["kind"] != "unanswerable"), q["id"]
+        if q["answerable"]:
+            assert q["reference"].split(",")[0].split(".")[0] == q["kind"].capitalize(), q["id"]
+    if HELP_VAULT.is_dir():
+        _assert_quotes_verbatim(fresh)
 
 
 PERSONAL = ROOT / "bench" / "data" / "answer_questions_personal.json"
